@@ -1,0 +1,64 @@
+"""The data every stage passes along: findings, their locations and their fixes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+class Applicability(str, Enum):
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """A 1-based row and 1-based column (in characters)."""
+
+    row: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between `location` and `end_location` (exclusive) by `content`."""
+
+    content: str
+    location: Location
+    end_location: Location
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: Applicability
+    message: str
+    edits: tuple[Edit, ...]
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    name: str
+    message: str
+    filename: str
+    location: Location
+    end_location: Location
+    severity: Severity
+    fix: Fix | None = None
+    noqa_row: int | None = None
+    cell: int | None = None
+    # `confirmed`, `refuted` or `not-reached` once `--runtime` has judged the finding.
+    runtime: str | None = None
+    # Extra words from runtime mode (what was observed), shown after the message.
+    runtime_detail: str | None = field(default=None, compare=False)
+
+    def sort_key(self) -> tuple:
+        return (self.filename, self.location.row, self.location.column, self.code)
+
+    def with_runtime(self, verdict: str, detail: str | None = None) -> "Diagnostic":
+        return replace(self, runtime=verdict, runtime_detail=detail)
