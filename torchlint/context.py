@@ -9,6 +9,7 @@ import libcst as cst
 
 from torchlint.analysis.dataflow import LocalValues
 from torchlint.analysis.imports import ImportTable
+from torchlint.analysis.modules import ModuleClasses
 from torchlint.diagnostics import Applicability
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ class FileContext:
 
     def __post_init__(self) -> None:
         self.values = LocalValues(self.ancestors)
+        self.module_classes = ModuleClasses(self.module, self.imports)
 
     # Names -------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from torchlint.config import UNSUPPRESSIBLE, Settings
 from torchlint.context import FileContext, FixSpec, PendingReport
 from torchlint.diagnostics import Diagnostic, Edit, Fix, Location
+from torchlint.notebook import notebook_source
 from torchlint.noqa import file_exemption, line_suppresses
 from torchlint.rule import Rule
 from torchlint.rules import get_rule
@@ -166,6 +167,9 @@ def check_file(path: str, settings: Settings, display_name: str | None = None) -
     filename = display_name or path
     try:
         source = read_source(path)
+        if path.endswith(".ipynb"):
+            notebook = notebook_source(source.text)
+            return [notebook.locate(d) for d in check_source(notebook.text, filename, settings)]
     except UnreadableFile as error:
         return [file_error("TL902", filename, f"cannot read file: {error}")]
     return check_source(source.text, filename, settings)
