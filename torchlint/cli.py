@@ -10,6 +10,7 @@ import click
 
 from torchlint import __version__
 from torchlint.config import ConfigError, Options, resolve_settings
+from torchlint.docs import rule_page
 from torchlint.discovery import Discovery, PathError, display_name
 from torchlint.engine import check_files
 from torchlint.output import OutputContext, format_names, render
@@ -100,12 +101,6 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
     sys.exit(1 if diagnostics and not exit_zero else 0)
 
 
-def _rule_header(rule) -> str:
-    fix = rule.fix_applicability.value if rule.fix_applicability else "none"
-    default = "on" if rule.default_enabled else "off"
-    return f"# {rule.name} ({rule.code})\n\nSeverity: {rule.severity.value} · Default: {default} · Fix: {fix}\n"
-
-
 def rule_summary(rule) -> dict:
     return {
         "code": rule.code, "name": rule.name, "summary": rule.summary, "severity": rule.severity.value,
@@ -137,7 +132,7 @@ def rule(code, show_all, output_format) -> None:
     if output_format == "json":
         click.echo(json.dumps({**rule_summary(found), "doc": found.doc()}, indent=2))
     else:
-        click.echo(_rule_header(found) + "\n" + found.doc())
+        click.echo(rule_page(found), nl=False)
 
 
 def main() -> None:

@@ -138,15 +138,16 @@ def _unique(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
 
 def check_source(source: str, filename: str, settings: Settings) -> list[Diagnostic]:
     """Every finding of the enabled rules in one file's text."""
-    exemption = file_exemption(source)
-    if exemption.whole_file:
-        return []
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as error:
         return [_syntax_error(source, filename, error)]
     except RecursionError:
         return [file_error("TL901", filename, "SyntaxError: too deeply nested to parse")]
+    # After parsing: a file-level noqa never hides that the file is broken.
+    exemption = file_exemption(source)
+    if exemption.whole_file:
+        return []
     rule_classes = [
         rule for rule in settings.rules_for(filename)
         if not rule.runtime_only and rule.code not in exemption.codes and rule.code not in UNSUPPRESSIBLE
