@@ -1,7 +1,7 @@
 """Check files: parse each once with libcst, run every enabled rule in one traversal.
 
-Positions (libcst's PositionProvider costs several times the parse) are computed only for files
-that have at least one finding.
+Positions (libcst's PositionProvider costs several times the parse) are computed only for the
+statements that hold a finding (see positions.py).
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import re
 from concurrent.futures import ProcessPoolExecutor
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from torchlint.config import UNSUPPRESSIBLE, Settings
 from torchlint.context import FileContext, FixSpec, PendingReport
 from torchlint.diagnostics import Diagnostic, Edit, Fix, Location
 from torchlint.notebook import notebook_source
 from torchlint.noqa import file_exemption, line_suppresses
+from torchlint.positions import StatementPositions
 from torchlint.rule import Rule
 from torchlint.rules import get_rule
 from torchlint.sources import UnreadableFile, read_source
@@ -84,10 +84,10 @@ def _syntax_error(source: str, filename: str, error: cst.ParserSyntaxError) -> D
     return file_error("TL901", filename, f"SyntaxError: {message}", error.raw_line, error.raw_column + 1)
 
 
-def _to_edits(fix: FixSpec, positions) -> Fix:
+def _to_edits(fix: FixSpec, positions: StatementPositions, chain) -> Fix:
     edits = []
     for node, content in fix.replacements:
-        span = positions[node]
+        span = positions.range_of(node, chain)
         edits.append(
             Edit(content, Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1))
         )
@@ -97,17 +97,17 @@ def _to_edits(fix: FixSpec, positions) -> Fix:
 
 
 def _resolve(ctx: FileContext, pending: list[PendingReport], filename: str) -> list[Diagnostic]:
-    positions = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions = StatementPositions(ctx.module, ctx.source)
     diagnostics = []
     for report in pending:
-        span = positions[report.node]
+        span = positions.range_of(report.node, report.chain)
         rule = report.rule
         start = Location(span.start.line, span.start.column + 1)
         diagnostics.append(
             Diagnostic(
                 code=rule.code, name=rule.name, message=report.message, filename=filename,
                 location=start, end_location=Location(span.end.line, span.end.column + 1),
-                severity=rule.severity, fix=_to_edits(report.fix, positions) if report.fix else None,
+                severity=rule.severity, fix=_to_edits(report.fix, positions, report.chain) if report.fix else None,
                 noqa_row=start.row,
             )
         )
