@@ -132,7 +132,11 @@ class StatementPositions:
         state.line = line
         state.indent_tokens = _indents(chain, target, module)
         generated = _without_leading_lines(statement)
-        generated._codegen(state)
+        holder = chain[target - 1]
+        if isinstance(statement, cst.If) and isinstance(holder, cst.If) and holder.orelse is statement:
+            generated._codegen(state, is_elif=True)
+        else:
+            generated._codegen(state)
         self._ranges[statement] = self._ranges.pop(generated)
         self._done.add(id(statement))
         return True
