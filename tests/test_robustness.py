@@ -96,3 +96,24 @@ def test_notebook_findings_are_mapped_to_cells(project):
     findings = json.loads(result.stdout)
     assert [(d["code"], d["cell"]) for d in findings] == [("TL902", None), ("TL102", 3)]
     assert findings[1]["location"] == {"row": 2, "column": 5} and findings[1]["fix"] is None
+
+
+def test_an_internal_error_in_one_file_is_one_line_and_the_rest_is_checked(project, monkeypatch):
+    from torchlint import engine
+    from torchlint.config import Options, resolve_settings
+
+    real_check_source = engine.check_source
+
+    def failing_on_a(source, filename, settings):
+        if filename.endswith("a.py"):
+            raise ValueError("rule bug")
+        return real_check_source(source, filename, settings)
+
+    monkeypatch.setattr(engine, "check_source", failing_on_a)
+    (project / "a.py").write_text(BAD)
+    (project / "b.py").write_text(BAD)
+    errors: list[str] = []
+    settings = resolve_settings(Options(), cwd=project)
+    found = engine.check_files([(str(project / "a.py"), "a.py"), (str(project / "b.py"), "b.py")], settings, 1, errors)
+    assert errors == ["a.py: ValueError: rule bug"]
+    assert [(d.filename, d.code) for d in found] == [("b.py", "TL102")]

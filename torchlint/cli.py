@@ -91,13 +91,18 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
         files = discovery.files(list(paths) or ["."])
     except PathError as error:
         raise click.UsageError(str(error)) from None
-    diagnostics = check_files([(path, display_name(path)) for path in files], settings, jobs)
+    internal_errors: list[str] = []
+    diagnostics = check_files([(path, display_name(path)) for path in files], settings, jobs, internal_errors)
     context = OutputContext(color=_use_color(no_color), rules=settings.rules, summary=not quiet)
     if statistics:
         output = render_statistics(diagnostics, context)
     else:
         output = render(output_format, diagnostics, context)
     click.echo(output, nl=False)
+    for error in internal_errors:
+        click.echo(f"torchlint: internal error: {error}", err=True)
+    if internal_errors:
+        sys.exit(2)
     sys.exit(1 if diagnostics and not exit_zero else 0)
 
 

@@ -176,20 +176,33 @@ def check_file(path: str, settings: Settings, display_name: str | None = None) -
     return check_source(source.text, filename, settings)
 
 
-def _check_one(job: tuple[str, str, Settings]) -> list[Diagnostic]:
+def _check_one(job: tuple[str, str, Settings]) -> tuple[list[Diagnostic], str | None]:
+    """One file's findings, or the internal error that stopped its check (a torchlint bug,
+    kept to this file so that every other file is still checked)."""
     path, display_name, settings = job
-    return check_file(path, settings, display_name)
+    try:
+        return check_file(path, settings, display_name), None
+    except Exception as error:  # noqa: BLE001 - isolate one file's failure, by design
+        return [], f"{display_name}: {type(error).__name__}: {error}"
 
 
-def check_files(files: list[tuple[str, str]], settings: Settings, jobs: int | None = None) -> list[Diagnostic]:
-    """Check (path, display name) pairs, in parallel processes when there are several files."""
+def check_files(
+    files: list[tuple[str, str]], settings: Settings, jobs: int | None = None, errors: list[str] | None = None
+) -> list[Diagnostic]:
+    """Check (path, display name) pairs, in parallel processes when there are several files.
+
+    Internal errors are appended to `errors` when a list is given, else raised.
+    """
     jobs = jobs or os.cpu_count() or 1
     work = [(path, name, settings) for path, name in files]
     if jobs <= 1 or len(work) < 4:
-        results = map(_check_one, work)
-        diagnostics = [d for result in results for d in result]
+        results = list(map(_check_one, work))
     else:
         with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
-            chunk = max(1, len(work) // (jobs * 8))
-            diagnostics = [d for result in pool.map(_check_one, work, chunksize=chunk) for d in result]
-    return sorted(diagnostics, key=Diagnostic.sort_key)
+            results = list(pool.map(_check_one, work, chunksize=max(1, len(work) // (jobs * 8))))
+    failures = [error for _, error in results if error is not None]
+    if failures and errors is None:
+        raise RuntimeError(failures[0])
+    if errors is not None:
+        errors.extend(failures)
+    return sorted((d for diagnostics, _ in results for d in diagnostics), key=Diagnostic.sort_key)
