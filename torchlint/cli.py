@@ -78,8 +78,9 @@ def cli() -> None:
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--no-color", is_flag=True, help="Never colour the output (also: the NO_COLOR variable).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the result cache (.torchlint_cache/).")
 def check(paths, select, ignore, extend_select, output_format, exit_zero, statistics, config_file, jobs,
-          force_exclude, quiet, no_color) -> None:
+          force_exclude, quiet, no_color, no_cache) -> None:
     """Check PATHS (files or directories; default: the current directory)."""
     if config_file and not os.path.isfile(config_file):
         raise click.UsageError(f"config file {config_file} does not exist")
@@ -92,7 +93,9 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
     except PathError as error:
         raise click.UsageError(str(error)) from None
     internal_errors: list[str] = []
-    diagnostics = check_files([(path, display_name(path)) for path in files], settings, jobs, internal_errors)
+    diagnostics = check_files(
+        [(path, display_name(path)) for path in files], settings, jobs, internal_errors, use_cache=not no_cache
+    )
     context = OutputContext(color=_use_color(no_color), rules=settings.rules, summary=not quiet)
     if statistics:
         output = render_statistics(diagnostics, context)

@@ -13,6 +13,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import libcst as cst
 
+from torchlint.cache import ResultCache, cache_key
 from torchlint.config import UNSUPPRESSIBLE, Settings
 from torchlint.context import FileContext, FixSpec, PendingReport
 from torchlint.diagnostics import Diagnostic, Edit, Fix, Location
@@ -21,7 +22,7 @@ from torchlint.noqa import file_exemption, line_suppresses
 from torchlint.positions import StatementPositions
 from torchlint.rule import Rule
 from torchlint.rules import get_rule
-from torchlint.sources import UnreadableFile, read_source
+from torchlint.sources import UnreadableFile, decode_source, read_bytes
 from torchlint.walker import Walker
 
 # Rules only look at files that mention torch at all: a cheap textual pre-filter.
@@ -164,37 +165,50 @@ def check_source(source: str, filename: str, settings: Settings) -> list[Diagnos
     return sorted(_unique(diagnostics), key=Diagnostic.sort_key)
 
 
-def check_file(path: str, settings: Settings, display_name: str | None = None) -> list[Diagnostic]:
+def check_file(
+    path: str, settings: Settings, display_name: str | None = None, cache: ResultCache | None = None
+) -> list[Diagnostic]:
     filename = display_name or path
     try:
-        source = read_source(path)
+        data = read_bytes(path)
+        key = cache_key(filename, data, settings) if cache else ""
+        cached = cache.get(key, filename) if cache else None
+        if cached is not None:
+            return cached
+        source = decode_source(data)
         if path.endswith(".ipynb"):
             notebook = notebook_source(source.text)
-            return [notebook.locate(d) for d in check_source(notebook.text, filename, settings)]
+            diagnostics = [notebook.locate(d) for d in check_source(notebook.text, filename, settings)]
+        else:
+            diagnostics = check_source(source.text, filename, settings)
     except UnreadableFile as error:
         return [file_error("TL902", filename, f"cannot read file: {error}")]
-    return check_source(source.text, filename, settings)
+    if cache:
+        cache.put(key, diagnostics)
+    return diagnostics
 
 
-def _check_one(job: tuple[str, str, Settings]) -> tuple[list[Diagnostic], str | None]:
+def _check_one(job: tuple[str, str, Settings, bool]) -> tuple[list[Diagnostic], str | None]:
     """One file's findings, or the internal error that stopped its check (a torchlint bug,
     kept to this file so that every other file is still checked)."""
-    path, display_name, settings = job
+    path, display_name, settings, use_cache = job
     try:
-        return check_file(path, settings, display_name), None
+        return check_file(path, settings, display_name, ResultCache(settings.root) if use_cache else None), None
     except Exception as error:  # noqa: BLE001 - isolate one file's failure, by design
         return [], f"{display_name}: {type(error).__name__}: {error}"
 
 
 def check_files(
-    files: list[tuple[str, str]], settings: Settings, jobs: int | None = None, errors: list[str] | None = None
+    files: list[tuple[str, str]], settings: Settings, jobs: int | None = None, errors: list[str] | None = None,
+    *, use_cache: bool = False,
 ) -> list[Diagnostic]:
     """Check (path, display name) pairs, in parallel processes when there are several files.
 
-    Internal errors are appended to `errors` when a list is given, else raised.
+    Internal errors are appended to `errors` when a list is given, else raised. With
+    `use_cache`, results are kept in `.torchlint_cache/` beside the configuration.
     """
     jobs = jobs or os.cpu_count() or 1
-    work = [(path, name, settings) for path, name in files]
+    work = [(path, name, settings, use_cache) for path, name in files]
     if jobs <= 1 or len(work) < 4:
         results = list(map(_check_one, work))
     else:
