@@ -8,6 +8,7 @@ runtime-only findings. This module itself never imports torch.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -42,6 +43,7 @@ def _torch_installed() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
+@functools.lru_cache(maxsize=None)
 def _probe_devices() -> dict[str, bool]:
     """Which real accelerators exist (asked in a subprocess: this process never imports torch)."""
     code = (
