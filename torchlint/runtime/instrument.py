@@ -314,8 +314,15 @@ class Runtime(TorchFunctionMode):
 
     def _sync(self, func, args, kwargs):
         if args and isinstance(args[0], Tensor) and self._on_accelerator(args[0]):
-            self.rec.event("TL302", self.files.here(), f"host sync: {SYNCS[func]}")
+            self._count_sync(SYNCS[func])
         return self._call(func, args, kwargs)
+
+    def _count_sync(self, what: str, depth: int = 3) -> None:
+        # Only syncs the user's code asks for directly: those inside libraries (GradScaler's
+        # found-inf check) are not the user's to move.
+        frame = sys._getframe(depth)
+        if self.files.is_user_code(frame.f_code):
+            self.rec.event("TL302", self.files.position(frame), f"host sync: {what}")
 
     # -- .to()/.cuda()/.cpu()/.float()...: devices and discarded results (TL304) ------------
     def _convert(self, func, args, kwargs):
@@ -326,7 +333,7 @@ class Runtime(TorchFunctionMode):
             out = logical.convert(self, func, tensor, args, kwargs)
         else:
             if func is _T.cpu and self._on_accelerator(tensor):
-                self.rec.event("TL302", self.files.here(), "host sync: .cpu()")
+                self._count_sync(".cpu()")
             out = self._call(func, args, kwargs)
         if out is not tensor:
             frame = sys._getframe(2)

@@ -125,7 +125,7 @@ def convert(runtime, func, tensor, args, kwargs):
             runtime.rec.event("TL306", runtime.files.here(), "a float64 tensor on the (logical) mps device")
     elif target == "cpu":
         if source is not None:
-            runtime.rec.event("TL302", runtime.files.here(), "host sync: .cpu()")
+            runtime._count_sync(".cpu()", depth=4)
             if out is tensor:
                 out = tensor.clone()
             out.__dict__.pop(TAG, None)
