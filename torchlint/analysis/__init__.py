@@ -1,0 +1,1 @@
+"""Shared semantics that rules ask for instead of walking the tree themselves."""

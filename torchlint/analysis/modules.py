@@ -1,0 +1,96 @@
+"""Which classes of a file are `nn.Module` subclasses.
+
+A class is a Module when a base resolves through the imports to a module class of `torch.nn`
+(or Lightning's `LightningModule`), or is itself a Module class of this file. A class whose bases
+are imported from elsewhere (unknowable statically) counts as a Module when it defines `forward`.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.imports import ImportTable
+from torchlint.analysis.names import dotted_name
+
+_NOT_MODULES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+_MODULE_BASES = frozenset(
+    {"lightning.LightningModule", "pytorch_lightning.LightningModule", "lightning.pytorch.LightningModule",
+     "pytorch_lightning.core.LightningModule", "lightning.pytorch.core.LightningModule"}
+)
+
+
+def _is_torch_module_class(qualified: str) -> bool:
+    if qualified in _NOT_MODULES:
+        return False
+    if qualified in _MODULE_BASES:
+        return True
+    last = qualified.rsplit(".", 1)[-1]
+    return qualified.startswith("torch.nn.") and last[:1].isupper() and ".functional." not in qualified
+
+
+def _defines(classdef: cst.ClassDef, method: str) -> bool:
+    return any(
+        isinstance(statement, cst.FunctionDef) and statement.name.value == method
+        for statement in classdef.body.body
+    )
+
+
+def _class_definitions(statements) -> list[cst.ClassDef]:
+    found = []
+    for statement in statements:
+        if isinstance(statement, cst.ClassDef):
+            found.append(statement)
+            found.extend(_class_definitions(statement.body.body))
+        elif isinstance(statement, (cst.If, cst.Try, cst.Else)):
+            found.extend(_class_definitions(statement.body.body))
+            orelse = getattr(statement, "orelse", None)
+            if orelse is not None:
+                found.extend(_class_definitions([orelse]))
+    return found
+
+
+class ModuleClasses:
+    """Answers `is_module(classdef)` for the classes of one file."""
+
+    def __init__(self, module: cst.Module, imports: ImportTable) -> None:
+        self._module = module
+        self._imports = imports
+        self._verdicts: dict[int, bool] | None = None
+
+    def is_module(self, classdef: cst.ClassDef) -> bool:
+        if self._verdicts is None:
+            self._verdicts = self._classify()
+        return self._verdicts.get(id(classdef), False)
+
+    def is_module_name(self, name: str) -> bool:
+        """A class of this file, by name, that is a Module (for `Net()` constructor calls)."""
+        if self._verdicts is None:
+            self._verdicts = self._classify()
+        return name in self._module_names
+
+    def _classify(self) -> dict[int, bool]:
+        verdicts: dict[int, bool] = {}
+        self._module_names: set[str] = set()
+        for classdef in _class_definitions(self._module.body):
+            verdict = self._classify_one(classdef)
+            verdicts[id(classdef)] = verdict
+            if verdict:
+                self._module_names.add(classdef.name.value)
+        return verdicts
+
+    def _classify_one(self, classdef: cst.ClassDef) -> bool:
+        has_unknown_base = False
+        for base in classdef.bases:
+            if base.keyword is not None:
+                continue
+            qualified = self._imports.qualified_name(base.value)
+            if qualified is not None:
+                if _is_torch_module_class(qualified):
+                    return True
+                has_unknown_base = has_unknown_base or not qualified.startswith(("torch.", "typing."))
+                continue
+            written = dotted_name(base.value)
+            if written in self._module_names:
+                return True
+            has_unknown_base = has_unknown_base or written not in (None, "object")
+        return has_unknown_base and _defines(classdef, "forward")

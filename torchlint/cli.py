@@ -1,0 +1,144 @@
+"""The command line: `torchlint check` and `torchlint rule`."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+from torchlint import __version__
+from torchlint.config import ConfigError, Options, resolve_settings
+from torchlint.discovery import Discovery, PathError, display_name
+from torchlint.engine import check_files
+from torchlint.output import OutputContext, format_names, render
+from torchlint.output.text import render_statistics
+from torchlint.rules import all_rules, get_rule
+
+
+def _codes(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _use_color(no_color: bool) -> bool:
+    return not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
+
+
+class _Main(click.Group):
+    """Every error ends in one line on stderr: usage errors exit 2, as do unexpected exceptions
+    (never a traceback)."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            status = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.ClickException as error:
+            click.echo(f"torchlint: error: {error.format_message()}", err=True)
+            sys.exit(2 if isinstance(error, click.UsageError) else error.exit_code)
+        except click.Abort:
+            click.echo("torchlint: interrupted", err=True)
+            sys.exit(130)
+        if standalone_mode:
+            sys.exit(status or 0)
+        return status
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
+            raise
+        except ConfigError as error:
+            raise click.UsageError(str(error)) from None
+        except KeyboardInterrupt:
+            raise click.Abort() from None
+        except Exception as error:  # noqa: BLE001 - the last line of defence, by design
+            click.echo(f"torchlint: internal error: {type(error).__name__}: {error}", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="torchlint")
+def cli() -> None:
+    """torchlint: find PyTorch pitfalls in Python code."""
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--select", help="Comma-separated rule codes or prefixes to enable (replaces the default set).")
+@click.option("--ignore", help="Comma-separated rule codes or prefixes to disable.")
+@click.option("--extend-select", help="Comma-separated rule codes or prefixes to enable in addition.")
+@click.option("--output-format", type=click.Choice(format_names()), default="full", show_default=True)
+@click.option("--exit-zero", is_flag=True, help="Exit with status 0 even when there are findings.")
+@click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of the findings.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="Read settings from this TOML file.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Processes to use (default: all cores).")
+@click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option("--no-color", is_flag=True, help="Never colour the output (also: the NO_COLOR variable).")
+def check(paths, select, ignore, extend_select, output_format, exit_zero, statistics, config_file, jobs,
+          force_exclude, quiet, no_color) -> None:
+    """Check PATHS (files or directories; default: the current directory)."""
+    if config_file and not os.path.isfile(config_file):
+        raise click.UsageError(f"config file {config_file} does not exist")
+    settings = resolve_settings(
+        Options(config=config_file, select=_codes(select), ignore=_codes(ignore), extend_select=_codes(extend_select))
+    )
+    discovery = Discovery(settings.exclude, settings.root, force_exclude=force_exclude)
+    try:
+        files = discovery.files(list(paths) or ["."])
+    except PathError as error:
+        raise click.UsageError(str(error)) from None
+    diagnostics = check_files([(path, display_name(path)) for path in files], settings, jobs)
+    context = OutputContext(color=_use_color(no_color), rules=settings.rules, summary=not quiet)
+    if statistics:
+        output = render_statistics(diagnostics, context)
+    else:
+        output = render(output_format, diagnostics, context)
+    click.echo(output, nl=False)
+    sys.exit(1 if diagnostics and not exit_zero else 0)
+
+
+def _rule_header(rule) -> str:
+    fix = rule.fix_applicability.value if rule.fix_applicability else "none"
+    default = "on" if rule.default_enabled else "off"
+    return f"# {rule.name} ({rule.code})\n\nSeverity: {rule.severity.value} · Default: {default} · Fix: {fix}\n"
+
+
+def rule_summary(rule) -> dict:
+    return {
+        "code": rule.code, "name": rule.name, "summary": rule.summary, "severity": rule.severity.value,
+        "default": rule.default_enabled,
+        "fixable": rule.fix_applicability.value if rule.fix_applicability else None,
+    }
+
+
+@cli.command()
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="List every rule.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rule(code, show_all, output_format) -> None:
+    """Explain the rule CODE (e.g. TL101), or list every rule with --all."""
+    if show_all:
+        rules = all_rules()
+        if output_format == "json":
+            click.echo(json.dumps([rule_summary(r) for r in rules], indent=2))
+        else:
+            for r in rules:
+                default = "" if r.default_enabled else " (off by default)"
+                click.echo(f"{r.code}  {r.name:<40} {r.severity.value:<8} {r.summary}{default}")
+        return
+    if not code:
+        raise click.UsageError("give a rule code (e.g. TL101) or --all")
+    found = get_rule(code.strip().upper())
+    if found is None:
+        raise click.UsageError(f"unknown rule code '{code}'")
+    if output_format == "json":
+        click.echo(json.dumps({**rule_summary(found), "doc": found.doc()}, indent=2))
+    else:
+        click.echo(_rule_header(found) + "\n" + found.doc())
+
+
+def main() -> None:
+    cli(prog_name="torchlint")

@@ -1,0 +1,98 @@
+"""What a rule can ask about the file being checked, and how it reports a finding."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchlint.analysis.dataflow import LocalValues
+from torchlint.analysis.imports import ImportTable
+from torchlint.analysis.modules import ModuleClasses
+from torchlint.diagnostics import Applicability
+
+if TYPE_CHECKING:
+    from torchlint.config import Settings
+    from torchlint.rule import Rule
+
+
+@dataclass(frozen=True)
+class FixSpec:
+    """A fix described on the tree: replace each node's source text; insert lines before a row.
+
+    The engine turns it into text edits once positions are known (only for files with findings).
+    """
+
+    message: str
+    replacements: tuple[tuple[cst.CSTNode, str], ...]
+    applicability: Applicability = Applicability.SAFE
+    # (1-based row, text): text inserted at the start of that row, e.g. a missing import.
+    insertions: tuple[tuple[int, str], ...] = ()
+
+
+@dataclass
+class PendingReport:
+    rule: "Rule"
+    node: cst.CSTNode
+    message: str
+    fix: FixSpec | None
+
+
+@dataclass
+class FileContext:
+    path: str
+    source: str
+    module: cst.Module
+    settings: "Settings"
+    ancestors: list[cst.CSTNode] = field(default_factory=list)
+    imports: ImportTable = field(default_factory=ImportTable)
+    pending: list[PendingReport] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.values = LocalValues(self.ancestors)
+        self.module_classes = ModuleClasses(self.module, self.imports)
+
+    # Names -------------------------------------------------------------------------------
+
+    def qualified_name(self, expr: cst.BaseExpression) -> str | None:
+        """`torch.nn.functional.softmax` for `F.softmax`, through this file's imports."""
+        return self.imports.qualified_name(expr)
+
+    def callee(self, call: cst.Call) -> str | None:
+        return self.imports.qualified_name(call.func)
+
+    def code_for(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    # Structure ---------------------------------------------------------------------------
+
+    @property
+    def parent(self) -> cst.CSTNode | None:
+        return self.ancestors[-1] if self.ancestors else None
+
+    def enclosing(self, *kinds: type[cst.CSTNode]) -> cst.CSTNode | None:
+        for node in reversed(self.ancestors):
+            if isinstance(node, kinds):
+                return node
+        return None
+
+    def enclosing_function(self) -> cst.FunctionDef | None:
+        return self.enclosing(cst.FunctionDef)  # type: ignore[return-value]
+
+    def enclosing_class(self) -> cst.ClassDef | None:
+        """The class whose body directly holds the enclosing function, if any."""
+        function_seen = False
+        for node in reversed(self.ancestors):
+            if isinstance(node, cst.FunctionDef):
+                if function_seen:
+                    return None
+                function_seen = True
+            elif isinstance(node, cst.ClassDef):
+                return node
+        return None
+
+    # Reporting ---------------------------------------------------------------------------
+
+    def report(self, rule: "Rule", node: cst.CSTNode, message: str, fix: FixSpec | None) -> None:
+        self.pending.append(PendingReport(rule, node, message, fix))

@@ -1,0 +1,143 @@
+"""Which files to check: walk directories for Python files and notebooks, honouring excludes
+and `.gitignore`, never following symlinked directories."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+CHECKED_SUFFIXES = (".py", ".pyi", ".ipynb")
+
+
+class PathError(Exception):
+    """A path given on the command line does not exist (a usage error)."""
+
+
+@dataclass(frozen=True)
+class _IgnorePattern:
+    base: str  # the directory whose .gitignore holds the pattern
+    pattern: str
+    negated: bool
+    directory_only: bool
+    anchored: bool
+
+    def matches(self, path: str, is_directory: bool) -> bool:
+        if self.directory_only and not is_directory:
+            return False
+        relative = os.path.relpath(path, self.base).replace(os.sep, "/")
+        if relative.startswith(".."):
+            return False
+        if self.anchored:
+            return fnmatch.fnmatch(relative, self.pattern)
+        return fnmatch.fnmatch(os.path.basename(path), self.pattern) or fnmatch.fnmatch(relative, self.pattern)
+
+
+def _read_gitignore(directory: str) -> list[_IgnorePattern]:
+    try:
+        with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return []
+    patterns = []
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        negated = line.startswith("!")
+        line = line.lstrip("!")
+        directory_only = line.endswith("/")
+        line = line.rstrip("/")
+        anchored = "/" in line
+        patterns.append(_IgnorePattern(directory, line.lstrip("/"), negated, directory_only, anchored))
+    return patterns
+
+
+def _enclosing_gitignores(top: str) -> list[_IgnorePattern]:
+    """The .gitignore patterns of the directories above `top`, up to its repository's root."""
+    parents = []
+    for parent in Path(os.path.abspath(top)).parents:
+        parents.append(str(parent))
+        if (parent / ".git").exists():
+            break
+    else:
+        return []
+    return [pattern for parent in reversed(parents) for pattern in _read_gitignore(parent)]
+
+
+def _git_ignored(path: str, is_directory: bool, patterns: list[_IgnorePattern]) -> bool:
+    ignored = False
+    for pattern in patterns:
+        if pattern.matches(path, is_directory):
+            ignored = not pattern.negated
+    return ignored
+
+
+class Discovery:
+    def __init__(self, exclude: tuple[str, ...], root: str, *, force_exclude: bool = False) -> None:
+        self._exclude = exclude
+        self._root = root
+        self._force_exclude = force_exclude
+
+    def is_excluded(self, path: str) -> bool:
+        """An exclude pattern matches the path's name, a parent directory's name, or the path
+        relative to the configuration root."""
+        absolute = os.path.abspath(path)
+        relative = os.path.relpath(absolute, self._root).replace(os.sep, "/")
+        parts = relative.split("/") if not relative.startswith("..") else [os.path.basename(absolute)]
+        for pattern in self._exclude:
+            pattern = pattern.rstrip("/")
+            if fnmatch.fnmatch(relative, pattern) or any(fnmatch.fnmatch(part, pattern) for part in parts):
+                return True
+        return False
+
+    def files(self, paths: list[str]) -> list[str]:
+        """The files to check under `paths`, sorted, each once."""
+        found: dict[str, None] = {}
+        for path in paths:
+            if os.path.isdir(path):
+                if self.is_excluded(path) and self._force_exclude:
+                    continue
+                for file in self._walk(path):
+                    found.setdefault(file, None)
+            elif os.path.lexists(path):
+                # Explicit files are always checked, unless --force-exclude says otherwise.
+                if not (self._force_exclude and self.is_excluded(path)):
+                    found.setdefault(os.path.normpath(path), None)
+            else:
+                raise PathError(f"{path}: no such file or directory")
+        return sorted(found)
+
+    def _walk(self, top: str) -> list[str]:
+        files = []
+        patterns = {os.path.abspath(top): _enclosing_gitignores(top) + _read_gitignore(top)}
+        for directory, subdirectories, filenames in os.walk(top, followlinks=False):
+            ignore = patterns[os.path.abspath(directory)]
+            subdirectories[:] = sorted(
+                name for name in subdirectories
+                if not self._skip(os.path.join(directory, name), True, ignore)
+            )
+            for name in subdirectories:
+                child = os.path.abspath(os.path.join(directory, name))
+                patterns[child] = ignore + _read_gitignore(child)
+            for name in sorted(filenames):
+                path = os.path.join(directory, name)
+                if name.endswith(CHECKED_SUFFIXES) and not self._skip(path, False, ignore):
+                    files.append(os.path.normpath(path))
+        return files
+
+    def _skip(self, path: str, is_directory: bool, ignore: list[_IgnorePattern]) -> bool:
+        if is_directory and os.path.islink(path):
+            return True
+        return self.is_excluded(path) or _git_ignored(os.path.abspath(path), is_directory, ignore)
+
+
+def display_name(path: str) -> str:
+    """The path as shown in output: relative to the working directory when under it."""
+    absolute = os.path.abspath(path)
+    try:
+        relative = os.path.relpath(absolute)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative

@@ -1,0 +1,48 @@
+"""Output formats: each module renders a sorted list of findings to one string."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchlint.rule import Rule
+
+
+@dataclass(frozen=True)
+class OutputContext:
+    color: bool
+    rules: tuple[type[Rule], ...]  # the enabled rules (SARIF lists them)
+    summary: bool = True  # the closing `Found N findings` line of the text formats
+
+
+def repository_root(start: Path | None = None) -> Path:
+    """The enclosing git repository's root, else the working directory: GitHub and SARIF paths
+    are relative to it."""
+    start = (start or Path.cwd()).resolve()
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return start
+
+
+def repository_path(filename: str, root: Path) -> str:
+    absolute = Path(os.path.abspath(filename))
+    try:
+        return absolute.relative_to(root).as_posix()
+    except ValueError:
+        return absolute.as_posix()
+
+
+def format_names() -> tuple[str, ...]:
+    return ("full", "concise", "json", "github", "sarif")
+
+
+def render(format_name: str, diagnostics, context: OutputContext) -> str:
+    from torchlint.output import github, json, sarif, text
+
+    renderers = {
+        "full": text.render_full, "concise": text.render_concise, "json": json.render,
+        "github": github.render, "sarif": sarif.render,
+    }
+    return renderers[format_name](diagnostics, context)

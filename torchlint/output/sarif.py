@@ -1,0 +1,81 @@
+"""SARIF 2.1.0 for GitHub code scanning."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+
+from torchlint import __version__
+from torchlint.diagnostics import Diagnostic
+from torchlint.output import OutputContext, repository_path, repository_root
+from torchlint.output.text import source_lines
+
+_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_LEVELS = {"error": "error", "warning": "warning"}
+
+
+def _rule_descriptor(rule) -> dict:
+    sections = rule.doc_sections()
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": sections.get("What it does", rule.summary)},
+        "helpUri": rule.url(),
+        "help": {"text": rule.summary, "markdown": rule.doc()},
+        "defaultConfiguration": {"level": _LEVELS[rule.severity.value], "enabled": rule.default_enabled},
+        "properties": {"tags": [rule.code[:3]]},
+    }
+
+
+def _fingerprint(diagnostic: Diagnostic, path: str, seen: Counter) -> str:
+    """Stable across re-runs and line moves: the code, the path and the flagged line's text."""
+    lines = source_lines(diagnostic.filename) if diagnostic.cell is None else ()
+    row = diagnostic.location.row
+    text = lines[row - 1].strip() if 0 < row <= len(lines) else ""
+    digest = hashlib.sha256(f"{diagnostic.code}\0{path}\0{text}".encode()).hexdigest()[:16]
+    seen[digest] += 1
+    return f"{digest}:{seen[digest]}"
+
+
+def render(diagnostics: list[Diagnostic], context: OutputContext) -> str:
+    root = repository_root()
+    rules = sorted({*context.rules}, key=lambda rule: rule.code)
+    index = {rule.code: position for position, rule in enumerate(rules)}
+    seen: Counter = Counter()
+    results = []
+    for d in diagnostics:
+        path = repository_path(d.filename, root)
+        result = {
+            "ruleId": d.code,
+            "level": _LEVELS[d.severity.value],
+            "message": {"text": d.message},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": {"uri": path, "uriBaseId": "%SRCROOT%"},
+                    "region": {
+                        "startLine": d.location.row, "startColumn": d.location.column,
+                        "endLine": d.end_location.row, "endColumn": d.end_location.column,
+                    },
+                }
+            }],
+            "partialFingerprints": {"primaryLocationLineHash": _fingerprint(d, path, seen)},
+        }
+        if d.code in index:
+            result["ruleIndex"] = index[d.code]
+        results.append(result)
+    log = {
+        "$schema": _SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "torchlint", "version": __version__,
+                "informationUri": "https://github.com/torchlint/torchlint",
+                "rules": [_rule_descriptor(rule) for rule in rules],
+            }},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
+            "results": results,
+        }],
+    }
+    return json.dumps(log, indent=2) + "\n"

@@ -1,0 +1,101 @@
+"""The text formats: `full` (ruff-like, with the source line and a caret) and `concise`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from functools import lru_cache
+
+from torchlint.diagnostics import Applicability, Diagnostic
+from torchlint.output import OutputContext
+from torchlint.sources import UnreadableFile, read_source
+
+_BOLD, _RED, _YELLOW, _CYAN, _DIM, _RESET = "\033[1m", "\033[31m", "\033[33m", "\033[36m", "\033[2m", "\033[0m"
+
+
+def _paint(text: str, style: str, context: OutputContext) -> str:
+    return f"{style}{text}{_RESET}" if context.color else text
+
+
+@lru_cache(maxsize=64)
+def source_lines(filename: str) -> tuple[str, ...]:
+    try:
+        return tuple(read_source(filename).text.splitlines())
+    except UnreadableFile:
+        return ()
+
+
+def _has_safe_fix(diagnostic: Diagnostic) -> bool:
+    return diagnostic.fix is not None and diagnostic.fix.applicability == Applicability.SAFE
+
+
+def headline(diagnostic: Diagnostic, context: OutputContext) -> str:
+    where = f"{diagnostic.filename}:"
+    if diagnostic.cell is not None:
+        where += f"cell {diagnostic.cell}:"
+    where += f"{diagnostic.location.row}:{diagnostic.location.column}:"
+    color = _RED if diagnostic.severity.value == "error" else _YELLOW
+    parts = [_paint(where, _BOLD, context), _paint(diagnostic.code, _BOLD + color, context)]
+    if diagnostic.runtime:
+        parts.append(f"[{diagnostic.runtime}]")
+    if _has_safe_fix(diagnostic):
+        parts.append(_paint("[*]", _CYAN, context))
+    message = diagnostic.message
+    if diagnostic.runtime_detail:
+        message += f" ({diagnostic.runtime_detail})"
+    parts.append(message)
+    return " ".join(parts)
+
+
+def _source_frame(diagnostic: Diagnostic, context: OutputContext) -> list[str]:
+    lines = source_lines(diagnostic.filename) if diagnostic.cell is None else ()
+    row = diagnostic.location.row
+    if not 0 < row <= len(lines):
+        return []
+    line = lines[row - 1].expandtabs(1)
+    start = diagnostic.location.column
+    end = diagnostic.end_location.column if diagnostic.end_location.row == row else len(line) + 1
+    width = max(end - start, 1)
+    gutter = " " * len(str(row))
+    caret = _paint("^" * width + " " + diagnostic.code, _RED if diagnostic.severity.value == "error" else _YELLOW, context)
+    frame = [f"{gutter} |", f"{row} | {line}", f"{gutter} | {' ' * (start - 1)}{caret}", f"{gutter} |"]
+    if diagnostic.fix is not None:
+        frame.append(f"{gutter} = help: {diagnostic.fix.message}")
+    return frame
+
+
+def summary(diagnostics: list[Diagnostic]) -> str:
+    if not diagnostics:
+        return "All checks passed!"
+    fixable = sum(1 for d in diagnostics if _has_safe_fix(d))
+    noun = "finding" if len(diagnostics) == 1 else "findings"
+    return f"Found {len(diagnostics)} {noun} ({fixable} fixable)."
+
+
+def render_full(diagnostics: list[Diagnostic], context: OutputContext) -> str:
+    blocks = []
+    for diagnostic in diagnostics:
+        blocks.append("\n".join([headline(diagnostic, context), *_source_frame(diagnostic, context)]))
+    closing = [summary(diagnostics)] if context.summary else []
+    parts = blocks + closing
+    return "\n\n".join(parts) + "\n" if parts else ""
+
+
+def render_concise(diagnostics: list[Diagnostic], context: OutputContext) -> str:
+    lines = [headline(diagnostic, context) for diagnostic in diagnostics]
+    if context.summary:
+        lines.append(summary(diagnostics))
+    return "".join(line + "\n" for line in lines)
+
+
+def render_statistics(diagnostics: list[Diagnostic], context: OutputContext) -> str:
+    counts = Counter(d.code for d in diagnostics)
+    names = {d.code: d.name for d in diagnostics}
+    fixable = {d.code for d in diagnostics if _has_safe_fix(d)}
+    width = len(str(max(counts.values()))) if counts else 1
+    lines = [
+        f"{count:>{width}}\t{code}\t{'[*]' if code in fixable else '   '} {names[code]}"
+        for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    ]
+    if context.summary:
+        lines.append(summary(diagnostics))
+    return "".join(line + "\n" for line in lines)

@@ -1,0 +1,64 @@
+"""The base class every rule derives from.
+
+A rule is a small class in `torchlint/rules/`: its code, name and metadata as class attributes,
+its docstring as its documentation, and `visit_<Node>` / `leave_<Node>` methods named after libcst
+node classes. The engine calls those methods during its single traversal of each file; a rule
+reads shared facts (imports, the enclosing function, what a name was assigned) from `self.ctx`
+and calls `self.report(...)` for each finding.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import TYPE_CHECKING, ClassVar
+
+import libcst as cst
+
+from torchlint.diagnostics import Applicability, Severity
+
+if TYPE_CHECKING:
+    from torchlint.context import FileContext, FixSpec
+
+_DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead")
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    severity: ClassVar[Severity]
+    default_enabled: ClassVar[bool] = True
+    # The applicability of the fixes this rule offers, or None when it offers none.
+    fix_applicability: ClassVar[Applicability | None] = None
+    # Reported only by `--runtime` (no static visitor methods).
+    runtime_only: ClassVar[bool] = False
+
+    def __init__(self, ctx: "FileContext") -> None:
+        self.ctx = ctx
+
+    def report(
+        self, node: cst.CSTNode, message: str, *, fix: "FixSpec | None" = None
+    ) -> None:
+        self.ctx.report(self, node, message, fix)
+
+    @classmethod
+    def doc(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def doc_sections(cls) -> dict[str, str]:
+        """The docstring split at its `## Heading` lines."""
+        sections: dict[str, str] = {}
+        for match in re.finditer(r"^## (.+?)\n(.*?)(?=^## |\Z)", cls.doc(), re.M | re.S):
+            sections[match.group(1).strip()] = match.group(2).strip()
+        return sections
+
+    @classmethod
+    def url(cls) -> str:
+        return f"https://github.com/torchlint/torchlint/blob/main/docs/rules/{cls.code}.md"
+
+    @classmethod
+    def missing_doc_sections(cls) -> list[str]:
+        present = cls.doc_sections()
+        return [section for section in _DOC_SECTIONS if section not in present]

@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.names import method_name, method_receiver, positional_args
+from torchlint.analysis.torch_api import (
+    LOG_FUNCTIONS, SIGMOID_FUNCTIONS, SOFTMAX_FUNCTIONS, call_matches, functional_module_name,
+)
+from torchlint.context import FixSpec
+from torchlint.diagnostics import Applicability, Severity
+from torchlint.rule import Rule
+
+
+class LogOfSoftmax(Rule):
+    """
+    ## What it does
+    Flags the logarithm of a softmax or a sigmoid computed in two steps: `softmax(x).log()`,
+    `torch.log(F.softmax(x, dim=1))`, `torch.log(torch.sigmoid(x))`, also when the softmax or
+    sigmoid result reaches the log through a local variable.
+
+    ## Why is this bad?
+    Softmax and sigmoid outputs underflow to exactly 0 for very negative logits, and the log of 0
+    is `-inf`: the loss becomes `inf` or `nan` and training diverges. `log_softmax` and
+    `logsigmoid` compute the same value in one numerically stable step.
+
+    ## Example
+    ```python
+    log_probs = F.softmax(logits, dim=-1).log()
+    log_p = torch.log(torch.sigmoid(score))
+    ```
+
+    ## Use instead
+    ```python
+    log_probs = F.log_softmax(logits, dim=-1)
+    log_p = F.logsigmoid(score)
+    ```
+
+    ## Fix safety
+    The fix is safe: the result is equal wherever the old expression was finite, and finite where
+    it was `-inf`. It is offered when the softmax or sigmoid is written inside the log call.
+    """
+
+    code = "TL201"
+    name = "log-of-softmax"
+    summary = "Log of softmax or sigmoid: underflows to -inf, use log_softmax / logsigmoid"
+    severity = Severity.ERROR
+    fix_applicability = Applicability.SAFE
+
+    def visit_Call(self, node: cst.Call) -> None:
+        argument = self._log_argument(node)
+        if argument is None:
+            return
+        inner = self.ctx.values.resolve(argument)
+        if not isinstance(inner, cst.Call):
+            return
+        through_variable = inner is not argument
+        if call_matches(self.ctx, inner, SOFTMAX_FUNCTIONS, "softmax"):
+            message = "log of `softmax` underflows to -inf; use `log_softmax(...)` with the same `dim`"
+            fix = None if through_variable else self._log_softmax_fix(node, inner)
+        elif call_matches(self.ctx, inner, SIGMOID_FUNCTIONS, "sigmoid"):
+            message = "log of `sigmoid` underflows to -inf; use `F.logsigmoid(...)`"
+            fix = None if through_variable else self._logsigmoid_fix(node, inner)
+        else:
+            return
+        self.report(node, message, fix=fix)
+
+    def _log_argument(self, call: cst.Call) -> cst.BaseExpression | None:
+        """`p` for `p.log()` or `torch.log(p)`."""
+        qualified = self.ctx.callee(call)
+        if qualified in LOG_FUNCTIONS:
+            positional = positional_args(call)
+            return positional[0].value if positional and qualified == "torch.log" else None
+        if qualified is None and method_name(call) == "log" and not call.args:
+            return method_receiver(call)
+        return None
+
+    def _log_softmax_fix(self, log_call: cst.Call, softmax: cst.Call) -> FixSpec | None:
+        if not isinstance(softmax.func, cst.Attribute) or softmax.func.attr.value != "softmax":
+            return None
+        renamed = softmax.with_changes(func=softmax.func.with_changes(attr=cst.Name("log_softmax")))
+        return FixSpec("Replace with `log_softmax(...)`", ((log_call, self.ctx.code_for(renamed)),))
+
+    def _logsigmoid_fix(self, log_call: cst.Call, sigmoid: cst.Call) -> FixSpec | None:
+        functional = functional_module_name(self.ctx)
+        receiver = method_receiver(sigmoid) if self.ctx.callee(sigmoid) is None else None
+        positional = positional_args(sigmoid)
+        if receiver is not None and not sigmoid.args:
+            operand = receiver
+        elif receiver is None and len(sigmoid.args) == 1 and len(positional) == 1:
+            operand = positional[0].value
+        else:
+            return None
+        if functional is None:
+            return None
+        replacement = f"{functional}.logsigmoid({self.ctx.code_for(operand)})"
+        return FixSpec("Replace with `F.logsigmoid(...)`", ((log_call, replacement),))

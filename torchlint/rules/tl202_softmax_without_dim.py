@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.names import has_star_args, keyword_arg, positional_args
+from torchlint.context import FixSpec
+from torchlint.diagnostics import Applicability, Severity
+from torchlint.rule import Rule
+
+# Qualified name -> how many positional arguments come before `dim`.
+_FUNCTIONS = {
+    f"torch.nn.functional.{name}": 1 for name in ("softmax", "log_softmax", "softmin")
+}
+_MODULES = {
+    f"{module}.{name}": 0
+    for module in ("torch.nn", "torch.nn.modules.activation")
+    for name in ("Softmax", "LogSoftmax", "Softmin")
+}
+_DIM_POSITION = {**_FUNCTIONS, **_MODULES}
+
+
+class SoftmaxWithoutDim(Rule):
+    """
+    ## What it does
+    Flags `F.softmax`, `F.log_softmax`, `F.softmin` called without `dim`, and the modules
+    `nn.Softmax()`, `nn.LogSoftmax()`, `nn.Softmin()` built without `dim`.
+
+    ## Why is this bad?
+    Without `dim`, PyTorch guesses the dimension from the input's rank: dim 0 for 0-D, 1-D and
+    3-D inputs, dim 1 otherwise. For a 3-D batch (batch, sequence, classes) it normalises across
+    the *batch*, silently producing wrong probabilities. PyTorch only emits a deprecation warning.
+    (`torch.softmax(x)` and `x.softmax()` have no default and raise, so they are not flagged.)
+
+    ## Example
+    ```python
+    probs = F.softmax(logits)
+    self.act = nn.Softmax()
+    ```
+
+    ## Use instead
+    ```python
+    probs = F.softmax(logits, dim=-1)
+    self.act = nn.Softmax(dim=-1)
+    ```
+
+    ## Fix safety
+    The fix adds `dim=-1` and is unsafe: it states a choice (the last dimension) that the author
+    must check, and it changes the result for inputs where PyTorch's guess picked another dim.
+    """
+
+    code = "TL202"
+    name = "softmax-without-dim"
+    summary = "Softmax without `dim`: the dimension is guessed from the input's rank"
+    severity = Severity.ERROR
+    fix_applicability = Applicability.UNSAFE
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.ctx.callee(node)
+        position = _DIM_POSITION.get(qualified or "")
+        if position is None or has_star_args(node) or keyword_arg(node, "dim") is not None:
+            return
+        if len(positional_args(node)) > position:
+            return
+        written = self.ctx.code_for(node.func)
+        self.report(
+            node,
+            f"`{written}` without `dim` guesses the dimension from the input's rank; pass `dim=` explicitly",
+            fix=self._add_dim(node),
+        )
+
+    def _add_dim(self, node: cst.Call) -> FixSpec:
+        dim = cst.Arg(keyword=cst.Name("dim"), value=cst.UnaryOperation(cst.Minus(), cst.Integer("1")),
+                      equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+        arguments = [*node.args]
+        if arguments and arguments[-1].comma == cst.MaybeSentinel.DEFAULT:
+            arguments[-1] = arguments[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        fixed = node.with_changes(args=[*arguments, dim])
+        return FixSpec("Add `dim=-1`", ((node, self.ctx.code_for(fixed)),), Applicability.UNSAFE)

@@ -1,0 +1,86 @@
+"""One traversal of a libcst tree that feeds every analysis and every rule.
+
+libcst's own `visit()` rebuilds each node's children as it goes, which costs about as much as
+parsing. This walker only reads the dataclass fields that can hold syntax worth visiting (no
+whitespace, parentheses or punctuation), and dispatches each node to the `visit_<Class>` and
+`leave_<Class>` methods of the participants that define them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from functools import lru_cache
+
+import libcst as cst
+
+_TOKEN_FIELDS = frozenset(
+    {
+        "lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after_decorators",
+        "header", "footer", "trailing_whitespace", "operator", "dot", "equal", "colon",
+        "lbracket", "rbracket", "lbrace", "rbrace", "asynchronous", "newline", "arrow",
+        "default_comma", "star_tok", "whitespace", "await_whitespace",
+    }
+)
+
+
+@lru_cache(maxsize=None)
+def _child_fields(node_class: type) -> tuple[str, ...]:
+    return tuple(
+        f.name
+        for f in dataclasses.fields(node_class)
+        if f.name not in _TOKEN_FIELDS and not f.name.startswith("whitespace")
+    )
+
+
+@lru_cache(maxsize=None)
+def _handler_names(participant_class: type) -> tuple[tuple[str, str, type], ...]:
+    """(method name, 'visit' or 'leave', libcst node class) for each handler a class defines."""
+    found = []
+    for attribute in dir(participant_class):
+        kind, _, node_name = attribute.partition("_")
+        node_class = getattr(cst, node_name, None)
+        if kind in ("visit", "leave") and isinstance(node_class, type):
+            found.append((attribute, kind, node_class))
+    return tuple(found)
+
+
+class Walker:
+    """Walks a module once. Participants listed first see a node first and leave it last."""
+
+    def __init__(self, participants: list[object], ancestors: list[cst.CSTNode]) -> None:
+        self._visit: dict[type, list] = {}
+        self._leave: dict[type, list] = {}
+        self._ancestors = ancestors
+        for participant in participants:
+            for method_name, kind, node_class in _handler_names(type(participant)):
+                table = self._visit if kind == "visit" else self._leave
+                table.setdefault(node_class, []).append(getattr(participant, method_name))
+        for handlers in self._leave.values():
+            handlers.reverse()
+
+    def walk(self, module: cst.Module) -> None:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 20000))
+        try:
+            self._walk(module)
+        finally:
+            sys.setrecursionlimit(limit)
+
+    def _walk(self, node: cst.CSTNode) -> None:
+        node_class = type(node)
+        for handler in self._visit.get(node_class, ()):
+            handler(node)
+        ancestors = self._ancestors
+        ancestors.append(node)
+        for name in _child_fields(node_class):
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                self._walk(value)
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    if isinstance(item, cst.CSTNode):
+                        self._walk(item)
+        ancestors.pop()
+        for handler in self._leave.get(node_class, ()):
+            handler(node)
