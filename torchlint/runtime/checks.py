@@ -77,10 +77,6 @@ class Check:
     def describe_absence(self, events: list[dict], steps: int) -> str:
         return "the flagged code ran and the pitfall was not observed"
 
-    def runtime_message(self, event: dict, steps: int) -> str:
-        detail = self.describe([event], steps)
-        return f"{self.message} ({detail})" if detail else self.message
-
 
 def _first_line(value: object) -> str:
     text = str(value).strip()

@@ -363,10 +363,12 @@ def install_warnings(rec: Recorder, files: UserFiles) -> None:
     def on_warning(text, category, filename, lineno, frame):
         for check in checks:
             if check.warning.search(text):
-                if files.is_user_file(filename):
+                user = files.user_frame(frame)
+                if user is not None and (user.f_code.co_filename, user.f_lineno) == (filename, lineno):
+                    position = files.position(user)  # with the columns of the call
+                elif files.is_user_file(filename):
                     position = (filename, lineno, lineno, -1, -1)
                 else:
-                    user = files.user_frame(frame)
                     position = None if user is None else files.position(user)
                 check.on_warning(rec, position, text, frame)
 

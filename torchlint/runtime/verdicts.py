@@ -87,7 +87,7 @@ def judge_all(findings: list[Diagnostic], sites: list[Site], observed: dict) -> 
             continue
         result.append(
             Diagnostic(
-                code=check.code, name=_rule_name(check), message=check.runtime_message(event, steps),
+                code=check.code, name=_rule_name(check), message=_rule_message(check),
                 filename=_display_name(filename, originals), location=start,
                 end_location=end or start, severity=_rule_severity(check), noqa_row=start.row,
                 runtime="confirmed", runtime_detail=check.describe([event], steps),
@@ -104,6 +104,11 @@ def _display_name(filename: str, originals: dict[str, str]) -> str:
     except ValueError:
         return filename
     return filename if relative.startswith("..") else relative
+
+
+def _rule_message(check) -> str:
+    rule = _static_rule(check.code)
+    return check.message or (rule.summary if rule is not None else check.code)
 
 
 def _rule_name(check) -> str:
