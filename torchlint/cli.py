@@ -79,23 +79,42 @@ def cli() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--no-color", is_flag=True, help="Never colour the output (also: the NO_COLOR variable).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the result cache (.torchlint_cache/).")
+@click.option("--runtime", is_flag=True,
+              help="Run the script (the single PATH; its arguments after `--`) instrumented and give each finding a verdict.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps", "logical:cuda", "logical:mps"]),
+              default="auto", show_default=True, help="With --runtime: where the script's tensors go.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="With --runtime: stop the script after SECONDS.")
 def check(paths, select, ignore, extend_select, output_format, exit_zero, statistics, config_file, jobs,
-          force_exclude, quiet, no_color, no_cache) -> None:
-    """Check PATHS (files or directories; default: the current directory)."""
+          force_exclude, quiet, no_color, no_cache, runtime, device, timeout) -> None:
+    """Check PATHS (files or directories; default: the current directory).
+
+    With --runtime: `torchlint check --runtime SCRIPT -- ARGS...` runs SCRIPT once, as
+    `python SCRIPT ARGS` would, and marks each finding confirmed, refuted or not-reached.
+    """
     if config_file and not os.path.isfile(config_file):
         raise click.UsageError(f"config file {config_file} does not exist")
     settings = resolve_settings(
         Options(config=config_file, select=_codes(select), ignore=_codes(ignore), extend_select=_codes(extend_select))
     )
     discovery = Discovery(settings.exclude, settings.root, force_exclude=force_exclude)
-    try:
-        files = discovery.files(list(paths) or ["."])
-    except PathError as error:
-        raise click.UsageError(str(error)) from None
+    script_failed = False
     internal_errors: list[str] = []
-    diagnostics = check_files(
-        [(path, display_name(path)) for path in files], settings, jobs, internal_errors, use_cache=not no_cache
-    )
+    if runtime:
+        # Machine-readable output owns stdout: the script's stdout goes to stderr then.
+        keep_stdout = output_format in ("full", "concise") and not statistics
+        diagnostics, script_failed = _check_runtime(
+            paths, settings, discovery, jobs, device, timeout, keep_stdout, internal_errors
+        )
+    else:
+        if device != "auto" or timeout is not None:
+            raise click.UsageError("--device and --timeout need --runtime")
+        try:
+            files = discovery.files(list(paths) or ["."])
+        except PathError as error:
+            raise click.UsageError(str(error)) from None
+        diagnostics = check_files(
+            [(path, display_name(path)) for path in files], settings, jobs, internal_errors, use_cache=not no_cache
+        )
     context = OutputContext(color=_use_color(no_color), rules=settings.rules, summary=not quiet)
     if statistics:
         output = render_statistics(diagnostics, context)
@@ -106,7 +125,47 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
         click.echo(f"torchlint: internal error: {error}", err=True)
     if internal_errors:
         sys.exit(2)
-    sys.exit(1 if diagnostics and not exit_zero else 0)
+    sys.exit(1 if (diagnostics or script_failed) and not exit_zero else 0)
+
+
+def _check_runtime(paths, settings, discovery, jobs, device, timeout, keep_stdout, internal_errors):
+    """Static findings for the script's directory, then one instrumented run of the script."""
+    from torchlint.runtime import RuntimeUnavailable, run_script
+
+    if not paths or not os.path.isfile(paths[0]):
+        raise click.UsageError("--runtime needs the script to run as the single PATH (its arguments after `--`)")
+    script, script_args = paths[0], list(paths[1:])
+    try:
+        files = discovery.files([os.path.dirname(os.path.abspath(script))])
+    except PathError as error:
+        raise click.UsageError(str(error)) from None
+    if os.path.abspath(script) not in {os.path.abspath(f) for f in files}:
+        files.append(script)
+    findings = check_files([(path, display_name(path)) for path in files], settings, jobs, internal_errors)
+    sys.stdout.flush()
+    saved = None if keep_stdout else os.dup(1)
+    if saved is not None:
+        os.dup2(2, 1)  # the child inherits file descriptor 1
+    try:
+        report = run_script(script, script_args, findings, device=device, timeout=timeout)
+    except (RuntimeUnavailable, ValueError) as error:
+        raise click.UsageError(str(error)) from None
+    finally:
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
+    # Runtime-only findings follow --select/--ignore like the rest; codes the static side does
+    # not know yet (no rule file) are kept.
+    enabled = {rule.code for rule in settings.rules}
+    known = {rule.code for rule in all_rules()}
+    diagnostics = sorted(
+        (d for d in report.diagnostics if d.code in enabled or d.code not in known), key=lambda d: d.sort_key()
+    )
+    if report.timed_out:
+        click.echo(f"torchlint: {script} timed out after {timeout:g} s; verdicts cover what ran", err=True)
+    elif report.exit_status != 0:
+        click.echo(f"torchlint: {script} exited with status {report.exit_status}; verdicts cover what ran", err=True)
+    return diagnostics, report.timed_out or report.exit_status != 0
 
 
 def rule_summary(rule) -> dict:
