@@ -67,6 +67,12 @@ class ValueInfo:
     def is_tensor(self) -> bool:
         return self.kind is Kind.TENSOR
 
+    @property
+    def tensor_like(self) -> bool:
+        """A tensor, or a value of unknown kind that was moved to a device (`batch.to(device)`):
+        only tensors survive arithmetic, so in an op it is a tensor on that device."""
+        return self.kind is Kind.TENSOR or (self.kind is Kind.UNKNOWN and self.device is not Device.UNKNOWN)
+
 
 UNKNOWN_INFO = ValueInfo(Kind.UNKNOWN)
 NUMBER_INFO = ValueInfo(Kind.NUMBER)
@@ -229,6 +235,7 @@ class ValueKinds:
         self._forward_stack: list[bool] = []
         self._forward_params: set[int] = set()
         self._self_params: set[int] = set()
+        self._constants: dict[str, cst.BaseExpression] | None = None
         source = ctx.source
         # Code that changes the default device makes "created without device=" meaningless.
         self._default_device_changed = "set_default_device" in source or "set_default_tensor_type" in source
@@ -259,12 +266,14 @@ class ValueKinds:
     def device_of(self, expr: cst.BaseExpression) -> Device:
         return self.info(expr).device
 
-    def device_value(self, expr: cst.BaseExpression) -> Device | None:
+    def device_value(self, expr: cst.BaseExpression, _depth: int = 0) -> Device | None:
         """Where a device argument (`"cuda"`, `torch.device("cpu")`, `device`, `x.device`) points.
 
         None when `expr` is not known to be a device (it may be a dtype, or anything).
         """
-        expr = self._ctx.values.resolve(expr)
+        if _depth > 4:
+            return None
+        expr = self.resolve(expr)
         text = _string_value(expr)
         if text is not None:
             return device_string_kind(text)
@@ -280,17 +289,21 @@ class ValueKinds:
                 if kw is not None:
                     kind_arg = kw.value
                 if kind_arg is not None:
-                    found = self.device_value(kind_arg)
+                    found = self.device_value(kind_arg, _depth + 1)
                     if found is not None:
                         return found
                 return Device.ACCELERATOR
             return None
         if isinstance(expr, cst.IfExp):
             # `"cuda" if torch.cuda.is_available() else "cpu"`: the working device.
-            if self.device_value(expr.body) is not None or self.device_value(expr.orelse) is not None:
+            if self.device_value(expr.body, _depth + 1) is not None or self.device_value(expr.orelse, _depth + 1) is not None:
                 return Device.ACCELERATOR
             return None
         if isinstance(expr, cst.Attribute) and expr.attr.value == "device":
+            # `t.device` of a tensor whose device is known; any other `.device` is the working device.
+            owner = self.info(expr.value)
+            if owner.kind is Kind.TENSOR and owner.device is not Device.UNKNOWN:
+                return owner.device
             return Device.ACCELERATOR
         name = expr.value if isinstance(expr, cst.Name) else (
             expr.attr.value if isinstance(expr, cst.Attribute) else None
@@ -303,7 +316,7 @@ class ValueKinds:
 
     def is_dtype(self, expr: cst.BaseExpression) -> bool:
         """`torch.float32`, `x.dtype`, a name `dtype` or `*_dtype`."""
-        expr = self._ctx.values.resolve(expr)
+        expr = self.resolve(expr)
         if isinstance(expr, cst.Attribute) and expr.attr.value == "dtype":
             return True
         if self._ctx.qualified_name(expr) in _DTYPE_NAMES:
@@ -312,6 +325,30 @@ class ValueKinds:
             expr.attr.value if isinstance(expr, cst.Attribute) else None
         )
         return name is not None and "dtype" in name.lower()
+
+    def resolve(self, expr: cst.BaseExpression) -> cst.BaseExpression:
+        """`ctx.values.resolve`, then a module-level constant for a name no local scope binds
+        (`mps = torch.device("mps")` at the top of the file, used inside a function)."""
+        expr = self._ctx.values.resolve(expr)
+        if isinstance(expr, cst.Name) and not self._ctx.values.is_bound(expr.value):
+            constant = self._module_constants().get(expr.value)
+            if constant is not None:
+                return constant
+        return expr
+
+    def _module_constants(self) -> dict[str, cst.BaseExpression]:
+        """Names assigned exactly once at the top level of the module, with their values."""
+        if self._constants is None:
+            found: dict[str, cst.BaseExpression | None] = {}
+            for statement in self._ctx.module.body:
+                if isinstance(statement, cst.SimpleStatementLine):
+                    for small in statement.body:
+                        if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                            target = small.targets[0].target
+                            if isinstance(target, cst.Name):
+                                found[target.value] = None if target.value in found else small.value
+            self._constants = {name: value for name, value in found.items() if value is not None}
+        return self._constants
 
     # Walk participation ------------------------------------------------------------------
 
@@ -459,7 +496,7 @@ class ValueKinds:
                 requires_grad=self._requires_grad_kwarg(call),
             )
         if qualified == "torch.from_numpy":
-            return self._on_default_device(call, scalar=None)
+            return self._on_default_device(call, scalar=False)
         if qualified in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
             positional = positional_args(call)
             data = self.info(positional[0].value) if positional else UNKNOWN_INFO
@@ -500,20 +537,32 @@ class ValueKinds:
         return self._combine(operands)
 
     def _combine(self, operands: list[ValueInfo]) -> ValueInfo:
-        """The result of an op on these operands (numbers allowed; any unknown makes the device unknown)."""
-        tensors = [info for info in operands if info.kind is Kind.TENSOR]
+        """The result of an op on these operands, assuming the op succeeds.
+
+        A non-0-dim tensor on the default device puts a successful result there too (whatever
+        the unknown operands are); a tensor on the accelerator makes the result an accelerator
+        tensor (the mixed case is what TL301 reports, once, at its origin).
+        """
+        tensors = [info for info in operands if info.tensor_like]
         if not tensors:
             return _TENSOR
-        if any(info.kind not in (Kind.TENSOR, Kind.NUMBER) for info in operands):
-            devices = [Device.UNKNOWN]
+        unknown_operand = any(not info.tensor_like and info.kind is not Kind.NUMBER for info in operands)
+        if any(info.device is Device.ACCELERATOR for info in tensors):
+            device = Device.ACCELERATOR
+        elif any(info.model_input and info.device is Device.UNKNOWN for info in tensors):
+            device = Device.UNKNOWN  # a forward() input: most likely on the accelerator
+        elif any(info.device is Device.DEFAULT and info.scalar is False for info in tensors):
+            device = Device.DEFAULT
+        elif unknown_operand:
+            device = Device.UNKNOWN
         else:
-            devices = [info.device for info in tensors if not info.scalar] or [info.device for info in tensors]
-        device = _merge_devices(devices)
-        origin_info = next((info for info in tensors if info.origin is not None and not info.scalar), None)
+            devices = [info.device for info in tensors if info.scalar is not True]
+            device = _merge_devices(devices or [info.device for info in tensors])
+        origin_info = next((info for info in tensors if info.origin is not None and info.scalar is False), None)
         if origin_info is None:
             origin_info = next((info for info in tensors if info.origin is not None), None)
         scalars = [info.scalar for info in tensors]
-        scalar = False if False in scalars else (True if all(scalars) else None)
+        scalar = False if False in scalars else (True if all(scalars) and not unknown_operand else None)
         return ValueInfo(
             Kind.TENSOR,
             device=device,
@@ -604,7 +653,19 @@ class ValueKinds:
         if kind is Kind.MODULE:
             return MODULE_INFO if name in MODULE_FLUENT_METHODS else UNKNOWN_INFO
         if kind is not Kind.TENSOR:
+            if kind is Kind.UNKNOWN and name in ("cuda", "cpu", "to"):
+                # Moved somewhere, kind still unknown (it may be a module or a batch object).
+                moved = self._to(call, UNKNOWN_INFO) if name == "to" else ValueInfo(
+                    Kind.UNKNOWN, device=Device.ACCELERATOR if name == "cuda" else Device.CPU
+                )
+                return ValueInfo(Kind.UNKNOWN, device=moved.device)
+            if receiver_info.tensor_like and (
+                name in DTYPE_METHODS or name in _ELEMENTWISE_METHODS or name in _KEEP_DIMS_METHODS
+            ):
+                return ValueInfo(Kind.UNKNOWN, device=receiver_info.device)
             return UNKNOWN_INFO
+        if receiver_info.requires_grad and name not in ("requires_grad_",) and self._under_no_grad():
+            receiver_info = replace(receiver_info, requires_grad=False)
         if name in NUMBER_METHODS:
             return NUMBER_INFO
         if name == "size":
@@ -715,8 +776,8 @@ class ValueKinds:
         right = self.info(node.right)
         if left.kind is Kind.NUMBER and right.kind is Kind.NUMBER:
             return NUMBER_INFO
-        if left.kind is Kind.TENSOR or right.kind is Kind.TENSOR:
-            if isinstance(node.operator, cst.Modulo) and left.kind is not Kind.TENSOR:
+        if left.tensor_like or right.tensor_like:
+            if isinstance(node.operator, cst.Modulo) and not left.tensor_like:
                 return UNKNOWN_INFO  # "%s" % t
             return self._combine([left, right])
         return UNKNOWN_INFO
@@ -728,6 +789,11 @@ class ValueKinds:
                 if self.info(node.value.value).kind is Kind.TENSOR:
                     return NUMBER_INFO
             return UNKNOWN_INFO
-        only_slices = all(isinstance(element.slice, cst.Slice) for element in node.slice)
+        only_slices = all(
+            isinstance(element.slice, cst.Slice)
+            or (isinstance(element.slice, cst.Index) and isinstance(element.slice.value, (cst.Ellipsis, cst.Name))
+                and getattr(element.slice.value, "value", "None") == "None")
+            for element in node.slice
+        )
         # Indexing with a tensor keeps the receiver's device; an integer index may give a 0-dim tensor.
         return replace(receiver, scalar=receiver.scalar if only_slices else None)
