@@ -340,12 +340,27 @@ def _group_breaks(group: list[_Dim]) -> bool:
     return any(b != a + 1 for a, b in zip(order, order[1:]))
 
 
+def _matches(ctx: "FileContext", arg: cst.BaseExpression, group: list[_Dim]) -> bool:
+    """The argument is written as the product of the group's known sizes (`h * d` for (h, d))."""
+    sizes = [dim[2] for dim in group if dim[2] != "1"]
+    if any(size is None for size in sizes):
+        return False
+    sizes.sort()
+    factors = sorted(code for code in (_arg_code(ctx, factor) for factor in _factors(arg)) if code != "1")
+    return factors == sizes
+
+
 def view_merge_breaks(ctx: "FileContext", layout: Layout, args: list[cst.BaseExpression]) -> bool:
-    """True when every reading of `.view(*args)` on `layout` merges non-adjacent dimensions."""
+    """True when every likely reading of `.view(*args)` on `layout` merges non-adjacent dimensions.
+
+    A reading assigns each argument a run of consecutive dimensions. Where sizes are known by
+    name (`b, n, c = x.shape`), only the readings that match the most arguments to the sizes they
+    are written as are kept.
+    """
     if not layout.reordered or not args:
         return False
     has_minus_one = any(_int_value(arg) == -1 for arg in args)
-    readings = 0
+    readings: list[tuple[int, bool]] = []
     for dims in layout.candidates():
         rank = len(dims)
         flexible = layout.base_rank is not None and not has_minus_one
@@ -353,13 +368,14 @@ def view_merge_breaks(ctx: "FileContext", layout: Layout, args: list[cst.BaseExp
         for arities in cartesian(*options):
             if sum(arities) != rank:
                 continue
-            readings += 1
-            start, breaks = 0, False
-            for arity in arities:
-                if _group_breaks(dims[start:start + arity]):
-                    breaks = True
-                    break
+            start, breaks, score = 0, False, 0
+            for arg, arity in zip(args, arities):
+                group = dims[start:start + arity]
+                breaks = breaks or _group_breaks(group)
+                score += _matches(ctx, arg, group)
                 start += arity
-            if not breaks:
-                return False
-    return readings > 0
+            readings.append((score, breaks))
+    if not readings:
+        return False
+    best = max(score for score, _ in readings)
+    return all(breaks for score, breaks in readings if score == best)
