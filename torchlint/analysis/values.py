@@ -44,8 +44,17 @@ class Device(enum.Enum):
     DEFAULT = "default"
     # Explicitly placed on the CPU (`.cpu()`, `device="cpu"`).
     CPU = "cpu"
-    # On an accelerator or on the working device: `.cuda()`, `.to(device)`, `device=x.device`.
+    # Explicitly on an accelerator: `.cuda()`, `"cuda"`/`"mps"`, `torch.device("cuda")`, or a
+    # device chosen as `"cuda" if torch.cuda.is_available() else "cpu"`.
     ACCELERATOR = "accelerator"
+    # On the working device chosen at run time: `.to(device)` with a parameter or attribute named
+    # device, `device=x.device` for an `x` whose device is unknown (the GPU when there is one).
+    TARGET = "target"
+
+    @property
+    def is_placed(self) -> bool:
+        """On the accelerator or the working device (not the default device)."""
+        return self in (Device.ACCELERATOR, Device.TARGET)
 
 
 @dataclass(frozen=True)
@@ -218,6 +227,8 @@ def device_string_kind(text: str) -> Device | None:
 def _merge_devices(devices: list[Device]) -> Device:
     if Device.ACCELERATOR in devices:
         return Device.ACCELERATOR
+    if Device.TARGET in devices:
+        return Device.TARGET
     if devices and all(device is Device.DEFAULT for device in devices):
         return Device.DEFAULT
     if devices and all(device in (Device.DEFAULT, Device.CPU) for device in devices):
@@ -292,7 +303,7 @@ class ValueKinds:
                     found = self.device_value(kind_arg, _depth + 1)
                     if found is not None:
                         return found
-                return Device.ACCELERATOR
+                return Device.TARGET
             return None
         if isinstance(expr, cst.IfExp):
             # `"cuda" if torch.cuda.is_available() else "cpu"`: the working device.
@@ -302,16 +313,16 @@ class ValueKinds:
         if isinstance(expr, cst.Attribute) and expr.attr.value == "device":
             # `t.device` of a tensor whose device is known; any other `.device` is the working device.
             owner = self.info(expr.value)
-            if owner.kind is Kind.TENSOR and owner.device is not Device.UNKNOWN:
+            if owner.tensor_like and owner.device is not Device.UNKNOWN:
                 return owner.device
-            return Device.ACCELERATOR
+            return Device.TARGET
         name = expr.value if isinstance(expr, cst.Name) else (
             expr.attr.value if isinstance(expr, cst.Attribute) else None
         )
         if name is not None:
             lowered = name.lower()
             if "device" in lowered or lowered in ("dev", "rank", "local_rank", "gpu", "gpu_id"):
-                return Device.ACCELERATOR
+                return Device.TARGET
         return None
 
     def is_dtype(self, expr: cst.BaseExpression) -> bool:
@@ -547,8 +558,8 @@ class ValueKinds:
         if not tensors:
             return _TENSOR
         unknown_operand = any(not info.tensor_like and info.kind is not Kind.NUMBER for info in operands)
-        if any(info.device is Device.ACCELERATOR for info in tensors):
-            device = Device.ACCELERATOR
+        if any(info.device.is_placed for info in tensors):
+            device = _merge_devices([info.device for info in tensors if info.device.is_placed])
         elif any(info.model_input and info.device is Device.UNKNOWN for info in tensors):
             device = Device.UNKNOWN  # a forward() input: most likely on the accelerator
         elif any(info.device is Device.DEFAULT and info.scalar is False for info in tensors):
@@ -577,7 +588,8 @@ class ValueKinds:
         """The device a factory's `device=` names (UNKNOWN when it names something unknowable)."""
         arg = keyword_arg(call, "device")
         if arg is None:
-            return None
+            # `torch.eye(n, **factory_kwargs)` may pass a device.
+            return Device.UNKNOWN if any(a.star == "**" for a in call.args) else None
         found = self.device_value(arg.value)
         return Device.UNKNOWN if found is None else found
 

@@ -24,7 +24,8 @@ class HardcodedCuda(Rule):
     projects only ever run on NVIDIA GPUs.
 
     Code under `if torch.cuda.is_available():` (or any condition, decorator or guard about CUDA or
-    GPUs), and `"cuda" if torch.cuda.is_available() else "cpu"`, are not reported.
+    GPUs), `"cuda" if torch.cuda.is_available() else "cpu"`, and code in functions or classes named
+    for CUDA or GPUs (`class CUDAAccelerator`, `def to_gpu`) are not reported.
 
     ## Why is this bad?
     The script crashes on machines without CUDA (laptops, Apple silicon, CPU-only CI) with
@@ -88,9 +89,16 @@ class HardcodedCuda(Rule):
                 if self._mentions_guard(ancestor.test):
                     return False
             elif isinstance(ancestor, cst.FunctionDef):
-                if self._function_guarded(ancestor):
+                if self._names_cuda(ancestor) or self._function_guarded(ancestor):
                     return False
+            elif isinstance(ancestor, cst.ClassDef) and self._names_cuda(ancestor):
+                return False  # `class CUDAAccelerator`, `def cuda(self)`: CUDA-specific by design
         return not self._module_guarded()
+
+    @staticmethod
+    def _names_cuda(definition: cst.FunctionDef | cst.ClassDef) -> bool:
+        name = definition.name.value.lower()
+        return "cuda" in name or "gpu" in name
 
     def _mentions_guard(self, node: cst.CSTNode) -> bool:
         text = self.ctx.code_for(node).lower()
