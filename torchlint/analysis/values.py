@@ -200,7 +200,8 @@ _DTYPE_NAMES = frozenset(
 )
 
 
-def _string_value(expr: cst.BaseExpression) -> str | None:
+def string_value(expr: cst.BaseExpression) -> str | None:
+    """The text of a string literal (for an f-string, its leading literal part), else None."""
     if isinstance(expr, cst.SimpleString):
         text = expr.value
         start = len(text) - len(text.lstrip("rRbBuU"))
@@ -285,7 +286,7 @@ class ValueKinds:
         if _depth > 4:
             return None
         expr = self.resolve(expr)
-        text = _string_value(expr)
+        text = string_value(expr)
         if text is not None:
             return device_string_kind(text)
         if isinstance(expr, cst.Integer):
@@ -418,7 +419,7 @@ class ValueKinds:
         if isinstance(expr, (cst.Integer, cst.Float)):
             return NUMBER_INFO
         if isinstance(expr, (cst.SimpleString, cst.FormattedString)):
-            text = _string_value(expr)
+            text = string_value(expr)
             return DEVICE_INFO if text is not None and device_string_kind(text) is not None else UNKNOWN_INFO
         if isinstance(expr, cst.Param):
             return self._param(expr)
