@@ -373,7 +373,7 @@ def _group_breaks(group: list[_Dim]) -> bool:
 def _matches(ctx: "FileContext", arg: cst.BaseExpression, group: list[_Dim]) -> bool:
     """The argument is written as the product of the group's known sizes (`h * d` for (h, d))."""
     sizes = [dim[2] for dim in group if dim[2] != "1"]
-    if any(size is None for size in sizes):
+    if not sizes or any(size is None for size in sizes):
         return False
     sizes.sort()
     factors = sorted(code for code in (_arg_code(ctx, factor) for factor in _factors(arg)) if code != "1")
