@@ -180,8 +180,12 @@ class Layouts:
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._single_dims.pop()
 
-    def note_shape_call(self, call: cst.Call) -> None:
-        """Remember the products a `view`/`reshape` uses as one dim (`bsz * num_heads`)."""
+    def note_shape_call(self, call: cst.Call, receiver: Layout | None) -> None:
+        """Remember the products a `view`/`reshape` of a tensor in memory order uses as one dim
+        (`q.contiguous().view(bsz * num_heads, -1, d)`). After a permute the product is more
+        likely a merge of two dims, and is not remembered."""
+        if receiver is not None and receiver.reordered:
+            return
         args = shape_args(call)
         for arg in args or ():
             if isinstance(arg, cst.BinaryOperation):

@@ -66,15 +66,15 @@ class ViewAfterPermute(Rule):
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("view", "reshape"):
             return
+        layout = self._layouts.layout(func.value)
         if func.attr.value == "reshape":
-            self._layouts.note_shape_call(node)
+            self._layouts.note_shape_call(node, layout)
             return
         args = shape_args(node)
         if args is None or (len(args) == 1 and self.ctx.kinds.is_dtype(args[0])):
             return
-        layout = self._layouts.layout(func.value)
         breaks = layout is not None and view_merge_breaks(self.ctx, layout, args, self._layouts.single_dims)
-        self._layouts.note_shape_call(node)
+        self._layouts.note_shape_call(node, layout)
         if not breaks:
             return
         self.report(
