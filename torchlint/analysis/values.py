@@ -10,6 +10,20 @@ arithmetic on known tensors, annotations (`x: torch.Tensor`), `forward()` parame
 classes, constructors of `torch.nn` and of this file's Module classes, and the flow-sensitive
 local values of `ctx.values`. Anything else is `Kind.UNKNOWN`: rules stay quiet on unknowns.
 
+How rules ask (all answers are as of the current point of the walk):
+
+    info = self.ctx.kinds.info(expr)          # ValueInfo(kind, device, scalar, origin, ...)
+    self.ctx.kinds.is_tensor(expr)            # Kind.TENSOR (never a module, never unknown)
+    self.ctx.kinds.is_module(expr)            # nn.Module instance: `nn.Linear(...)`, `Net()`, `self`
+    self.ctx.kinds.is_number(expr)            # Python number: literals, len(), .item(), float(t)
+    self.ctx.kinds.device_of(expr)            # Device.DEFAULT / CPU / ACCELERATOR / TARGET / UNKNOWN
+    self.ctx.kinds.device_value(arg)          # where a device argument points ("cuda", x.device)
+    self.ctx.kinds.is_dtype(arg)              # torch.float32, x.dtype, a `dtype` name
+    self.ctx.kinds.resolve(expr)              # ctx.values.resolve + module-level constants
+
+`info.tensor_like` also accepts values of unknown kind moved to a device (`batch.to(device)`):
+only tensors survive arithmetic, so in an op they are tensors on that device.
+
 Answers are memoized per node. A node is answered as of the point of the walk where it stands:
 the analysis is a walk participant that, just before an assignment binds its target, answers the
 assigned expression, so that `x = x.to(device)` is understood with the old `x`.
