@@ -10,6 +10,7 @@ import libcst as cst
 from torchlint.analysis.dataflow import LocalValues
 from torchlint.analysis.imports import ImportTable
 from torchlint.analysis.modules import ModuleClasses
+from torchlint.analysis.values import ValueKinds
 from torchlint.diagnostics import Applicability
 
 if TYPE_CHECKING:
@@ -55,6 +56,9 @@ class FileContext:
     def __post_init__(self) -> None:
         self.values = LocalValues(self.ancestors)
         self.module_classes = ModuleClasses(self.module, self.imports)
+        # What kind of value an expression holds (tensor, module, number, device) and where a
+        # tensor lives; a walk participant listed right after `values` (see analysis/values.py).
+        self.kinds = ValueKinds(self)
 
     # Names -------------------------------------------------------------------------------
 
