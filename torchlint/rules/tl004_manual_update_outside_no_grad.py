@@ -4,6 +4,7 @@ import libcst as cst
 
 from torchlint.analysis.grad_mode import GradState
 from torchlint.analysis.names import method_name, method_receiver
+from torchlint.analysis.version_gates import in_version_gate
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -113,6 +114,8 @@ class ManualUpdateOutsideNoGrad(Rule):
         return self.ctx.grad_mode.state() in (GradState.DEFAULT, GradState.ENABLED)
 
     def _report(self, node: cst.CSTNode, target: str) -> None:
+        if in_version_gate(self.ctx):
+            return
         self.report(
             node,
             f"in-place update of `{target}` from `{target}.grad` while autograd records raises on a leaf "

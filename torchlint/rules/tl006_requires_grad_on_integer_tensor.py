@@ -4,6 +4,7 @@ import libcst as cst
 
 from torchlint.analysis.names import argument, has_star_args, positional_args
 from torchlint.analysis.tensors import TENSOR_FACTORIES, dtype_kind, integer_literal, requires_grad_true
+from torchlint.analysis.version_gates import in_version_gate
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -59,6 +60,8 @@ class RequiresGradOnIntegerTensor(Rule):
         elif kind is None and self._integer_by_default(qualified, node):
             reason = "an integer dtype inferred from its arguments"
         else:
+            return
+        if in_version_gate(self.ctx):
             return
         self.report(
             node,

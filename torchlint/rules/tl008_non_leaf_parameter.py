@@ -4,6 +4,7 @@ import libcst as cst
 
 from torchlint.analysis.names import keyword_arg, method_name, method_receiver, positional_args
 from torchlint.analysis.tensors import PARAMETER_CLASSES, dtype_kind, requires_grad_true
+from torchlint.analysis.version_gates import in_version_gate
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -70,7 +71,7 @@ class NonLeafParameter(Rule):
             what = "a tensor created with `requires_grad=True`"
         else:
             return
-        if not self._copies(node, method, source, qualified in PARAMETER_CLASSES):
+        if not self._copies(node, method, source, qualified in PARAMETER_CLASSES) or in_version_gate(self.ctx):
             return
         self.report(
             node,

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.names import argument, has_star_args, keyword_arg, positional_args
+from torchlint.analysis.version_gates import in_version_gate
 from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.rule import Rule
@@ -60,7 +61,7 @@ class FunctionalDropoutWithoutTraining(Rule):
         if _is_zero(argument(node, 1, "p")):
             return
         classdef = self.ctx.enclosing_class()
-        if classdef is None or not self.ctx.module_classes.is_module(classdef):
+        if classdef is None or not self.ctx.module_classes.is_module(classdef) or in_version_gate(self.ctx):
             return
         written = self.ctx.code_for(node.func)
         self.report(

@@ -4,6 +4,7 @@ import libcst as cst
 
 from torchlint.analysis.names import method_name, method_receiver
 from torchlint.analysis.tensors import PARAMETER_CLASSES, requires_grad_true
+from torchlint.analysis.version_gates import in_version_gate
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -87,6 +88,8 @@ class BackwardUnderNoGrad(Rule):
         elif _computation(source) and self.ctx.grad_mode.is_disabled() and not self._requires_grad(source):
             where = "the value is computed"
         else:
+            return
+        if in_version_gate(self.ctx):
             return
         self.report(
             node,

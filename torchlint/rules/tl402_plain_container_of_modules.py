@@ -5,6 +5,7 @@ import libcst as cst
 from torchlint.analysis.module_attributes import ClassFrames
 from torchlint.analysis.names import dotted_name
 from torchlint.analysis.nn_layers import CONTAINERS, nn_class_name, parameterized_layer
+from torchlint.analysis.version_gates import in_version_gate
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -90,6 +91,8 @@ class PlainContainerOfModules(Rule):
         if layer is None:
             if self._builds_module(node.value):
                 frame.registered.add(name)  # later re-assigned a real module (`nn.ModuleList(...)`)
+            return
+        if in_version_gate(self.ctx):
             return
         container = {"list": "nn.ModuleList", "tuple": "nn.ModuleList", "dict": "nn.ModuleDict"}[kind]
         frame.candidates.append(

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.nn_layers import parameterized_layer
+from torchlint.analysis.version_gates import in_version_gate
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -52,7 +53,7 @@ class ModuleCreatedInForward(Rule):
         if layer is None:
             return
         classdef = self.ctx.enclosing_class()
-        if classdef is None or not self.ctx.module_classes.is_module(classdef):
+        if classdef is None or not self.ctx.module_classes.is_module(classdef) or in_version_gate(self.ctx):
             return
         written = self.ctx.code_for(node.func)
         self.report(
