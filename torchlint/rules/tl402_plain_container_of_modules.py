@@ -59,11 +59,15 @@ class PlainContainerOfModules(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._classes = ClassFrames(ctx)
+        # Per class: `self.<name>` assigned a plain list or dict -> (that assignment, "list"/"dict").
+        self._plain: list[dict[str, tuple[cst.Assign, str]]] = []
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._classes.enter(node)
+        self._plain.append({})
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._plain.pop()
         for assignment, _, message in self._classes.leave().unregistered():
             self.report(assignment, message)
 
@@ -78,28 +82,55 @@ class PlainContainerOfModules(Rule):
                 name = self._classes.self_target(arg.value)
                 if name is not None:
                     frame.registered.add(name)
+            return
+        # `self.layers.append(nn.Linear(...))` on a plain list.
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert"):
+            name = self._classes.self_target(func.value)
+            if name is None or name not in self._plain[-1] or not node.args:
+                return
+            added = node.args[-1].value
+            elements = _elements(added) if func.attr.value == "extend" else [added]
+            layer = next(filter(None, map(self._layer, elements)), None)
+            if layer is not None:
+                self._candidate(frame, name, layer, f"`{layer}` added with `.{func.attr.value}`")
 
     def visit_Assign(self, node: cst.Assign) -> None:
         frame = self._classes.method_frame()
         if frame is None or len(node.targets) != 1:
             return
-        name = self._classes.self_target(node.targets[0].target)
+        target = node.targets[0].target
+        if isinstance(target, cst.Subscript):
+            # `self.heads["cls"] = nn.Linear(...)` on a plain dict.
+            name = self._classes.self_target(target.value)
+            layer = self._layer(node.value)
+            if name is not None and layer is not None and name in self._plain[-1]:
+                self._candidate(frame, name, layer, f"`{layer}` stored by key")
+            return
+        name = self._classes.self_target(target)
         if name is None:
             return
         kind = _KINDS.get(type(node.value))
+        if kind in ("list", "dict"):
+            self._plain[-1][name] = (node, kind)
         layer = next(filter(None, map(self._layer, _elements(node.value))), None) if kind else None
         if layer is None:
             if self._builds_module(node.value):
                 frame.registered.add(name)  # later re-assigned a real module (`nn.ModuleList(...)`)
             return
-        if in_version_gate(self.ctx):
+        self._candidate(frame, name, layer, f"`{layer}`", node, kind)
+
+    def _candidate(self, frame, name: str, layer: str, how: str, node=None, kind=None) -> None:
+        if node is None:
+            node, kind = self._plain[-1][name]
+        if in_version_gate(self.ctx) or any(candidate[0] is node for candidate in frame.candidates):
             return
         container = {"list": "nn.ModuleList", "tuple": "nn.ModuleList", "dict": "nn.ModuleDict"}[kind]
         frame.candidates.append(
             (
                 node,
                 name,
-                f"`self.{name}` is a plain {kind} of modules (`{layer}`): their parameters are not registered, "
+                f"`self.{name}` is a plain {kind} of modules ({how}): their parameters are not registered, "
                 f"trained, saved or moved; wrap it in `{container}(...)`",
             )
         )
