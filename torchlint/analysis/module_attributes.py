@@ -21,6 +21,12 @@ def self_attribute(target: cst.BaseExpression, self_name: str = "self") -> str |
     return None
 
 
+def in_module_method(ctx) -> bool:
+    """The current node is in a method (directly in the class body) of an `nn.Module` class."""
+    classdef = ctx.enclosing_class()
+    return classdef is not None and ctx.module_classes.is_module(classdef)
+
+
 def first_parameter(function: cst.FunctionDef | None) -> str | None:
     if function is None:
         return None

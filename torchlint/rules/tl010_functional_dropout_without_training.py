@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchlint.analysis.module_attributes import in_module_method
 from torchlint.analysis.names import argument, has_star_args, keyword_arg, positional_args
 from torchlint.analysis.version_gates import in_version_gate
 from torchlint.context import FixSpec
@@ -60,8 +61,7 @@ class FunctionalDropoutWithoutTraining(Rule):
             return
         if _is_zero(argument(node, 1, "p")):
             return
-        classdef = self.ctx.enclosing_class()
-        if classdef is None or not self.ctx.module_classes.is_module(classdef) or in_version_gate(self.ctx):
+        if not in_module_method(self.ctx) or in_version_gate(self.ctx):
             return
         written = self.ctx.code_for(node.func)
         self.report(

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchlint.analysis.module_attributes import in_module_method
 from torchlint.analysis.nn_layers import parameterized_layer
 from torchlint.analysis.version_gates import in_version_gate
 from torchlint.diagnostics import Severity
@@ -52,8 +53,7 @@ class ModuleCreatedInForward(Rule):
         layer = parameterized_layer(self.ctx, node)
         if layer is None:
             return
-        classdef = self.ctx.enclosing_class()
-        if classdef is None or not self.ctx.module_classes.is_module(classdef) or in_version_gate(self.ctx):
+        if not in_module_method(self.ctx) or in_version_gate(self.ctx):
             return
         written = self.ctx.code_for(node.func)
         self.report(
