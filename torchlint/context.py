@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.analysis.dataflow import LocalValues
+from torchlint.analysis.grad_mode import GradMode
 from torchlint.analysis.imports import ImportTable
 from torchlint.analysis.modules import ModuleClasses
 from torchlint.analysis.values import ValueKinds
@@ -56,6 +57,7 @@ class FileContext:
     def __post_init__(self) -> None:
         self.values = LocalValues(self.ancestors)
         self.module_classes = ModuleClasses(self.module, self.imports)
+        self.grad_mode = GradMode(self.ancestors, self.imports)
         # What kind of value an expression holds (tensor, module, number, device) and where a
         # tensor lives; a walk participant listed right after `values` (see analysis/values.py).
         self.kinds = ValueKinds(self)

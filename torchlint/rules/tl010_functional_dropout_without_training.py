@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.module_attributes import in_module_method
+from torchlint.analysis.names import argument, has_star_args, keyword_arg, positional_args
+from torchlint.analysis.version_gates import in_version_gate
+from torchlint.context import FixSpec
+from torchlint.diagnostics import Applicability, Severity
+from torchlint.rule import Rule
+
+# Functional dropouts whose `training` defaults to True (alpha dropouts default to False).
+_DROPOUTS = frozenset(
+    f"torch.nn.functional.{name}" for name in ("dropout", "dropout1d", "dropout2d", "dropout3d")
+)
+
+
+def _is_zero(expr: cst.BaseExpression | None) -> bool:
+    return isinstance(expr, (cst.Integer, cst.Float)) and float(expr.value) == 0.0
+
+
+class FunctionalDropoutWithoutTraining(Rule):
+    """
+    ## What it does
+    Flags `F.dropout(x, p)` (and `dropout1d/2d/3d`) called inside a method of an `nn.Module`
+    without `training=`.
+
+    ## Why is this bad?
+    The functional form does not know the module's mode: `training` defaults to True, so the
+    dropout stays active after `model.eval()` and evaluation results are noisy and too low.
+    `nn.Dropout` or `training=self.training` follow the mode. Deliberate always-on dropout
+    (MC dropout) says so with `training=True`.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        return F.dropout(self.fc(x), p=0.1)
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        return F.dropout(self.fc(x), p=0.1, training=self.training)
+    ```
+
+    ## Fix safety
+    The fix adds `training=self.training` and is unsafe: it turns the dropout off in eval mode,
+    which changes the model's evaluation outputs (to the intended ones).
+    """
+
+    code = "TL010"
+    name = "functional-dropout-without-training"
+    summary = "`F.dropout` in a Module without `training=` stays active in eval mode"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.UNSAFE
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not node.args or self.ctx.callee(node) not in _DROPOUTS:
+            return
+        if has_star_args(node) or keyword_arg(node, "training") is not None or len(positional_args(node)) > 2:
+            return
+        if _is_zero(argument(node, 1, "p")):
+            return
+        if not in_module_method(self.ctx) or in_version_gate(self.ctx):
+            return
+        written = self.ctx.code_for(node.func)
+        self.report(
+            node,
+            f"`{written}` without `training=` stays active after `model.eval()`; pass "
+            "`training=self.training` (or use `nn.Dropout`)",
+            fix=self._fix(node),
+        )
+
+    def _fix(self, node: cst.Call) -> FixSpec | None:
+        function = self.ctx.enclosing_function()
+        params = function.params.params if function is not None else ()
+        if not params or params[0].name.value != "self":
+            return None
+        training = cst.Arg(
+            keyword=cst.Name("training"),
+            value=cst.Attribute(cst.Name("self"), cst.Name("training")),
+            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+        )
+        arguments = [*node.args]
+        if arguments[-1].comma == cst.MaybeSentinel.DEFAULT:
+            arguments[-1] = arguments[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        fixed = node.with_changes(args=[*arguments, training])
+        return FixSpec("Pass `training=self.training`", ((node, self.ctx.code_for(fixed)),), Applicability.UNSAFE)

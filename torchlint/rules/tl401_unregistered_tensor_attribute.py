@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.module_attributes import ClassFrames
+from torchlint.analysis.names import dotted_name, method_receiver
+from torchlint.analysis.tensors import PARAMETER_CLASSES, TENSOR_FACTORIES
+from torchlint.analysis.version_gates import in_version_gate
+from torchlint.diagnostics import Severity
+from torchlint.rule import Rule
+
+_NUMBER_BUILTINS = frozenset({"float", "int", "abs", "round", "min", "max"})
+# Classes that move their tensors by hand.
+_MOVING_METHODS = frozenset({"_apply", "to", "cuda", "state_dict"})
+
+
+def _scalar(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, (cst.Integer, cst.Float, cst.Name, cst.Attribute)):
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return _scalar(expr.expression)
+    if isinstance(expr, cst.BinaryOperation):
+        return _scalar(expr.left) and _scalar(expr.right)
+    if isinstance(expr, cst.Call):
+        # `math.sqrt(dim)`, `float(x)`: a number computed from numbers.
+        written = dotted_name(expr.func) or ""
+        return (written.startswith("math.") or written in _NUMBER_BUILTINS) and all(_scalar(a.value) for a in expr.args)
+    return False
+
+
+def _scalar_constant(ctx, factory: cst.Call) -> bool:
+    """`torch.tensor(1 / math.sqrt(d))`: a 0-dim constant works on any device and needs no saving."""
+    if ctx.callee(factory) != "torch.tensor" or not factory.args:
+        return False
+    data = factory.args[0].value
+    if isinstance(data, (cst.Integer, cst.Float)):
+        return True
+    # A literal number somewhere is what makes an expression a computed scalar (`1 / d`, not `values`).
+    return isinstance(data, (cst.BinaryOperation, cst.UnaryOperation, cst.Call)) and _scalar(data)
+
+
+class UnregisteredTensorAttribute(Rule):
+    """
+    ## What it does
+    Flags `self.x = torch.<factory>(...)` in the `__init__` of an `nn.Module` when the class never
+    registers `x` (`register_buffer("x", ...)`, `nn.Parameter`).
+
+    ## Why is this bad?
+    A plain tensor attribute is invisible to the Module machinery: `model.to(device)`,
+    `.cuda()`, `.half()` leave it behind (a device mismatch at the first forward on the GPU), it
+    is missing from `state_dict()` (not saved, not loaded), and if it requires grad it is missing
+    from `model.parameters()` (never optimized).
+
+    ## Example
+    ```python
+    def __init__(self, dim):
+        super().__init__()
+        self.mask = torch.ones(dim, dim).tril()
+        self.scale = torch.ones(dim, requires_grad=True)
+    ```
+
+    ## Use instead
+    ```python
+    def __init__(self, dim):
+        super().__init__()
+        self.register_buffer("mask", torch.ones(dim, dim).tril())
+        self.scale = nn.Parameter(torch.ones(dim))
+    ```
+    """
+
+    code = "TL401"
+    name = "unregistered-tensor-attribute"
+    summary = "A tensor stored on a Module without `register_buffer`/`nn.Parameter` is not moved or saved"
+    severity = Severity.WARNING
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._classes = ClassFrames(ctx)
+        self._moves_by_hand: list[bool] = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.enter(node)
+        self._moves_by_hand.append(
+            any(isinstance(s, cst.FunctionDef) and s.name.value in _MOVING_METHODS for s in node.body.body)
+        )
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        frame = self._classes.leave()
+        if self._moves_by_hand.pop():
+            return
+        for assignment, _, message in frame.unregistered():
+            self.report(assignment, message)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        frame = self._classes.method_frame()
+        if frame is not None:
+            frame.register_call(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        frame = self._classes.method_frame()
+        if frame is None or len(node.targets) != 1:
+            return
+        name = self._classes.self_target(node.targets[0].target)
+        if name is None:
+            return
+        factory = self._factory(node.value)
+        if factory is None or _scalar_constant(self.ctx, factory):
+            if self._is_parameter(node.value):
+                frame.registered.add(name)
+            return
+        function = self.ctx.enclosing_function()
+        if function is None or function.name.value != "__init__" or in_version_gate(self.ctx):
+            return
+        written = self.ctx.code_for(factory.func)
+        frame.candidates.append(
+            (
+                node,
+                name,
+                f"`self.{name}` holds a tensor from `{written}(...)` that `.to()`/`.cuda()` do not move and "
+                f"`state_dict()` does not save; use `self.register_buffer(\"{name}\", ...)` (or `nn.Parameter`)",
+            )
+        )
+
+    def _factory(self, value: cst.BaseExpression) -> cst.Call | None:
+        """The `torch.<factory>(...)` call at the root of `value` (through method calls, indexing)."""
+        while True:
+            if isinstance(value, cst.Call):
+                if self.ctx.callee(value) in TENSOR_FACTORIES:
+                    return value
+                receiver = method_receiver(value)
+                if receiver is None:
+                    return None
+                value = receiver
+            elif isinstance(value, cst.Subscript):
+                value = value.value
+            else:
+                return None
+
+    def _is_parameter(self, value: cst.BaseExpression) -> bool:
+        return isinstance(value, cst.Call) and self.ctx.callee(value) in PARAMETER_CLASSES

@@ -1,0 +1,162 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.module_attributes import ClassFrames
+from torchlint.analysis.names import dotted_name
+from torchlint.analysis.nn_layers import CONTAINERS, nn_class_name, parameterized_layer
+from torchlint.analysis.version_gates import in_version_gate
+from torchlint.diagnostics import Severity
+from torchlint.rule import Rule
+
+_KINDS = {cst.List: "list", cst.Tuple: "tuple", cst.Dict: "dict", cst.ListComp: "list", cst.DictComp: "dict"}
+
+
+def _elements(value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return [e.value for e in value.elements]
+    if isinstance(value, cst.Dict):
+        return [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+    if isinstance(value, cst.ListComp):
+        return [value.elt]
+    if isinstance(value, cst.DictComp):
+        return [value.value]
+    return []
+
+
+class PlainContainerOfModules(Rule):
+    """
+    ## What it does
+    Flags `self.layers = [nn.Linear(...), ...]` in an `nn.Module`: a Python list, tuple or dict
+    (or a list/dict comprehension) of layers with parameters, when the class does not register
+    them some other way (`nn.ModuleList(self.layers)`, `nn.Sequential(*self.layers)`,
+    `add_module`).
+
+    ## Why is this bad?
+    `nn.Module` only registers submodules assigned directly or held in `nn.ModuleList` /
+    `nn.ModuleDict` / `nn.Sequential`. Layers in a plain container are missing from
+    `model.parameters()` (the optimizer never trains them), from `state_dict()` (not saved),
+    and from `model.to(device)` (they stay on the CPU).
+
+    ## Example
+    ```python
+    self.blocks = [nn.Linear(dim, dim) for _ in range(depth)]
+    self.heads = {"cls": nn.Linear(dim, n_classes)}
+    ```
+
+    ## Use instead
+    ```python
+    self.blocks = nn.ModuleList([nn.Linear(dim, dim) for _ in range(depth)])
+    self.heads = nn.ModuleDict({"cls": nn.Linear(dim, n_classes)})
+    ```
+    """
+
+    code = "TL402"
+    name = "plain-container-of-modules"
+    summary = "Layers kept in a plain list/dict are not registered: use `nn.ModuleList`/`nn.ModuleDict`"
+    severity = Severity.ERROR
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._classes = ClassFrames(ctx)
+        # Per class: `self.<name>` assigned a plain list or dict -> (that assignment, "list"/"dict").
+        self._plain: list[dict[str, tuple[cst.Assign, str]]] = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.enter(node)
+        self._plain.append({})
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._plain.pop()
+        for assignment, _, message in self._classes.leave().unregistered():
+            self.report(assignment, message)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        frame = self._classes.method_frame()
+        if frame is None:
+            return
+        frame.register_call(node)
+        # `nn.ModuleList(self.layers)`, `nn.Sequential(*self.layers)` register them after all.
+        if nn_class_name(self.ctx.callee(node)) in CONTAINERS:
+            for arg in node.args:
+                name = self._classes.self_target(arg.value)
+                if name is not None:
+                    frame.registered.add(name)
+            return
+        # `self.layers.append(nn.Linear(...))` on a plain list.
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert"):
+            name = self._classes.self_target(func.value)
+            if name is None or name not in self._plain[-1] or not node.args:
+                return
+            added = node.args[-1].value
+            elements = _elements(added) if func.attr.value == "extend" else [added]
+            layer = next(filter(None, map(self._layer, elements)), None)
+            if layer is not None:
+                self._candidate(frame, name, layer, f"`{layer}` added with `.{func.attr.value}`")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        frame = self._classes.method_frame()
+        if frame is None or len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        if isinstance(target, cst.Subscript):
+            # `self.heads["cls"] = nn.Linear(...)` on a plain dict.
+            name = self._classes.self_target(target.value)
+            layer = self._layer(node.value)
+            if name is not None and layer is not None and name in self._plain[-1]:
+                self._candidate(frame, name, layer, f"`{layer}` stored by key")
+            return
+        name = self._classes.self_target(target)
+        if name is None:
+            return
+        kind = _KINDS.get(type(node.value))
+        if kind in ("list", "dict"):
+            self._plain[-1][name] = (node, kind)
+        layer = next(filter(None, map(self._layer, _elements(node.value))), None) if kind else None
+        if layer is None:
+            if self._builds_module(node.value):
+                frame.registered.add(name)  # later re-assigned a real module (`nn.ModuleList(...)`)
+            return
+        self._candidate(frame, name, layer, f"`{layer}`", node, kind)
+
+    def _candidate(self, frame, name: str, layer: str, how: str, node=None, kind=None) -> None:
+        if node is None:
+            node, kind = self._plain[-1][name]
+        if in_version_gate(self.ctx) or any(candidate[0] is node for candidate in frame.candidates):
+            return
+        container = {"list": "nn.ModuleList", "tuple": "nn.ModuleList", "dict": "nn.ModuleDict"}[kind]
+        frame.candidates.append(
+            (
+                node,
+                name,
+                f"`self.{name}` is a plain {kind} of modules ({how}): their parameters are not registered, "
+                f"trained, saved or moved; wrap it in `{container}(...)`",
+            )
+        )
+
+    def _layer(self, element: cst.BaseExpression) -> str | None:
+        """The class name when `element` builds a layer with parameters."""
+        if not isinstance(element, cst.Call):
+            return None
+        written = self.ctx.code_for(element.func)
+        if parameterized_layer(self.ctx, element) is not None:
+            return written
+        if nn_class_name(self.ctx.callee(element)) in CONTAINERS and any(
+            isinstance(arg.value, cst.Call) and self._layer(arg.value) for arg in element.args
+        ):
+            return written
+        local = dotted_name(element.func)
+        if local is not None and "." not in local and self.ctx.module_classes.is_module_name(local):
+            return written
+        return None
+
+    def _builds_module(self, value: cst.BaseExpression) -> bool:
+        if not isinstance(value, cst.Call):
+            return False
+        if nn_class_name(self.ctx.callee(value)) is not None:
+            return True
+        local = dotted_name(value.func)
+        return local is not None and "." not in local and self.ctx.module_classes.is_module_name(local)
+
+
