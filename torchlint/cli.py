@@ -10,10 +10,12 @@ import click
 
 from torchlint import __version__
 from torchlint.config import ConfigError, Options, resolve_settings
+from torchlint.diagnostics import Diagnostic
 from torchlint.discovery import Discovery, PathError, display_name
 from torchlint.engine import check_files
+from torchlint.fix import fix_files
 from torchlint.output import OutputContext, format_names, render
-from torchlint.output.text import render_statistics
+from torchlint.output.text import fix_listing, render_statistics, source_lines
 from torchlint.rules import all_rules, get_rule
 
 
@@ -77,8 +79,15 @@ def cli() -> None:
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--no-color", is_flag=True, help="Never colour the output (also: the NO_COLOR variable).")
+@click.option("--fix", is_flag=True, help="Apply the safe fixes, then report the findings left.")
+@click.option("--unsafe-fixes", is_flag=True,
+              help="Offer unsafe fixes too: `--fix` and `--diff` apply them, and they are shown as `[*]`.")
+@click.option("--diff", is_flag=True,
+              help="Print a diff of what `--fix` would change; write nothing (exit 1 when there is a change).")
+@click.option("--show-fixes", is_flag=True, help="List what was fixed (or with `--diff`: would be), per file and rule.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit with status 1 when fixes were applied, too.")
 def check(paths, select, ignore, extend_select, output_format, exit_zero, statistics, config_file, jobs,
-          force_exclude, quiet, no_color) -> None:
+          force_exclude, quiet, no_color, fix, unsafe_fixes, diff, show_fixes, exit_non_zero_on_fix) -> None:
     """Check PATHS (files or directories; default: the current directory)."""
     if config_file and not os.path.isfile(config_file):
         raise click.UsageError(f"config file {config_file} does not exist")
@@ -90,14 +99,59 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
         files = discovery.files(list(paths) or ["."])
     except PathError as error:
         raise click.UsageError(str(error)) from None
-    diagnostics = check_files([(path, display_name(path)) for path in files], settings, jobs)
-    context = OutputContext(color=_use_color(no_color), rules=settings.rules, summary=not quiet)
+    named = [(path, display_name(path)) for path in files]
+    if diff:
+        changed = _diff(named, settings, jobs, unsafe_fixes, show_fixes, quiet)
+        sys.exit(1 if changed and not exit_zero else 0)
+    fixed = None
+    listing = ""
+    if fix:
+        results = fix_files(named, settings, jobs, unsafe=unsafe_fixes, write=True)
+        _report_problems(results)
+        diagnostics = sorted((d for result in results for d in result.diagnostics), key=Diagnostic.sort_key)
+        fixed = sum(sum(result.fixed.values()) for result in results)
+        if show_fixes:
+            listing = fix_listing([(result.filename, result.fixed) for result in results], "Fixed")
+        source_lines.cache_clear()  # the source frames show the files as fixed
+    else:
+        diagnostics = check_files(named, settings, jobs)
+    context = OutputContext(
+        color=_use_color(no_color), rules=settings.rules, summary=not quiet, unsafe_fixes=unsafe_fixes,
+        fixed=fixed, fix_listing=listing if output_format in ("full", "concise") or statistics else "",
+    )
+    if listing and not context.fix_listing:
+        click.echo(listing, err=True)  # keep machine-readable output parseable
     if statistics:
         output = render_statistics(diagnostics, context)
     else:
         output = render(output_format, diagnostics, context)
     click.echo(output, nl=False)
-    sys.exit(1 if diagnostics and not exit_zero else 0)
+    failed = bool(diagnostics) or (exit_non_zero_on_fix and bool(fixed))
+    sys.exit(1 if failed and not exit_zero else 0)
+
+
+def _report_problems(results) -> None:
+    for result in results:
+        for problem in result.problems:
+            click.echo(problem, err=True)
+
+
+def _diff(named, settings, jobs, unsafe_fixes: bool, show_fixes: bool, quiet: bool) -> bool:
+    """`--diff`: print what `--fix` would change, write nothing; True when something would change."""
+    results = fix_files(named, settings, jobs, unsafe=unsafe_fixes, write=False, diff=True)
+    _report_problems(results)
+    for result in sorted(results, key=lambda result: result.filename):
+        if result.diff:
+            click.echo(result.diff, nl=False)
+    would_fix = sum(sum(result.fixed.values()) for result in results)
+    if show_fixes and would_fix:
+        click.echo(fix_listing([(result.filename, result.fixed) for result in results], "Would fix"), err=True)
+    if not quiet:
+        if would_fix:
+            click.echo(f"Would fix {would_fix} finding{'s' if would_fix != 1 else ''}.", err=True)
+        else:
+            click.echo("No fixes would be applied.", err=True)
+    return any(result.diff for result in results)
 
 
 def _rule_header(rule) -> str:

@@ -84,15 +84,23 @@ def _syntax_error(source: str, filename: str, error: cst.ParserSyntaxError) -> D
     return file_error("TL901", filename, f"SyntaxError: {message}", error.raw_line, error.raw_column + 1)
 
 
-def _to_edits(fix: FixSpec, positions) -> Fix:
+def _in_newline(content: str, newline: str) -> str:
+    """Edits write the file's own newline (libcst's `default_newline`), whatever the rule wrote."""
+    if newline == "\n" or ("\n" not in content and "\r" not in content):
+        return content
+    return re.sub(r"\r\n|\r|\n", newline, content)
+
+
+def _to_edits(fix: FixSpec, positions, newline: str = "\n") -> Fix:
     edits = []
     for node, content in fix.replacements:
+        content = _in_newline(content, newline)
         span = positions[node]
         edits.append(
             Edit(content, Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1))
         )
     for row, content in fix.insertions:
-        edits.append(Edit(content, Location(row, 1), Location(row, 1)))
+        edits.append(Edit(_in_newline(content, newline), Location(row, 1), Location(row, 1)))
     return Fix(fix.applicability, fix.message, tuple(sorted(edits, key=lambda edit: edit.location)))
 
 
@@ -107,7 +115,7 @@ def _resolve(ctx: FileContext, pending: list[PendingReport], filename: str) -> l
             Diagnostic(
                 code=rule.code, name=rule.name, message=report.message, filename=filename,
                 location=start, end_location=Location(span.end.line, span.end.column + 1),
-                severity=rule.severity, fix=_to_edits(report.fix, positions) if report.fix else None,
+                severity=rule.severity, fix=_to_edits(report.fix, positions, ctx.module.default_newline) if report.fix else None,
                 noqa_row=start.row,
             )
         )
@@ -136,13 +144,13 @@ def _unique(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     return unique
 
 
-def check_source(source: str, filename: str, settings: Settings) -> list[Diagnostic]:
-    """Every finding of the enabled rules in one file's text."""
+def check_source(source: str, filename: str, settings: Settings, module: cst.Module | None = None) -> list[Diagnostic]:
+    """Every finding of the enabled rules in one file's text (`module`: its tree, if already parsed)."""
     exemption = file_exemption(source)
     if exemption.whole_file:
         return []
     try:
-        module = cst.parse_module(source)
+        module = module if module is not None else cst.parse_module(source)
     except cst.ParserSyntaxError as error:
         return [_syntax_error(source, filename, error)]
     except RecursionError:
@@ -180,15 +188,17 @@ def _check_one(job: tuple[str, str, Settings]) -> list[Diagnostic]:
     return check_file(path, settings, display_name)
 
 
+def map_files(worker, work: list, jobs: int | None = None) -> list:
+    """`worker` over each item of `work`, in order, in parallel processes when there are several."""
+    jobs = jobs or os.cpu_count() or 1
+    if jobs <= 1 or len(work) < 4:
+        return list(map(worker, work))
+    with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
+        chunk = max(1, len(work) // (jobs * 8))
+        return list(pool.map(worker, work, chunksize=chunk))
+
+
 def check_files(files: list[tuple[str, str]], settings: Settings, jobs: int | None = None) -> list[Diagnostic]:
     """Check (path, display name) pairs, in parallel processes when there are several files."""
-    jobs = jobs or os.cpu_count() or 1
-    work = [(path, name, settings) for path, name in files]
-    if jobs <= 1 or len(work) < 4:
-        results = map(_check_one, work)
-        diagnostics = [d for result in results for d in result]
-    else:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
-            chunk = max(1, len(work) // (jobs * 8))
-            diagnostics = [d for result in pool.map(_check_one, work, chunksize=chunk) for d in result]
-    return sorted(diagnostics, key=Diagnostic.sort_key)
+    results = map_files(_check_one, [(path, name, settings) for path, name in files], jobs)
+    return sorted((d for result in results for d in result), key=Diagnostic.sort_key)
