@@ -218,7 +218,7 @@ def test_a_fix_that_changes_nothing_stops_the_passes(monkeypatch: pytest.MonkeyP
     assert outcome.text == source
     assert outcome.fixed == {}
     assert outcome.problems == [
-        f"torchlint: warning: m.py: fixes did not settle after {MAX_PASSES} passes; "
+        f"torchlint: warning: m.py: fixes did not settle within {MAX_PASSES} passes; "
         "the findings still fixable are reported"
     ]
 
@@ -237,7 +237,8 @@ def test_fixes_that_never_settle_stop_after_the_last_pass(monkeypatch: pytest.Mo
 def test_edits_use_the_newline_of_the_file() -> None:
     assert _in_newline("import os\nx = (\n  1)", "\r\n") == "import os\r\nx = (\r\n  1)"
     assert _in_newline("a\r\nb\rc\n", "\r\n") == "a\r\nb\r\nc\r\n"
-    assert _in_newline("a\r\nb", "\n") == "a\r\nb"  # LF files: the rule's text is kept as written
+    assert _in_newline("a\r\nb\n", "\n") == "a\nb\n"
+    assert _in_newline("a\nb", "\n") == "a\nb"
 
 
 def test_libcst_round_trips_crlf_and_multiline_fix_text_keeps_it_and_the_indentation() -> None:
@@ -323,6 +324,15 @@ def test_a_read_only_file_is_not_written(tmp_path) -> None:
     path = _write(tmp_path, "m.py", SOURCE.encode(), 0o444)
     result = fix_file(str(path), SETTINGS, display_name="m.py")
     assert not result.written and path.read_text() == SOURCE
+    assert result.problems == ["torchlint: error: m.py: fixes not applied: cannot write it: the file is not writable"]
+
+
+def test_a_file_the_user_may_not_write_is_not_written(tmp_path, monkeypatch) -> None:
+    # (As root, where the read-only test above cannot run, `os.access` is what says no.)
+    path = _write(tmp_path, "m.py", SOURCE.encode())
+    monkeypatch.setattr(os, "access", lambda path, mode: mode != os.W_OK)
+    result = fix_file(str(path), SETTINGS, display_name="m.py")
+    assert not result.written and path.read_text() == SOURCE and os.listdir(tmp_path) == ["m.py"]
     assert result.problems == ["torchlint: error: m.py: fixes not applied: cannot write it: the file is not writable"]
 
 

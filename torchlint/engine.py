@@ -86,7 +86,7 @@ def _syntax_error(source: str, filename: str, error: cst.ParserSyntaxError) -> D
 
 def _in_newline(content: str, newline: str) -> str:
     """Edits write the file's own newline (libcst's `default_newline`), whatever the rule wrote."""
-    if newline == "\n" or ("\n" not in content and "\r" not in content):
+    if "\r" not in content and ("\n" not in content or newline == "\n"):
         return content
     return re.sub(r"\r\n|\r|\n", newline, content)
 
@@ -115,7 +115,8 @@ def _resolve(ctx: FileContext, pending: list[PendingReport], filename: str) -> l
             Diagnostic(
                 code=rule.code, name=rule.name, message=report.message, filename=filename,
                 location=start, end_location=Location(span.end.line, span.end.column + 1),
-                severity=rule.severity, fix=_to_edits(report.fix, positions, ctx.module.default_newline) if report.fix else None,
+                severity=rule.severity,
+                fix=_to_edits(report.fix, positions, ctx.module.default_newline) if report.fix else None,
                 noqa_row=start.row,
             )
         )

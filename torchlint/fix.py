@@ -188,11 +188,9 @@ def _keep_final_newline(original: str, text: str) -> str:
     return text
 
 
-def fix_text(text: str, filename: str, settings: Settings, unsafe: bool = False,
-             diagnostics: list[Diagnostic] | None = None) -> FixOutcome:
+def fix_text(text: str, filename: str, settings: Settings, unsafe: bool = False) -> FixOutcome:
     """Apply the fixes of one Python text (and of what its fixes uncover), in passes."""
-    if diagnostics is None:
-        diagnostics = check_source(text, filename, settings)
+    diagnostics = check_source(text, filename, settings)
     outcome = FixOutcome(text, text, diagnostics, diagnostics)
     if any(d.code in UNSUPPRESSIBLE for d in diagnostics):
         return outcome  # a file that does not parse or read is never written
@@ -232,7 +230,7 @@ def fix_text(text: str, filename: str, settings: Settings, unsafe: bool = False,
         outcome.diagnostics = check_source(new_text, filename, settings, module)
     if candidates():
         outcome.problems.append(
-            f"torchlint: warning: {filename}: fixes did not settle after {MAX_PASSES} passes; "
+            f"torchlint: warning: {filename}: fixes did not settle within {MAX_PASSES} passes; "
             "the findings still fixable are reported"
         )
     return _settled(outcome)
