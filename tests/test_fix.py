@@ -102,6 +102,12 @@ def test_noqa_suppressed_findings_are_not_fixed() -> None:
     )
 
 
+def test_noqa_after_a_form_feed_still_suppresses_and_is_not_fixed() -> None:
+    source = "import torch\nx = 1\x0c\ny = torch.Tensor([1])  # noqa: TL102\n"
+    assert check_source(source, "m.py", SETTINGS) == []
+    assert fix_text(source, "m.py", SETTINGS).text == source
+
+
 # Applying edits ---------------------------------------------------------------------------
 
 

@@ -202,3 +202,50 @@ def test_fix_in_parallel_processes(in_tmp) -> None:
     assert completed.returncode == 0
     for number in range(5):
         assert (in_tmp / f"m{number}.py").read_text() == ALL_FIXED
+
+
+def test_fix_cannot_be_combined_with_runtime(in_tmp) -> None:
+    result = run("head.py", "--fix", "--runtime")
+    assert result.exit_code == 2
+    assert result.stderr == "torchlint: error: --fix and --diff cannot be combined with --runtime\n"
+    assert (in_tmp / "head.py").read_text() == SOURCE
+
+
+def test_an_internal_error_is_kept_to_its_file(in_tmp, monkeypatch) -> None:
+    import torchlint.fix
+
+    (in_tmp / "other.py").write_text("import torch\nx = torch.Tensor([1])\n")
+    real_fix_text = torchlint.fix.fix_text
+
+    def failing_for_head(text, filename, settings, unsafe=False):
+        if filename == "head.py":
+            raise ValueError("boom")
+        return real_fix_text(text, filename, settings, unsafe)
+
+    monkeypatch.setattr(torchlint.fix, "fix_text", failing_for_head)
+    result = run(".", "--fix", "--no-cache", "-j", "1")
+    assert result.stderr == "torchlint: internal error: head.py: ValueError: boom\n"
+    assert result.exit_code == 2
+    assert (in_tmp / "head.py").read_text() == SOURCE
+    assert (in_tmp / "other.py").read_text() == "import torch\nx = torch.tensor([1], dtype=torch.float32)\n"
+
+
+def test_fix_reads_the_cache_for_files_with_nothing_to_fix(in_tmp, monkeypatch) -> None:
+    import torchlint.fix
+
+    run("head.py", "--fix")  # writes the file and caches the findings of its new text
+    calls = []
+    real_fix_text = torchlint.fix.fix_text
+
+    def counting(text, filename, settings, unsafe=False):
+        calls.append(filename)
+        return real_fix_text(text, filename, settings, unsafe)
+
+    monkeypatch.setattr(torchlint.fix, "fix_text", counting)
+    result = run("head.py", "--fix", "--output-format", "concise")
+    assert calls == []  # the cached findings (two TL202) have no safe fix: nothing to do
+    assert [line.split()[1] for line in result.stdout.splitlines()[:-1]] == ["TL202", "TL202"]
+    result = run("head.py", "--fix", "--unsafe-fixes")
+    assert calls == ["head.py"]
+    assert (in_tmp / "head.py").read_text() == ALL_FIXED
+    assert result.exit_code == 0

@@ -11,6 +11,7 @@ import click
 from torchlint import __version__
 from torchlint.config import ConfigError, Options, resolve_settings
 from torchlint.diagnostics import Diagnostic
+from torchlint.docs import rule_page
 from torchlint.discovery import Discovery, PathError, display_name
 from torchlint.engine import check_files
 from torchlint.fix import fix_files
@@ -79,6 +80,7 @@ def cli() -> None:
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--no-color", is_flag=True, help="Never colour the output (also: the NO_COLOR variable).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the result cache (.torchlint_cache/).")
 @click.option("--fix", is_flag=True, help="Apply the safe fixes, then report the findings left.")
 @click.option("--unsafe-fixes", is_flag=True,
               help="Offer unsafe fixes too: `--fix` and `--diff` apply them, and they are shown as `[*]`.")
@@ -86,35 +88,59 @@ def cli() -> None:
               help="Print a diff of what `--fix` would change; write nothing (exit 1 when there is a change).")
 @click.option("--show-fixes", is_flag=True, help="List what was fixed (or with `--diff`: would be), per file and rule.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit with status 1 when fixes were applied, too.")
+@click.option("--runtime", is_flag=True,
+              help="Run the script (the single PATH; its arguments after `--`) instrumented and give each finding a verdict.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps", "logical:cuda", "logical:mps"]),
+              default="auto", show_default=True, help="With --runtime: where the script's tensors go.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="With --runtime: stop the script after SECONDS.")
 def check(paths, select, ignore, extend_select, output_format, exit_zero, statistics, config_file, jobs,
-          force_exclude, quiet, no_color, fix, unsafe_fixes, diff, show_fixes, exit_non_zero_on_fix) -> None:
-    """Check PATHS (files or directories; default: the current directory)."""
+          force_exclude, quiet, no_color, no_cache, fix, unsafe_fixes, diff, show_fixes, exit_non_zero_on_fix,
+          runtime, device, timeout) -> None:
+    """Check PATHS (files or directories; default: the current directory).
+
+    With --runtime: `torchlint check --runtime SCRIPT -- ARGS...` runs SCRIPT once, as
+    `python SCRIPT ARGS` would, and marks each finding confirmed, refuted or not-reached.
+    """
     if config_file and not os.path.isfile(config_file):
         raise click.UsageError(f"config file {config_file} does not exist")
     settings = resolve_settings(
         Options(config=config_file, select=_codes(select), ignore=_codes(ignore), extend_select=_codes(extend_select))
     )
     discovery = Discovery(settings.exclude, settings.root, force_exclude=force_exclude)
-    try:
-        files = discovery.files(list(paths) or ["."])
-    except PathError as error:
-        raise click.UsageError(str(error)) from None
-    named = [(path, display_name(path)) for path in files]
-    if diff:
-        changed = _diff(named, settings, jobs, unsafe_fixes, show_fixes, quiet)
-        sys.exit(1 if changed and not exit_zero else 0)
+    script_failed = False
+    internal_errors: list[str] = []
     fixed = None
     listing = ""
-    if fix:
-        results = fix_files(named, settings, jobs, unsafe=unsafe_fixes, write=True)
-        _report_problems(results)
-        diagnostics = sorted((d for result in results for d in result.diagnostics), key=Diagnostic.sort_key)
-        fixed = sum(sum(result.fixed.values()) for result in results)
-        if show_fixes:
-            listing = fix_listing([(result.filename, result.fixed) for result in results], "Fixed")
-        source_lines.cache_clear()  # the source frames show the files as fixed
+    if runtime:
+        if fix or diff:
+            raise click.UsageError("--fix and --diff cannot be combined with --runtime")
+        # Machine-readable output owns stdout: the script's stdout goes to stderr then.
+        keep_stdout = output_format in ("full", "concise") and not statistics
+        diagnostics, script_failed = _check_runtime(
+            paths, settings, discovery, jobs, device, timeout, keep_stdout, internal_errors
+        )
     else:
-        diagnostics = check_files(named, settings, jobs)
+        if device != "auto" or timeout is not None:
+            raise click.UsageError("--device and --timeout need --runtime")
+        try:
+            files = discovery.files(list(paths) or ["."])
+        except PathError as error:
+            raise click.UsageError(str(error)) from None
+        named = [(path, display_name(path)) for path in files]
+        if diff:
+            changed = _diff(named, settings, jobs, unsafe_fixes, show_fixes, quiet)
+            sys.exit(1 if changed and not exit_zero else 0)
+        if fix:
+            results = fix_files(named, settings, jobs, unsafe=unsafe_fixes, use_cache=not no_cache)
+            _report_problems(results)
+            internal_errors = [result.internal_error for result in results if result.internal_error]
+            diagnostics = sorted((d for result in results for d in result.diagnostics), key=Diagnostic.sort_key)
+            fixed = sum(sum(result.fixed.values()) for result in results)
+            if show_fixes:
+                listing = fix_listing([(result.filename, result.fixed) for result in results], "Fixed")
+            source_lines.cache_clear()  # the source frames show the files as fixed
+        else:
+            diagnostics = check_files(named, settings, jobs, internal_errors, use_cache=not no_cache)
     context = OutputContext(
         color=_use_color(no_color), rules=settings.rules, summary=not quiet, unsafe_fixes=unsafe_fixes,
         fixed=fixed, fix_listing=listing if output_format in ("full", "concise") or statistics else "",
@@ -126,7 +152,11 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
     else:
         output = render(output_format, diagnostics, context)
     click.echo(output, nl=False)
-    failed = bool(diagnostics) or (exit_non_zero_on_fix and bool(fixed))
+    for error in internal_errors:
+        click.echo(f"torchlint: internal error: {error}", err=True)
+    if internal_errors:
+        sys.exit(2)
+    failed = bool(diagnostics) or script_failed or (exit_non_zero_on_fix and bool(fixed))
     sys.exit(1 if failed and not exit_zero else 0)
 
 
@@ -151,13 +181,52 @@ def _diff(named, settings, jobs, unsafe_fixes: bool, show_fixes: bool, quiet: bo
             click.echo(f"Would fix {would_fix} finding{'s' if would_fix != 1 else ''}.", err=True)
         else:
             click.echo("No fixes would be applied.", err=True)
+    internal_errors = [result.internal_error for result in results if result.internal_error]
+    for error in internal_errors:
+        click.echo(f"torchlint: internal error: {error}", err=True)
+    if internal_errors:
+        sys.exit(2)
     return any(result.diff for result in results)
 
 
-def _rule_header(rule) -> str:
-    fix = rule.fix_applicability.value if rule.fix_applicability else "none"
-    default = "on" if rule.default_enabled else "off"
-    return f"# {rule.name} ({rule.code})\n\nSeverity: {rule.severity.value} · Default: {default} · Fix: {fix}\n"
+def _check_runtime(paths, settings, discovery, jobs, device, timeout, keep_stdout, internal_errors):
+    """Static findings for the script's directory, then one instrumented run of the script."""
+    from torchlint.runtime import RuntimeUnavailable, run_script
+
+    if not paths or not os.path.isfile(paths[0]):
+        raise click.UsageError("--runtime needs the script to run as the single PATH (its arguments after `--`)")
+    script, script_args = paths[0], list(paths[1:])
+    try:
+        files = discovery.files([os.path.dirname(os.path.abspath(script))])
+    except PathError as error:
+        raise click.UsageError(str(error)) from None
+    if os.path.abspath(script) not in {os.path.abspath(f) for f in files}:
+        files.append(script)
+    findings = check_files([(path, display_name(path)) for path in files], settings, jobs, internal_errors)
+    sys.stdout.flush()
+    saved = None if keep_stdout else os.dup(1)
+    if saved is not None:
+        os.dup2(2, 1)  # the child inherits file descriptor 1
+    try:
+        report = run_script(script, script_args, findings, device=device, timeout=timeout)
+    except (RuntimeUnavailable, ValueError) as error:
+        raise click.UsageError(str(error)) from None
+    finally:
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
+    # Runtime-only findings follow --select/--ignore like the rest; codes the static side does
+    # not know yet (no rule file) are kept.
+    enabled = {rule.code for rule in settings.rules}
+    known = {rule.code for rule in all_rules()}
+    diagnostics = sorted(
+        (d for d in report.diagnostics if d.code in enabled or d.code not in known), key=lambda d: d.sort_key()
+    )
+    if report.timed_out:
+        click.echo(f"torchlint: {script} timed out after {timeout:g} s; verdicts cover what ran", err=True)
+    elif report.exit_status != 0:
+        click.echo(f"torchlint: {script} exited with status {report.exit_status}; verdicts cover what ran", err=True)
+    return diagnostics, report.timed_out or report.exit_status != 0
 
 
 def rule_summary(rule) -> dict:
@@ -191,7 +260,7 @@ def rule(code, show_all, output_format) -> None:
     if output_format == "json":
         click.echo(json.dumps({**rule_summary(found), "doc": found.doc()}, indent=2))
     else:
-        click.echo(_rule_header(found) + "\n" + found.doc())
+        click.echo(rule_page(found), nl=False)
 
 
 def main() -> None:

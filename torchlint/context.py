@@ -38,6 +38,9 @@ class PendingReport:
     node: cst.CSTNode
     message: str
     fix: FixSpec | None
+    # The ancestors of the node being visited when the report was made: where to look for the
+    # statement that holds `node` when computing its position.
+    chain: tuple[cst.CSTNode, ...]
 
 
 @dataclass
@@ -107,4 +110,4 @@ class FileContext:
     # Reporting ---------------------------------------------------------------------------
 
     def report(self, rule: "Rule", node: cst.CSTNode, message: str, fix: FixSpec | None) -> None:
-        self.pending.append(PendingReport(rule, node, message, fix))
+        self.pending.append(PendingReport(rule, node, message, fix, tuple(self.ancestors)))

@@ -1,7 +1,7 @@
 """Check files: parse each once with libcst, run every enabled rule in one traversal.
 
-Positions (libcst's PositionProvider costs several times the parse) are computed only for files
-that have at least one finding.
+Positions (libcst's PositionProvider costs several times the parse) are computed only for the
+statements that hold a finding (see positions.py).
 """
 
 from __future__ import annotations
@@ -12,16 +12,17 @@ import re
 from concurrent.futures import ProcessPoolExecutor
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
+from torchlint.cache import ResultCache, cache_key
 from torchlint.config import UNSUPPRESSIBLE, Settings
 from torchlint.context import FileContext, FixSpec, PendingReport
 from torchlint.diagnostics import Diagnostic, Edit, Fix, Location
 from torchlint.notebook import notebook_source
 from torchlint.noqa import file_exemption, line_suppresses
+from torchlint.positions import StatementPositions
 from torchlint.rule import Rule
 from torchlint.rules import get_rule
-from torchlint.sources import UnreadableFile, read_source
+from torchlint.sources import UnreadableFile, decode_source, read_bytes
 from torchlint.walker import Walker
 
 # Rules only look at files that mention torch at all: a cheap textual pre-filter.
@@ -91,11 +92,11 @@ def _in_newline(content: str, newline: str) -> str:
     return re.sub(r"\r\n|\r|\n", newline, content)
 
 
-def _to_edits(fix: FixSpec, positions, newline: str = "\n") -> Fix:
+def _to_edits(fix: FixSpec, positions: StatementPositions, chain, newline: str = "\n") -> Fix:
     edits = []
     for node, content in fix.replacements:
         content = _in_newline(content, newline)
-        span = positions[node]
+        span = positions.range_of(node, chain)
         edits.append(
             Edit(content, Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1))
         )
@@ -105,10 +106,10 @@ def _to_edits(fix: FixSpec, positions, newline: str = "\n") -> Fix:
 
 
 def _resolve(ctx: FileContext, pending: list[PendingReport], filename: str) -> list[Diagnostic]:
-    positions = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions = StatementPositions(ctx.module, ctx.source)
     diagnostics = []
     for report in pending:
-        span = positions[report.node]
+        span = positions.range_of(report.node, report.chain)
         rule = report.rule
         start = Location(span.start.line, span.start.column + 1)
         diagnostics.append(
@@ -116,7 +117,7 @@ def _resolve(ctx: FileContext, pending: list[PendingReport], filename: str) -> l
                 code=rule.code, name=rule.name, message=report.message, filename=filename,
                 location=start, end_location=Location(span.end.line, span.end.column + 1),
                 severity=rule.severity,
-                fix=_to_edits(report.fix, positions, ctx.module.default_newline) if report.fix else None,
+                fix=_to_edits(report.fix, positions, report.chain, ctx.module.default_newline) if report.fix else None,
                 noqa_row=start.row,
             )
         )
@@ -124,7 +125,8 @@ def _resolve(ctx: FileContext, pending: list[PendingReport], filename: str) -> l
 
 
 def _not_suppressed(diagnostics: list[Diagnostic], source: str) -> list[Diagnostic]:
-    lines = source.splitlines()
+    # Python's line breaks only: `str.splitlines` also breaks at \f, \v, \x1c-\x1e, \x85, \u2028...
+    lines = re.split(r"\r\n|\r|\n", source)
     kept = []
     for diagnostic in diagnostics:
         row = diagnostic.noqa_row or diagnostic.location.row
@@ -147,15 +149,16 @@ def _unique(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
 
 def check_source(source: str, filename: str, settings: Settings, module: cst.Module | None = None) -> list[Diagnostic]:
     """Every finding of the enabled rules in one file's text (`module`: its tree, if already parsed)."""
-    exemption = file_exemption(source)
-    if exemption.whole_file:
-        return []
     try:
         module = module if module is not None else cst.parse_module(source)
     except cst.ParserSyntaxError as error:
         return [_syntax_error(source, filename, error)]
     except RecursionError:
         return [file_error("TL901", filename, "SyntaxError: too deeply nested to parse")]
+    # After parsing: a file-level noqa never hides that the file is broken.
+    exemption = file_exemption(source)
+    if exemption.whole_file:
+        return []
     rule_classes = [
         rule for rule in settings.rules_for(filename)
         if not rule.runtime_only and rule.code not in exemption.codes and rule.code not in UNSUPPRESSIBLE
@@ -172,21 +175,37 @@ def check_source(source: str, filename: str, settings: Settings, module: cst.Mod
     return sorted(_unique(diagnostics), key=Diagnostic.sort_key)
 
 
-def check_file(path: str, settings: Settings, display_name: str | None = None) -> list[Diagnostic]:
+def check_file(
+    path: str, settings: Settings, display_name: str | None = None, cache: ResultCache | None = None
+) -> list[Diagnostic]:
     filename = display_name or path
     try:
-        source = read_source(path)
+        data = read_bytes(path)
+        key = cache_key(filename, data, settings) if cache else ""
+        cached = cache.get(key, filename) if cache else None
+        if cached is not None:
+            return cached
+        source = decode_source(data)
         if path.endswith(".ipynb"):
             notebook = notebook_source(source.text)
-            return [notebook.locate(d) for d in check_source(notebook.text, filename, settings)]
+            diagnostics = [notebook.locate(d) for d in check_source(notebook.text, filename, settings)]
+        else:
+            diagnostics = check_source(source.text, filename, settings)
     except UnreadableFile as error:
         return [file_error("TL902", filename, f"cannot read file: {error}")]
-    return check_source(source.text, filename, settings)
+    if cache:
+        cache.put(key, diagnostics)
+    return diagnostics
 
 
-def _check_one(job: tuple[str, str, Settings]) -> list[Diagnostic]:
-    path, display_name, settings = job
-    return check_file(path, settings, display_name)
+def _check_one(job: tuple[str, str, Settings, bool]) -> tuple[list[Diagnostic], str | None]:
+    """One file's findings, or the internal error that stopped its check (a torchlint bug,
+    kept to this file so that every other file is still checked)."""
+    path, display_name, settings, use_cache = job
+    try:
+        return check_file(path, settings, display_name, ResultCache(settings.root) if use_cache else None), None
+    except Exception as error:  # noqa: BLE001 - isolate one file's failure, by design
+        return [], f"{display_name}: {type(error).__name__}: {error}"
 
 
 def map_files(worker, work: list, jobs: int | None = None) -> list:
@@ -195,11 +214,22 @@ def map_files(worker, work: list, jobs: int | None = None) -> list:
     if jobs <= 1 or len(work) < 4:
         return list(map(worker, work))
     with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
-        chunk = max(1, len(work) // (jobs * 8))
-        return list(pool.map(worker, work, chunksize=chunk))
+        return list(pool.map(worker, work, chunksize=max(1, len(work) // (jobs * 8))))
 
 
-def check_files(files: list[tuple[str, str]], settings: Settings, jobs: int | None = None) -> list[Diagnostic]:
-    """Check (path, display name) pairs, in parallel processes when there are several files."""
-    results = map_files(_check_one, [(path, name, settings) for path, name in files], jobs)
-    return sorted((d for result in results for d in result), key=Diagnostic.sort_key)
+def check_files(
+    files: list[tuple[str, str]], settings: Settings, jobs: int | None = None, errors: list[str] | None = None,
+    *, use_cache: bool = False,
+) -> list[Diagnostic]:
+    """Check (path, display name) pairs, in parallel processes when there are several files.
+
+    Internal errors are appended to `errors` when a list is given, else raised. With
+    `use_cache`, results are kept in `.torchlint_cache/` beside the configuration.
+    """
+    results = map_files(_check_one, [(path, name, settings, use_cache) for path, name in files], jobs)
+    failures = [error for _, error in results if error is not None]
+    if failures and errors is None:
+        raise RuntimeError(failures[0])
+    if errors is not None:
+        errors.extend(failures)
+    return sorted((d for diagnostics, _ in results for d in diagnostics), key=Diagnostic.sort_key)

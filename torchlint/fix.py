@@ -22,10 +22,11 @@ from typing import Callable
 
 import libcst as cst
 
+from torchlint.cache import ResultCache, cache_key
 from torchlint.config import UNSUPPRESSIBLE, Settings
 from torchlint.diagnostics import Applicability, Diagnostic, Location
 from torchlint.engine import check_file, check_source, file_error, map_files
-from torchlint.sources import UnreadableFile, decode_source
+from torchlint.sources import UnreadableFile, decode_source, read_bytes
 
 # Passes of apply-then-check per file: enough for fixes that overlap or that enable another.
 MAX_PASSES = 5
@@ -274,6 +275,8 @@ class FileFixResult:
     diff: str = ""  # a unified diff of the change, when asked for
     problems: list[str] = field(default_factory=list)  # one line each, for stderr
     written: bool = False
+    # The internal error (a torchlint bug) that stopped this file, kept to this file.
+    internal_error: str | None = None
 
 
 class FileChanged(Exception):
@@ -333,22 +336,25 @@ def unified_diff(before: str, after: str, filename: str) -> str:
 
 
 def fix_file(path: str, settings: Settings, display_name: str | None = None, *, unsafe: bool = False,
-             write: bool = True, diff: bool = False) -> FileFixResult:
+             write: bool = True, diff: bool = False, cache: ResultCache | None = None) -> FileFixResult:
     """Fix one file: write it (`write`) and/or describe the change as a diff (`diff`)."""
     filename = display_name or path
     if path.endswith(".ipynb"):  # notebooks are checked, never rewritten
-        return FileFixResult(filename, check_file(path, settings, display_name), {})
+        return FileFixResult(filename, check_file(path, settings, display_name, cache), {})
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_bytes(path)
+        key = cache_key(filename, data, settings) if cache else ""
+        cached = cache.get(key, filename) if cache else None
+        if cached is not None and not any(is_applicable(d, unsafe) for d in cached):
+            return FileFixResult(filename, cached, {})
         source = decode_source(data)
-    except OSError as error:
-        return FileFixResult(filename, [file_error("TL902", filename, f"cannot read file: {error.strerror or error}")], {})
     except UnreadableFile as error:
         return FileFixResult(filename, [file_error("TL902", filename, f"cannot read file: {error}")], {})
     outcome = fix_text(source.text, filename, settings, unsafe)
     result = FileFixResult(filename, outcome.diagnostics, dict(outcome.fixed), problems=outcome.problems)
     if outcome.text == source.text:
+        if cache:
+            cache.put(key, outcome.diagnostics)
         return result
     try:
         new_data = outcome.text.encode(source.encoding)
@@ -368,17 +374,27 @@ def fix_file(path: str, settings: Settings, display_name: str | None = None, *, 
         problem = f"cannot write it: {error.strerror or error}"
     else:
         result.written = True
+        if cache:
+            cache.put(cache_key(filename, new_data, settings), outcome.diagnostics)
         return result
     result.problems.append(f"torchlint: error: {filename}: fixes not applied: {problem}")
     return FileFixResult(filename, outcome.initial, {}, problems=result.problems)
 
 
 def _fix_one(job: tuple) -> FileFixResult:
-    path, display_name, settings, unsafe, write, diff = job
-    return fix_file(path, settings, display_name, unsafe=unsafe, write=write, diff=diff)
+    """One file's result; an internal error (a torchlint bug) is kept to that file, which is left
+    as it was, so that every other file is still fixed."""
+    path, display_name, settings, unsafe, write, diff, use_cache = job
+    try:
+        cache = ResultCache(settings.root) if use_cache else None
+        return fix_file(path, settings, display_name, unsafe=unsafe, write=write, diff=diff, cache=cache)
+    except Exception as error:  # noqa: BLE001 - isolate one file's failure, by design
+        return FileFixResult(display_name, [], {}, internal_error=f"{display_name}: {type(error).__name__}: {error}")
 
 
 def fix_files(files: list[tuple[str, str]], settings: Settings, jobs: int | None = None, *, unsafe: bool = False,
-              write: bool = True, diff: bool = False) -> list[FileFixResult]:
-    """`fix_file` over (path, display name) pairs, in parallel processes when there are several."""
-    return map_files(_fix_one, [(path, name, settings, unsafe, write, diff) for path, name in files], jobs)
+              write: bool = True, diff: bool = False, use_cache: bool = False) -> list[FileFixResult]:
+    """`fix_file` over (path, display name) pairs, in parallel processes when there are several.
+    With `use_cache`, files whose cached findings hold nothing to fix are not checked again."""
+    work = [(path, name, settings, unsafe, write, diff, use_cache) for path, name in files]
+    return map_files(_fix_one, work, jobs)

@@ -33,10 +33,13 @@ def decode_source(data: bytes) -> SourceFile:
     return SourceFile(text, encoding)
 
 
-def read_source(path: str) -> SourceFile:
+def read_bytes(path: str) -> bytes:
     try:
         with open(path, "rb") as handle:
-            data = handle.read()
+            return handle.read()
     except OSError as error:
         raise UnreadableFile(error.strerror or str(error)) from None
-    return decode_source(data)
+
+
+def read_source(path: str) -> SourceFile:
+    return decode_source(read_bytes(path))

@@ -40,7 +40,8 @@ class ImportTable:
         for alias in node.names:
             imported = _module_name(alias.name)
             local = alias.asname.name if alias.asname is not None else alias.name
-            self._bind(local, f"{module}.{imported}" if module else imported)
+            separator = "" if not module or module.endswith(".") else "."
+            self._bind(local, f"{module}{separator}{imported}")
 
     def _bind(self, target: cst.BaseExpression, full: str) -> None:
         if isinstance(target, cst.Name):

@@ -1,0 +1,111 @@
+"""Runtime-mode overhead: a small MLP training script, plain vs under `run_script`.
+
+    python benchmarks/runtime_overhead.py [--steps 300] [--width 64]
+
+Prints wall times and ratios measured in this run: plain `python script`, `device="cpu"` (no
+tagging), the real accelerator when present, and logical devices (`logical:cuda`). The script
+itself reports the time of its training loop, so interpreter and torch start-up (paid once by
+both) is shown separately from the per-step cost. Goals: < 2x on real devices, < 5x logical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+SCRIPT = """
+import sys, time, torch
+import torch.nn as nn
+import torch.nn.functional as F
+steps, width = int(sys.argv[1]), int(sys.argv[2])
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(32, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
+                      nn.Linear(width, 10)).to(device)
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+data = torch.randn(512, 32)
+labels = torch.randint(0, 10, (512,))
+start = time.perf_counter()
+for step in range(steps):
+    i = (step * 64) % 512
+    x, y = data[i:i + 64].to(device), labels[i:i + 64].to(device)
+    opt.zero_grad()
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    if step % 100 == 0:
+        last = loss.item()
+print(f"LOOP {time.perf_counter() - start:.4f}")
+"""
+
+
+def _loop_time(output: str) -> float:
+    for line in output.splitlines():
+        if line.startswith("LOOP "):
+            return float(line.split()[1])
+    raise RuntimeError(f"no timing in output:\n{output}")
+
+
+def plain(path: str, args: list[str]) -> tuple[float, float]:
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, path, *args], capture_output=True, text=True, check=True)
+    return time.perf_counter() - start, _loop_time(out.stdout)
+
+
+def instrumented(path: str, args: list[str], device: str) -> tuple[float, float]:
+    from torchlint.runtime import run_script
+
+    read, write = os.pipe()
+    saved = os.dup(1)
+    os.dup2(write, 1)  # the child inherits stdout: capture its LOOP line
+    try:
+        start = time.perf_counter()
+        report = run_script(path, args, [], device=device)
+        total = time.perf_counter() - start
+    finally:
+        os.dup2(saved, 1)
+        os.close(write)
+    output = os.read(read, 1 << 20).decode()
+    os.close(read)
+    if report.exit_status != 0:
+        raise RuntimeError(report.exception)
+    return total, _loop_time(output)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--width", type=int, default=64)
+    options = parser.parse_args()
+    args = [str(options.steps), str(options.width)]
+    import importlib.util
+
+    from torchlint.runtime import _probe_devices
+
+    modes = ["cpu", "logical:cuda"]
+    present = _probe_devices()
+    if present["cuda"]:
+        modes.insert(1, "cuda")
+    with tempfile.TemporaryDirectory() as workdir:
+        path = os.path.join(workdir, "train_mlp.py")
+        with open(path, "w") as handle:
+            handle.write(SCRIPT)
+        plain(path, args)  # warm the file cache
+        base_total, base_loop = plain(path, args)
+        print(f"MLP width {options.width}, {options.steps} steps, torch spec {importlib.util.find_spec('torch').origin}")
+        print(f"{'mode':<14}{'total s':>10}{'loop s':>10}{'total x':>10}{'loop x':>10}")
+        print(f"{'plain':<14}{base_total:>10.2f}{base_loop:>10.3f}{1:>10.2f}{1:>10.2f}")
+        for mode in modes:
+            total, loop = instrumented(path, args, mode)
+            print(f"{mode:<14}{total:>10.2f}{loop:>10.3f}{total / base_total:>10.2f}{loop / base_loop:>10.2f}")
+
+
+if __name__ == "__main__":
+    main()

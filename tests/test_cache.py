@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+from torchlint import engine
+from torchlint.config import Options, resolve_settings
+
+BAD = "import torch\nx = torch.Tensor(3)\n"
+
+
+def _check(project, use_cache=True):
+    settings = resolve_settings(Options(), cwd=project)
+    return engine.check_files([(str(project / "a.py"), "a.py")], settings, 1, use_cache=use_cache)
+
+
+def test_unchanged_files_are_served_from_the_cache(project, monkeypatch):
+    (project / "a.py").write_text(BAD)
+    first = _check(project)
+    assert [d.code for d in first] == ["TL102"] and first[0].fix is not None
+    assert (project / ".torchlint_cache" / ".gitignore").read_text() == "*\n"
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("checked again although unchanged")
+
+    monkeypatch.setattr(engine, "check_source", must_not_run)
+    assert _check(project) == first
+
+
+def test_a_changed_file_or_rule_set_is_checked_again(project):
+    (project / "a.py").write_text(BAD)
+    _check(project)
+    (project / "a.py").write_text(BAD + "y = torch.Tensor(2)\n")
+    assert [d.location.row for d in _check(project)] == [2, 3]
+    settings = resolve_settings(Options(ignore=["TL102"]), cwd=project)
+    assert engine.check_files([(str(project / "a.py"), "a.py")], settings, 1, use_cache=True) == []
+
+
+def test_no_cache_writes_nothing(project):
+    (project / "a.py").write_text(BAD)
+    _check(project, use_cache=False)
+    assert not (project / ".torchlint_cache").exists()

@@ -1,0 +1,119 @@
+"""Bad input never crashes the tool: each bad file is one finding, the rest is still checked."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests.conftest import run_torchlint
+
+BAD = "import torch\nx = torch.Tensor(3)\n"
+
+
+def _findings(project, *args):
+    result = run_torchlint("check", "--output-format", "json", *args, cwd=project)
+    assert "Traceback" not in result.stderr, result.stderr
+    return result, [(d["filename"].rsplit("/", 1)[1], d["code"], d["location"]["row"], d["message"])
+                    for d in json.loads(result.stdout)]
+
+
+def test_syntax_error_is_tl901_with_the_parser_location(project):
+    (project / "broken.py").write_text("import torch\n\ndef f(:\n    pass\n")
+    (project / "good.py").write_text(BAD)
+    result, found = _findings(project)
+    assert result.returncode == 1
+    assert found[0][:3] == ("broken.py", "TL901", 3) and found[0][3].startswith("SyntaxError: ")
+    assert found[1][:2] == ("good.py", "TL102")
+
+
+def test_tl901_cannot_be_suppressed(project):
+    (project / "broken.py").write_text("# torchlint: noqa\nx = (  # noqa\n")
+    _, found = _findings(project, "--ignore", "TL9")
+    assert [f[1] for f in found] == ["TL901"]
+
+
+def test_binary_and_undecodable_files_are_tl902(project):
+    (project / "blob.py").write_bytes(b"\x00\x01\x02binary")
+    (project / "latin.py").write_bytes(b"name = 'caf\xe9'\n")
+    (project / "good.py").write_text(BAD)
+    _, found = _findings(project)
+    assert [(name, code) for name, code, _, _ in found] == [
+        ("blob.py", "TL902"), ("good.py", "TL102"), ("latin.py", "TL902"),
+    ]
+
+
+def test_coding_cookie_and_bom_are_honoured(project):
+    (project / "latin.py").write_bytes(b"# -*- coding: latin-1 -*-\nimport torch\nname = 'caf\xe9'\nx = torch.Tensor(2)\n")
+    (project / "bom.py").write_bytes(b"\xef\xbb\xbfimport torch\nx = torch.Tensor(2)\n")
+    _, found = _findings(project)
+    assert [(name, code, row) for name, code, row, _ in found] == [("bom.py", "TL102", 2), ("latin.py", "TL102", 4)]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can read files without permission")
+def test_unreadable_file_is_tl902(project):
+    secret = project / "secret.py"
+    secret.write_text(BAD)
+    secret.chmod(0)
+    _, found = _findings(project)
+    assert found[0][:2] == ("secret.py", "TL902")
+
+
+def test_directory_named_like_a_python_file_and_dangling_symlink(project):
+    (project / "weird.py").mkdir()
+    (project / "weird.py" / "inner.py").write_text(BAD)
+    os.symlink(project / "nowhere.py", project / "dangling.py")
+    result, found = _findings(project)
+    names = [(name, code) for name, code, _, _ in found]
+    assert ("inner.py", "TL102") in names and ("dangling.py", "TL902") in names
+
+
+def test_deeply_nested_expression_does_not_crash(project):
+    (project / "deep.py").write_text("import torch\nx = " + "(" * 200 + "1" + ")" * 200 + "\ny = torch.Tensor(2)\n")
+    result, found = _findings(project)
+    assert result.returncode == 1 and found
+
+
+def test_crlf_file(project):
+    (project / "crlf.py").write_bytes(b"import torch\r\nx = torch.Tensor(2)\r\n")
+    _, found = _findings(project)
+    assert found[0][:3] == ("crlf.py", "TL102", 2)
+
+
+def test_notebook_findings_are_mapped_to_cells(project):
+    notebook = {
+        "cells": [
+            {"cell_type": "markdown", "source": ["# Title"]},
+            {"cell_type": "code", "source": ["%matplotlib inline\n", "import torch\n"]},
+            {"cell_type": "code", "source": ["!pip install x\n", "x = torch.Tensor(3)\n"]},
+        ],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    }
+    (project / "nb.ipynb").write_text(json.dumps(notebook))
+    (project / "broken.ipynb").write_text("{not json")
+    result = run_torchlint("check", "--output-format", "json", cwd=project)
+    findings = json.loads(result.stdout)
+    assert [(d["code"], d["cell"]) for d in findings] == [("TL902", None), ("TL102", 3)]
+    assert findings[1]["location"] == {"row": 2, "column": 5} and findings[1]["fix"] is None
+
+
+def test_an_internal_error_in_one_file_is_one_line_and_the_rest_is_checked(project, monkeypatch):
+    from torchlint import engine
+    from torchlint.config import Options, resolve_settings
+
+    real_check_source = engine.check_source
+
+    def failing_on_a(source, filename, settings):
+        if filename.endswith("a.py"):
+            raise ValueError("rule bug")
+        return real_check_source(source, filename, settings)
+
+    monkeypatch.setattr(engine, "check_source", failing_on_a)
+    (project / "a.py").write_text(BAD)
+    (project / "b.py").write_text(BAD)
+    errors: list[str] = []
+    settings = resolve_settings(Options(), cwd=project)
+    found = engine.check_files([(str(project / "a.py"), "a.py"), (str(project / "b.py"), "b.py")], settings, 1, errors)
+    assert errors == ["a.py: ValueError: rule bug"]
+    assert [(d.filename, d.code) for d in found] == [("b.py", "TL102")]

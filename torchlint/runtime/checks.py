@@ -1,0 +1,388 @@
+"""How `--runtime` confirms each rule: one small class per rule code, in one table.
+
+A check says what confirms its rule, in any of these ways:
+- `warning`: a regex on the text of a warning PyTorch emits (captured with the user's line);
+- `error`: a regex on the text of an exception a torch call raises (seen by the function mode);
+- probe hooks `before_call` / `after_call` / `on_error` / `on_value`: run at the flagged site
+  itself (see probes.py), with the callee, its arguments and its result;
+- events that the shared instrumentation emits under the rule's code (optimizer hooks for
+  TL001/TL002, logical devices for TL301/TL306, host syncs for TL302, discarded conversions for
+  TL304): see instrument.py.
+and, on the parent side, `judge` turns what was observed at a site into a verdict.
+
+Adding a rule's runtime confirmation = adding (or extending) its class here. A code with no class
+gets `ReachedCheck`: the site running is the pitfall (forward called directly, a bare no_grad()...).
+
+The child calls the probe hooks (torch imported); the parent only calls `judge`, `counts` and reads
+metadata, so nothing here imports torch at module level.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+CONFIRMED, REFUTED, NOT_REACHED = "confirmed", "refuted", "not-reached"
+
+
+class Check:
+    code: ClassVar[str] = ""
+    # For findings the runtime adds on its own (no static finding at that place).
+    name: ClassVar[str] = ""
+    severity: ClassVar[str] = "warning"
+    message: ClassVar[str] = ""
+    adds_findings: ClassVar[bool] = False
+    warning: ClassVar[re.Pattern | None] = None
+    error: ClassVar[re.Pattern | None] = None
+    # Whether the check can tell "ran, and the pitfall did not happen" (refuted).
+    observable: ClassVar[bool] = True
+
+    # -- child side: probe hooks at the flagged site -------------------------------------------
+    wants_call: ClassVar[bool] = False  # wrap the flagged call (else the probe only marks reached)
+
+    def before_call(self, rec, site: int, func, args: tuple, kwargs: dict) -> None:
+        pass
+
+    def after_call(self, rec, site: int, func, args: tuple, kwargs: dict, result: Any) -> None:
+        pass
+
+    def on_error(self, rec, site: int, func, args: tuple, kwargs: dict, error: BaseException) -> None:
+        if self.error is not None and self.error.search(str(error)):
+            rec.confirm(site, _first_line(error))
+
+    def on_warning(self, rec, position, text: str, frame) -> None:
+        """A warning matching `warning` was emitted; `position` is its user position."""
+        rec.event(self.code, position, _first_line(text))
+
+    # -- parent side -------------------------------------------------------------------------
+    def counts(self, event: dict, steps: int) -> bool:
+        """Whether an observed event is the pitfall (TL302 asks for repetition)."""
+        return True
+
+    def judge(self, site: dict, events: list[dict], steps: int) -> tuple[str, str | None]:
+        if site.get("confirmed"):
+            return CONFIRMED, site["confirmed"]
+        counted = [e for e in events if self.counts(e, steps)]
+        if counted:
+            return CONFIRMED, self.describe(counted, steps)
+        if site.get("reached") or events:
+            if not self.observable:
+                return CONFIRMED, "the flagged code ran (this rule has no finer runtime test)"
+            return REFUTED, site.get("refuted") or self.describe_absence(events, steps)
+        return NOT_REACHED, None
+
+    def describe(self, events: list[dict], steps: int) -> str:
+        return events[0].get("detail") or "observed"
+
+    def describe_absence(self, events: list[dict], steps: int) -> str:
+        return "the flagged code ran and the pitfall was not observed"
+
+
+def _first_line(value: object) -> str:
+    text = str(value).strip()
+    return text.splitlines()[0] if text else ""
+
+
+CHECKS: dict[str, Check] = {}
+
+
+def register(cls: type[Check]) -> type[Check]:
+    CHECKS[cls.code] = cls()
+    return cls
+
+
+class ReachedCheck(Check):
+    observable = False
+
+
+def check_for(code: str) -> Check:
+    found = CHECKS.get(code)
+    if found is None:
+        found = ReachedCheck()
+    return found
+
+
+def _is_tensor(value) -> bool:
+    import torch
+
+    return isinstance(value, torch.Tensor)
+
+
+# ---------------------------------------------------------------------------------------------
+# TL0xx training loop
+
+
+@register
+class MissingZeroGrad(Check):
+    """Events from the optimizer hooks: the first gradient accumulation after a step found the
+    same `p.grad` with `_version` one higher, so nothing cleared it (instrument.GradTracker)."""
+
+    code = "TL001"
+
+    def describe_absence(self, events, steps):
+        return f"gradients were cleared between optimizer steps ({steps} steps observed)"
+
+
+@register
+class ZeroGradBetweenBackwardAndStep(Check):
+    """Events from the step pre-hook: every gradient unchanged since a zeroing."""
+
+    code = "TL002"
+
+    def describe_absence(self, events, steps):
+        return "every optimizer step saw gradients accumulated after the last zeroing"
+
+
+@register
+class ManualUpdateOutsideNoGrad(Check):
+    code = "TL004"
+    error = re.compile(r"a leaf Variable that requires grad is being used in an in-place operation")
+
+
+@register
+class RequiresGradOnIntegerTensor(Check):
+    code = "TL006"
+    wants_call = True
+    error = re.compile(r"Only Tensors of floating point and complex dtype can require gradients")
+
+
+@register
+class NonLeafParameter(Check):
+    code = "TL008"
+    wants_call = True
+
+    def after_call(self, rec, site, func, args, kwargs, result):
+        if _is_tensor(result) and result.requires_grad and not result.is_leaf:
+            rec.confirm(site, f"the result is not a leaf (grad_fn={type(result.grad_fn).__name__}): its .grad stays None")
+        elif _is_tensor(result):
+            rec.refute(site, "the result is a leaf tensor")
+
+
+@register
+class SchedulerBeforeOptimizerStep(Check):
+    code = "TL011"
+    warning = re.compile(r"Detected call of `lr_scheduler\.step\(\)` before `optimizer\.step\(\)`")
+
+
+@register
+class BackwardUnderNoGrad(Check):
+    code = "TL012"
+    error = re.compile(r"element 0 of tensors does not require grad and does not have a grad_fn")
+
+
+# ---------------------------------------------------------------------------------------------
+# TL1xx shapes
+
+
+@register
+class ViewAfterPermute(Check):
+    code = "TL101"
+    wants_call = True
+    error = re.compile(r"view size is not compatible with input tensor's size and stride")
+
+    def after_call(self, rec, site, func, args, kwargs, result):
+        receiver = getattr(func, "__self__", None)
+        if _is_tensor(receiver):
+            rec.refute(site, f"legal view: receiver strides {tuple(receiver.stride())} for shape {tuple(receiver.shape)}")
+
+    def on_error(self, rec, site, func, args, kwargs, error):
+        receiver = getattr(func, "__self__", None)
+        if self.error.search(str(error)):
+            strides = f" (receiver shape {tuple(receiver.shape)}, strides {tuple(receiver.stride())})" if _is_tensor(receiver) else ""
+            rec.confirm(site, f"view() raised: not compatible with the receiver's strides{strides}")
+
+
+@register
+class LegacyTensorConstructor(Check):
+    code = "TL102"
+    wants_call = True
+
+    def before_call(self, rec, site, func, args, kwargs):
+        import torch
+
+        if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+            rec.confirm(site, f"called with ints {tuple(args)}: uninitialized memory of that shape")
+        elif len(args) == 1 and isinstance(args[0], torch.Size):
+            rec.confirm(site, f"called with a torch.Size {tuple(args[0])}: uninitialized memory")
+        elif len(args) == 1 and isinstance(args[0], torch.Tensor):
+            rec.confirm(site, "called with a tensor: the result aliases it")
+        else:
+            kinds = ", ".join(type(a).__name__ for a in args) or "no arguments"
+            rec.refute(site, f"called with data ({kinds})")
+
+
+# ---------------------------------------------------------------------------------------------
+# TL2xx numerics
+
+
+@register
+class LogOfSoftmax(Check):
+    code = "TL201"
+    wants_call = True
+
+    def after_call(self, rec, site, func, args, kwargs, result):
+        import torch
+
+        if not _is_tensor(result) or not result.is_floating_point():
+            return
+        with torch.no_grad():
+            bad = int(torch.isneginf(result).sum())
+        if bad:
+            rec.confirm(site, f"log produced -inf in {bad} of {result.numel()} elements")
+        else:
+            rec.refute(site, "no -inf produced")
+
+
+@register
+class SoftmaxWithoutDim(Check):
+    code = "TL202"
+    wants_call = True
+    warning = re.compile(r"Implicit dimension choice for \w+ has been deprecated")
+
+    def __init__(self) -> None:
+        self.modules: dict[int, int] = {}  # id(nn.Softmax built at a flagged site) -> site
+
+    def after_call(self, rec, site, func, args, kwargs, result):
+        import torch
+
+        if isinstance(result, (torch.nn.Softmax, torch.nn.LogSoftmax, torch.nn.Softmin)):
+            self.modules[id(result)] = site
+
+    def on_warning(self, rec, position, text, frame):
+        super().on_warning(rec, position, text, frame)
+        # A module built at a flagged site warns from its forward(): confirm the construction.
+        while frame is not None:
+            if frame.f_code.co_name == "forward":
+                owner = frame.f_locals.get("self")
+                site = self.modules.get(id(owner))
+                if site is not None:
+                    rec.confirm(site, f"{type(owner).__name__} without dim, input of rank {_rank(frame)}")
+                    break
+            frame = frame.f_back
+
+
+def _rank(frame) -> str:
+    value = frame.f_locals.get("input")
+    return str(value.dim()) if _is_tensor(value) else "?"
+
+
+# ---------------------------------------------------------------------------------------------
+# TL3xx devices and syncs
+
+
+@register
+class MixedDevices(Check):
+    """Events from logical-device tracking (at the factory that made the CPU tensor when known,
+    else at the op) or, on a real accelerator, from the device-mismatch RuntimeError."""
+
+    code = "TL301"
+    name = "mixed-devices"
+    severity = "error"
+    message = "Tensors on different devices are combined"
+    adds_findings = True
+    error = re.compile(r"Expected all tensors to be on the same device")
+
+    def describe_absence(self, events, steps):
+        return "no op mixed devices"
+
+
+@register
+class SyncInLoop(Check):
+    """Events from the function mode: a host sync (item, tolist, cpu, numpy, bool/float/int)
+    on an accelerator (or logical-accelerator) tensor, counted per optimizer-step interval."""
+
+    code = "TL302"
+    name = "sync-in-loop"
+    severity = "warning"
+    message = "Host-device synchronisation repeated in a loop"
+    adds_findings = True
+
+    def counts(self, event, steps):
+        count, intervals = event["count"], max(event["steps"], 1)
+        if count < 2:
+            return False
+        # Every step (or most of them), or several times within one interval (a per-element
+        # or evaluation loop). `if step % 100 == 0: loss.item()` does neither.
+        return intervals >= max(2, steps / 2) or count / intervals >= 2
+
+    def describe(self, events, steps):
+        e = max(events, key=lambda e: e["count"])
+        return f"{e['detail']}: {e['count']} syncs in {e['steps']} of {steps + 1} optimizer-step intervals"
+
+    def describe_absence(self, events, steps):
+        if events:
+            e = max(events, key=lambda e: e["count"])
+            return f"{e['detail']}: only {e['count']} sync(s) in {steps + 1} step intervals"
+        return "no host sync on an accelerator tensor"
+
+
+@register
+class NumpyWithoutCpuDetach(Check):
+    code = "TL303"
+    wants_call = True
+    error = re.compile(r"Can't call numpy\(\) on Tensor that requires grad|can't convert \S+ device type tensor to numpy")
+
+
+@register
+class DiscardedTo(Check):
+    code = "TL304"
+    name = "discarded-to"
+    severity = "error"
+    message = "The result of a tensor conversion is discarded (tensors are not converted in place)"
+    adds_findings = True
+    wants_call = True
+
+    def before_call(self, rec, site, func, args, kwargs):
+        receiver = getattr(func, "__self__", None)
+        if _is_tensor(receiver):
+            rec.confirm(site, f"the receiver is a {type(receiver).__name__}: .{func.__name__}() returns a new tensor")
+        else:
+            rec.refute(site, f"the receiver is a {type(receiver).__name__}, converted in place")
+
+
+@register
+class Float64OnMps(Check):
+    code = "TL306"
+    name = "float64-on-mps"
+    severity = "error"
+    message = "float64 tensor on MPS"
+
+
+# ---------------------------------------------------------------------------------------------
+# TL5xx API hygiene
+
+
+@register
+class DeprecatedCudaAmp(Check):
+    code = "TL501"
+    warning = re.compile(r"`torch\.(cuda|cpu)\.amp\.\w+\(args\.\.\.\)` is deprecated")
+
+
+@register
+class CheckpointWithoutUseReentrant(Check):
+    code = "TL503"
+    warning = re.compile(r"use_reentrant parameter should be passed explicitly")
+
+
+# ---------------------------------------------------------------------------------------------
+# TL6xx runtime-only
+
+
+@register
+class LossTargetBroadcast(Check):
+    code = "TL601"
+    name = "loss-target-broadcast"
+    severity = "error"
+    message = "Loss input and target shapes broadcast"
+    adds_findings = True
+    warning = re.compile(r"Using a target size \(.*\) that is different to the input size")
+
+
+@register
+class MpsCpuFallback(Check):
+    code = "TL602"
+    name = "mps-cpu-fallback"
+    severity = "warning"
+    message = "An operator fell back from MPS to the CPU"
+    adds_findings = True
+    warning = re.compile(r"is not currently supported on the MPS backend and will fall back to run on the CPU")

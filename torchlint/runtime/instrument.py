@@ -1,0 +1,375 @@
+"""The child's instrumentation: probes, optimizer hooks, warnings, and one TorchFunctionMode.
+
+The mode's hot path is one dict lookup for calls that need nothing (real devices), or a short
+scan of the tensor arguments' logical-device tags (logical devices: see logical.py for what a
+tag is and how devices are emulated).
+"""
+
+from __future__ import annotations
+
+import dis
+import sys
+import weakref
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from torchlint.runtime import logical
+from torchlint.runtime.checks import CHECKS, check_for
+from torchlint.runtime.frames import UserFiles
+from torchlint.runtime.recorder import Recorder
+
+Tensor = torch.Tensor
+TAG = logical.TAG
+
+
+class Probe:
+    """The `__torchlint__` builtin the probed code calls (see probes.py)."""
+
+    def __init__(self, rec: Recorder, site_codes: dict[int, str]) -> None:
+        self.rec = rec
+        self.checks = {site: check_for(code) for site, code in site_codes.items()}
+
+    def mark(self, site: int) -> None:
+        self.rec.reached.add(site)
+
+    def value(self, site: int):
+        self.rec.reached.add(site)
+        return _identity
+
+    def call(self, site: int, func):
+        self.rec.reached.add(site)
+        check = self.checks.get(site)
+        if check is None or not check.wants_call:
+            return func
+        rec = self.rec
+
+        def probed(*args, **kwargs):
+            try:
+                check.before_call(rec, site, func, args, kwargs)
+            except Exception:  # noqa: BLE001 - a probe never breaks the user's program
+                pass
+            try:
+                result = func(*args, **kwargs)
+            except Exception as error:
+                try:
+                    check.on_error(rec, site, func, args, kwargs, error)
+                except Exception:  # noqa: BLE001
+                    pass
+                raise
+            try:
+                check.after_call(rec, site, func, args, kwargs, result)
+            except Exception:  # noqa: BLE001
+                pass
+            return result
+
+        return probed
+
+
+def _identity(value):
+    return value
+
+
+class GradTracker:
+    """TL001/TL002 from global optimizer step hooks and per-parameter accumulation hooks.
+
+    After a step, the first accumulation into a parameter's gradient that finds the same `p.grad`
+    object with `_version` one higher means nothing cleared it (TL001). A step whose parameters
+    all still hold the gradients left by a zeroing saw no gradients (TL002). Gradient
+    accumulation, `set_to_none=True` (a new object) and `set_to_none=False` (`zero_()` bumps the
+    version once more) all pass.
+    """
+
+    def __init__(self, rec: Recorder, files: UserFiles) -> None:
+        self.rec = rec
+        self.files = files
+        self.hooked: dict[int, weakref.ref] = {}  # id(p) -> p (tensors compare by value)
+        self.after_step: dict[int, tuple] = {}  # id(p) -> (weakref to grad, version, position)
+        self.zeroed: dict[int, tuple] = {}  # id(p) -> position of the zeroing call
+
+    def install(self) -> None:
+        from torch.optim.optimizer import (
+            Optimizer,
+            register_optimizer_step_post_hook,
+            register_optimizer_step_pre_hook,
+        )
+
+        register_optimizer_step_pre_hook(self._pre_step)
+        register_optimizer_step_post_hook(self._post_step)
+        tracker = self
+        original_optimizer_zero = Optimizer.zero_grad
+        original_module_zero = torch.nn.Module.zero_grad
+
+        def optimizer_zero_grad(opt, *args, **kwargs):
+            result = original_optimizer_zero(opt, *args, **kwargs)
+            tracker._zeroed(_params(opt))
+            return result
+
+        def module_zero_grad(module, *args, **kwargs):
+            result = original_module_zero(module, *args, **kwargs)
+            tracker._zeroed(list(module.parameters()))
+            return result
+
+        optimizer_zero_grad.__wrapped__ = original_optimizer_zero
+        module_zero_grad.__wrapped__ = original_module_zero
+        Optimizer.zero_grad = optimizer_zero_grad
+        torch.nn.Module.zero_grad = module_zero_grad
+
+    def _hook(self, params) -> None:
+        for p in params:
+            known = self.hooked.get(id(p))
+            if (known is None or known() is not p) and p.requires_grad and p.is_leaf:
+                self.hooked[id(p)] = weakref.ref(p)
+                p.register_post_accumulate_grad_hook(self._accumulated)
+
+    def _zeroed(self, params) -> None:
+        self._hook(params)
+        position = self.files.here()
+        for p in params:
+            self.zeroed[id(p)] = position
+
+    def _pre_step(self, opt, args, kwargs) -> None:
+        params = [p for p in _params(opt) if p.requires_grad]
+        self._hook(params)
+        if params and all(id(p) in self.zeroed for p in params):
+            self.rec.event(
+                "TL002", self.zeroed[id(params[0])],
+                "optimizer.step() ran with every gradient unchanged since zero_grad()",
+            )
+        for p in params:
+            self.zeroed.pop(id(p), None)
+
+    def _post_step(self, opt, args, kwargs) -> None:
+        position = self.files.here()
+        for p in _params(opt):
+            grad = p.grad
+            if grad is not None:
+                self.after_step[id(p)] = (weakref.ref(grad), grad._version, position)
+        self.rec.step()
+
+    def _accumulated(self, p) -> None:
+        self.zeroed.pop(id(p), None)
+        entry = self.after_step.pop(id(p), None)
+        if entry is None:
+            return
+        old = entry[0]()
+        grad = p.grad
+        if old is not None and grad is old and grad._version == entry[1] + 1:
+            self.rec.event(
+                "TL001", entry[2],
+                "a gradient was carried over an optimizer step: it was accumulated into, not cleared",
+            )
+
+
+def _params(opt) -> list:
+    return [p for group in opt.param_groups for p in group["params"]]
+
+
+# Functions with a meaning for the runtime checks; everything else takes the generic path.
+_T = torch.Tensor
+SYNCS = {
+    _T.item: ".item()", _T.tolist: ".tolist()", _T.numpy: ".numpy()", _T.__bool__: "bool(tensor)",
+    _T.__float__: "float(tensor)", _T.__int__: "int(tensor)", _T.__index__: "tensor as an index",
+    _T.__format__: "formatting a tensor",
+}
+CONVERSIONS = {
+    _T.to, _T.cuda, _T.cpu, _T.float, _T.half, _T.double, _T.bfloat16, _T.long, _T.int,
+    _T.bool, _T.type,
+}
+if hasattr(_T, "mps"):
+    CONVERSIONS.add(_T.mps)
+# Multi-tensor ops that legally take CPU tensors alongside accelerator ones.
+MIX_EXEMPT = {
+    _T.__getitem__, _T.__setitem__, _T.copy_, _T.index_put_, _T.index_put, _T.__repr__,
+    _T.data.__set__, _T.grad.__set__, torch._has_compatible_shallow_copy_type,
+}
+
+
+class Runtime(TorchFunctionMode):
+    """One function mode for every check; see the module docstring."""
+
+    def __init__(self, rec: Recorder, files: UserFiles, device: str) -> None:
+        super().__init__()
+        self.rec = rec
+        self.files = files
+        self.kind = logical.logical_kind(device)  # "cuda"/"mps" when emulated, else None
+        self.real_accelerator = device in ("cuda", "mps")
+        self.discards: dict = {}  # code object -> offsets of calls whose result is popped
+        self.error_checks = [c for c in CHECKS.values() if c.error is not None]
+        self.special = {}
+        for func in SYNCS:
+            self.special[func] = self._sync
+        for func in CONVERSIONS:
+            self.special[func] = self._convert
+        if self.kind is not None:
+            self.special.update(logical.property_handlers(self.kind))
+            self.special[_T.pin_memory] = lambda func, args, kwargs: args[0]
+            self.special[_T.is_pinned] = lambda func, args, kwargs: False
+
+    # -- dispatch ---------------------------------------------------------------------------
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if kwargs is None:
+            kwargs = {}
+        handler = self.special.get(func)
+        if handler is not None:
+            return handler(func, args, kwargs)
+        if self.kind is not None:
+            return self._logical(func, args, kwargs)
+        try:
+            return func(*args, **kwargs)
+        except Exception as error:
+            self._error(error)
+            raise
+
+    def _error(self, error: Exception) -> None:
+        text = str(error)
+        for check in self.error_checks:
+            if check.error.search(text):
+                self.rec.event(check.code, self.files.here(), text.splitlines()[0] if text else "")
+
+    # -- logical devices: the generic path -----------------------------------------------------
+    def _logical(self, func, args, kwargs):
+        kind = self.kind
+        device = kwargs.get("device")
+        if device is not None and logical.device_kind(device) == kind:
+            kwargs = dict(kwargs)
+            kwargs["device"] = "cpu"
+            out = self._call(func, args, kwargs)
+            self._tag_outputs(out, kind)
+            return out
+        accelerated = False
+        cpu_tensor = None
+        for arg in args:
+            if isinstance(arg, Tensor):
+                tag = getattr(arg, TAG, None)
+                if tag.__class__ is str:
+                    accelerated = True
+                elif cpu_tensor is None and arg.dim():
+                    cpu_tensor = arg
+            elif arg.__class__ in (list, tuple) and arg and isinstance(arg[0], Tensor):
+                for item in arg:
+                    tag = getattr(item, TAG, None)
+                    if tag.__class__ is str:
+                        accelerated = True
+                    elif cpu_tensor is None and isinstance(item, Tensor) and item.dim():
+                        cpu_tensor = item
+        if kwargs:
+            for arg in kwargs.values():
+                if isinstance(arg, Tensor):
+                    tag = getattr(arg, TAG, None)
+                    if tag.__class__ is str:
+                        accelerated = True
+                    elif cpu_tensor is None and arg.dim():
+                        cpu_tensor = arg
+        if accelerated:
+            if cpu_tensor is not None and func not in MIX_EXEMPT:
+                self._mixed(func, cpu_tensor)
+            out = self._call(func, args, kwargs)
+            self._tag_outputs(out, kind)
+            return out
+        out = self._call(func, args, kwargs)
+        if cpu_tensor is not None:
+            origin = getattr(cpu_tensor, TAG, None)
+            if origin is not None and isinstance(out, Tensor) and out is not cpu_tensor:
+                out._tl_dev = origin  # where this CPU data was created, for reports
+        elif not args or not isinstance(args[0], Tensor):
+            if func in logical.FACTORIES and isinstance(out, Tensor):
+                frame = sys._getframe(2)
+                if self.files.is_user_code(frame.f_code):
+                    out._tl_dev = self.files.position(frame)
+        return out
+
+    def _call(self, func, args, kwargs):
+        try:
+            return func(*args, **kwargs)
+        except Exception as error:
+            self._error(error)
+            raise
+
+    def _tag_outputs(self, out, kind: str) -> None:
+        if isinstance(out, Tensor):
+            out._tl_dev = kind
+            if kind == "mps" and out.dtype is torch.float64:
+                self.rec.event("TL306", self.files.here(), "a float64 tensor on the (logical) mps device")
+        elif isinstance(out, (list, tuple)):
+            for item in out:
+                if isinstance(item, Tensor):
+                    item._tl_dev = kind
+
+    def _mixed(self, func, cpu_tensor) -> None:
+        origin = getattr(cpu_tensor, TAG, None)
+        name = getattr(func, "__name__", None) or repr(func)
+        if origin is not None:
+            detail = f"created on the CPU here, combined with {self.kind} tensors in {name}()"
+            self.rec.event("TL301", tuple(origin), detail)
+        else:
+            detail = f"{name}() combines a CPU tensor of shape {tuple(cpu_tensor.shape)} with {self.kind} tensors"
+            self.rec.event("TL301", self.files.here(), detail)
+
+    # -- host syncs (TL302) -------------------------------------------------------------------
+    def _on_accelerator(self, tensor) -> bool:
+        if self.kind is not None:
+            return getattr(tensor, TAG, None).__class__ is str
+        return self.real_accelerator and tensor.device.type != "cpu"
+
+    def _sync(self, func, args, kwargs):
+        if args and isinstance(args[0], Tensor) and self._on_accelerator(args[0]):
+            self._count_sync(SYNCS[func])
+        return self._call(func, args, kwargs)
+
+    def _count_sync(self, what: str, depth: int = 3) -> None:
+        # Only syncs the user's code asks for directly: those inside libraries (GradScaler's
+        # found-inf check) are not the user's to move.
+        frame = sys._getframe(depth)
+        if self.files.is_user_code(frame.f_code):
+            self.rec.event("TL302", self.files.position(frame), f"host sync: {what}")
+
+    # -- .to()/.cuda()/.cpu()/.float()...: devices and discarded results (TL304) ------------
+    def _convert(self, func, args, kwargs):
+        tensor = args[0] if args else None
+        if not isinstance(tensor, Tensor):
+            return self._call(func, args, kwargs)
+        if self.kind is not None:
+            out = logical.convert(self, func, tensor, args, kwargs)
+        else:
+            if func is _T.cpu and self._on_accelerator(tensor):
+                self._count_sync(".cpu()")
+            out = self._call(func, args, kwargs)
+        if out is not tensor:
+            frame = sys._getframe(2)
+            if self.files.is_user_code(frame.f_code) and frame.f_lasti in self._discarded_calls(frame.f_code):
+                name = getattr(func, "__name__", "to")
+                self.rec.event("TL304", self.files.position(frame), f"the result of .{name}() is discarded; the tensor is unchanged")
+        return out
+
+    def _discarded_calls(self, code) -> frozenset:
+        found = self.discards.get(code)
+        if found is None:
+            instructions = list(dis.get_instructions(code))
+            found = frozenset(
+                ins.offset for ins, nxt in zip(instructions, instructions[1:])
+                if ins.opname.startswith("CALL") and nxt.opname == "POP_TOP"
+            )
+            self.discards[code] = found
+        return found
+
+
+def install_warnings(rec: Recorder, files: UserFiles) -> None:
+    """Before torch is imported: route PyTorch's warnings to the checks that match them."""
+    from torchlint.runtime.warnings_capture import WarningCapture
+
+    checks = [c for c in CHECKS.values() if c.warning is not None]
+
+    def on_warning(text, category, filename, lineno, frame):
+        for check in checks:
+            if check.warning.search(text):
+                user = files.user_frame(frame)
+                if user is not None and (user.f_code.co_filename, user.f_lineno) == (filename, lineno):
+                    position = files.position(user)  # with the columns of the call
+                elif files.is_user_file(filename):
+                    position = (filename, lineno, lineno, -1, -1)
+                else:
+                    position = None if user is None else files.position(user)
+                check.on_warning(rec, position, text, frame)
+
+    WarningCapture(on_warning).install()

@@ -1,0 +1,129 @@
+"""Parent side: from the child's observations to a verdict per finding, plus runtime-only ones.
+
+An event (rule code + user position) belongs to the finding of the same code, in the same file,
+whose range overlaps it (the smallest when several do); what is left over becomes a new finding
+when its rule's check `adds_findings`. Each finding's verdict comes from its check's `judge`.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+
+from torchlint.diagnostics import Diagnostic, Location, Severity
+from torchlint.runtime.checks import check_for
+from torchlint.runtime.probes import Site
+
+
+def sites_for(findings: list[Diagnostic]) -> list[Site]:
+    return [
+        Site(
+            id=index, code=d.code, filename=os.path.realpath(d.filename),
+            row=d.location.row, column=d.location.column,
+            end_row=d.end_location.row, end_column=d.end_location.column,
+        )
+        for index, d in enumerate(findings)
+    ]
+
+
+def _char_column(filename: str, row: int, byte_column: int) -> int:
+    """0-based UTF-8 byte offset -> 1-based character column."""
+    line = linecache.getline(filename, row)
+    return len(line.encode("utf-8")[:byte_column].decode("utf-8", errors="ignore")) + 1
+
+
+def _event_range(event: dict) -> tuple[str, Location, Location | None]:
+    filename, row, end_row, column, end_column = event["position"]
+    filename = os.path.realpath(filename)
+    if column < 0:
+        return filename, Location(row, 1), None
+    start = Location(row, _char_column(filename, row, column))
+    end = Location(end_row, _char_column(filename, end_row, end_column))
+    return filename, start, end
+
+
+def _overlaps(site: Site, start: Location, end: Location | None) -> bool:
+    site_start, site_end = (site.row, site.column), (site.end_row, site.end_column)
+    if end is None:  # a line only (warnings)
+        return site.row <= start.row <= site.end_row
+    if site_end <= site_start:  # an empty range: the start alone
+        return (start.row, start.column) <= site_start < (end.row, end.column) or site_start == (start.row, start.column)
+    return (start.row, start.column) < site_end and site_start < (end.row, end.column)
+
+
+def judge_all(findings: list[Diagnostic], sites: list[Site], observed: dict) -> list[Diagnostic]:
+    steps = observed.get("steps", 0)
+    events_by_site: dict[int, list[dict]] = {site.id: [] for site in sites}
+    leftovers: list[tuple[dict, str, Location, Location | None]] = []
+    for event in observed.get("events", []):
+        filename, start, end = _event_range(event)
+        matching = [
+            site for site in sites
+            if site.code == event["code"] and site.filename == filename and _overlaps(site, start, end)
+        ]
+        if matching:
+            best = min(matching, key=lambda s: ((s.end_row - s.row), s.end_column - s.column))
+            events_by_site[best.id].append(event)
+        else:
+            leftovers.append((event, filename, start, end))
+
+    reached = set(observed.get("reached", []))
+    confirmed = {int(k): v for k, v in observed.get("confirmed", {}).items()}
+    refuted = {int(k): v for k, v in observed.get("refuted", {}).items()}
+    result: list[Diagnostic] = []
+    for site, finding in zip(sites, findings):
+        state = {
+            "reached": site.id in reached,
+            "confirmed": confirmed.get(site.id),
+            "refuted": refuted.get(site.id),
+        }
+        verdict, detail = check_for(finding.code).judge(state, events_by_site[site.id], steps)
+        result.append(finding.with_runtime(verdict, detail))
+
+    originals = {os.path.realpath(d.filename): d.filename for d in findings}
+    for event, filename, start, end in leftovers:
+        check = check_for(event["code"])
+        if not check.adds_findings or not check.counts(event, steps):
+            continue
+        result.append(
+            Diagnostic(
+                code=check.code, name=_rule_name(check), message=_rule_message(check),
+                filename=_display_name(filename, originals), location=start,
+                end_location=end or start, severity=_rule_severity(check), noqa_row=start.row,
+                runtime="confirmed", runtime_detail=check.describe([event], steps),
+            )
+        )
+    return result
+
+
+def _display_name(filename: str, originals: dict[str, str]) -> str:
+    if filename in originals:
+        return originals[filename]
+    try:
+        relative = os.path.relpath(filename)
+    except ValueError:
+        return filename
+    return filename if relative.startswith("..") else relative
+
+
+def _rule_message(check) -> str:
+    rule = _static_rule(check.code)
+    return check.message or (rule.summary if rule is not None else check.code)
+
+
+def _rule_name(check) -> str:
+    rule = _static_rule(check.code)
+    return rule.name if rule is not None else check.name
+
+
+def _rule_severity(check) -> Severity:
+    rule = _static_rule(check.code)
+    return rule.severity if rule is not None else Severity(check.severity)
+
+
+def _static_rule(code: str):
+    try:
+        from torchlint.rules import get_rule
+    except ImportError:
+        return None
+    return get_rule(code)
