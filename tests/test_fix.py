@@ -153,6 +153,13 @@ def test_a_fix_with_an_edit_outside_the_text_is_skipped() -> None:
     assert apply_fixes("a = 1\n", [outside, past_the_row, valid]) == ("b = 1\n", [valid])
 
 
+def test_an_edit_never_splits_a_crlf() -> None:
+    text = "a = 1\r\nb = 2\r\n"
+    line_end = _finding("TL001", ((1, 6), (1, 6), " + 1"))
+    inside_crlf = _finding("TL002", ((1, 7), (1, 7), "x"))
+    assert apply_fixes(text, [inside_crlf, line_end]) == ("a = 1 + 1\r\nb = 2\r\n", [line_end])
+
+
 def test_a_fix_whose_own_edits_overlap_is_skipped() -> None:
     crossed = _finding("TL001", ((1, 1), (1, 4), "x"), ((1, 3), (1, 5), "y"))
     assert apply_fixes("a = 1\n", [crossed]) == ("a = 1\n", [])

@@ -53,9 +53,10 @@ def _offset(text: str, starts: list[int], location: Location) -> int | None:
     """The character offset of a 1-based row and column, None when it lies outside the text."""
     if not 0 < location.row <= len(starts) or location.column < 1:
         return None
-    row_start = starts[location.row - 1]
-    row_end = starts[location.row] if location.row < len(starts) else len(text)
-    offset = row_start + location.column - 1
+    row_end = len(text)  # where the row's text ends, before its line break
+    if location.row < len(starts):
+        row_end = starts[location.row] - (2 if text.startswith("\r\n", starts[location.row] - 2) else 1)
+    offset = starts[location.row - 1] + location.column - 1
     return offset if offset <= row_end else None
 
 
