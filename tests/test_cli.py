@@ -32,7 +32,8 @@ def test_findings_exit_one_with_ruff_like_text(project):
     assert "4 | x = torch.Tensor(3, 4)" in lines
     assert "  |     ^^^^^^^^^^^^^^^^^^ TL102" in lines
     assert "  = help: Replace with `torch.empty(...)`" in lines
-    assert lines[-1] == "Found 2 findings (1 fixable)."
+    # The TL202 fix is unsafe: counted apart, as `--unsafe-fixes` would offer it.
+    assert lines[-1] == "Found 2 findings (1 fixable; 1 more with `--unsafe-fixes`)."
 
 
 def test_concise_quiet_and_exit_zero(project):

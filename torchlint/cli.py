@@ -10,11 +10,13 @@ import click
 
 from torchlint import __version__
 from torchlint.config import ConfigError, Options, resolve_settings
+from torchlint.diagnostics import Diagnostic
 from torchlint.docs import rule_page
 from torchlint.discovery import Discovery, PathError, display_name
 from torchlint.engine import check_files
+from torchlint.fix import fix_files
 from torchlint.output import OutputContext, format_names, render
-from torchlint.output.text import render_statistics
+from torchlint.output.text import fix_listing, render_statistics, source_lines
 from torchlint.rules import all_rules, get_rule
 
 
@@ -79,13 +81,21 @@ def cli() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--no-color", is_flag=True, help="Never colour the output (also: the NO_COLOR variable).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the result cache (.torchlint_cache/).")
+@click.option("--fix", is_flag=True, help="Apply the safe fixes, then report the findings left.")
+@click.option("--unsafe-fixes", is_flag=True,
+              help="Offer unsafe fixes too: `--fix` and `--diff` apply them, and they are shown as `[*]`.")
+@click.option("--diff", is_flag=True,
+              help="Print a diff of what `--fix` would change; write nothing (exit 1 when there is a change).")
+@click.option("--show-fixes", is_flag=True, help="List what was fixed (or with `--diff`: would be), per file and rule.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit with status 1 when fixes were applied, too.")
 @click.option("--runtime", is_flag=True,
               help="Run the script (the single PATH; its arguments after `--`) instrumented and give each finding a verdict.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps", "logical:cuda", "logical:mps"]),
               default="auto", show_default=True, help="With --runtime: where the script's tensors go.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="With --runtime: stop the script after SECONDS.")
 def check(paths, select, ignore, extend_select, output_format, exit_zero, statistics, config_file, jobs,
-          force_exclude, quiet, no_color, no_cache, runtime, device, timeout) -> None:
+          force_exclude, quiet, no_color, no_cache, fix, unsafe_fixes, diff, show_fixes, exit_non_zero_on_fix,
+          runtime, device, timeout) -> None:
     """Check PATHS (files or directories; default: the current directory).
 
     With --runtime: `torchlint check --runtime SCRIPT -- ARGS...` runs SCRIPT once, as
@@ -99,7 +109,11 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
     discovery = Discovery(settings.exclude, settings.root, force_exclude=force_exclude)
     script_failed = False
     internal_errors: list[str] = []
+    fixed = None
+    listing = ""
     if runtime:
+        if fix or diff:
+            raise click.UsageError("--fix and --diff cannot be combined with --runtime")
         # Machine-readable output owns stdout: the script's stdout goes to stderr then.
         keep_stdout = output_format in ("full", "concise") and not statistics
         diagnostics, script_failed = _check_runtime(
@@ -112,10 +126,27 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
             files = discovery.files(list(paths) or ["."])
         except PathError as error:
             raise click.UsageError(str(error)) from None
-        diagnostics = check_files(
-            [(path, display_name(path)) for path in files], settings, jobs, internal_errors, use_cache=not no_cache
-        )
-    context = OutputContext(color=_use_color(no_color), rules=settings.rules, summary=not quiet)
+        named = [(path, display_name(path)) for path in files]
+        if diff:
+            changed = _diff(named, settings, jobs, unsafe_fixes, show_fixes, quiet)
+            sys.exit(1 if changed and not exit_zero else 0)
+        if fix:
+            results = fix_files(named, settings, jobs, unsafe=unsafe_fixes, use_cache=not no_cache)
+            _report_problems(results)
+            internal_errors = [result.internal_error for result in results if result.internal_error]
+            diagnostics = sorted((d for result in results for d in result.diagnostics), key=Diagnostic.sort_key)
+            fixed = sum(sum(result.fixed.values()) for result in results)
+            if show_fixes:
+                listing = fix_listing([(result.filename, result.fixed) for result in results], "Fixed")
+            source_lines.cache_clear()  # the source frames show the files as fixed
+        else:
+            diagnostics = check_files(named, settings, jobs, internal_errors, use_cache=not no_cache)
+    context = OutputContext(
+        color=_use_color(no_color), rules=settings.rules, summary=not quiet, unsafe_fixes=unsafe_fixes,
+        fixed=fixed, fix_listing=listing if output_format in ("full", "concise") or statistics else "",
+    )
+    if listing and not context.fix_listing:
+        click.echo(listing, err=True)  # keep machine-readable output parseable
     if statistics:
         output = render_statistics(diagnostics, context)
     else:
@@ -125,7 +156,37 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
         click.echo(f"torchlint: internal error: {error}", err=True)
     if internal_errors:
         sys.exit(2)
-    sys.exit(1 if (diagnostics or script_failed) and not exit_zero else 0)
+    failed = bool(diagnostics) or script_failed or (exit_non_zero_on_fix and bool(fixed))
+    sys.exit(1 if failed and not exit_zero else 0)
+
+
+def _report_problems(results) -> None:
+    for result in results:
+        for problem in result.problems:
+            click.echo(problem, err=True)
+
+
+def _diff(named, settings, jobs, unsafe_fixes: bool, show_fixes: bool, quiet: bool) -> bool:
+    """`--diff`: print what `--fix` would change, write nothing; True when something would change."""
+    results = fix_files(named, settings, jobs, unsafe=unsafe_fixes, write=False, diff=True)
+    _report_problems(results)
+    for result in sorted(results, key=lambda result: result.filename):
+        if result.diff:
+            click.echo(result.diff, nl=False)
+    would_fix = sum(sum(result.fixed.values()) for result in results)
+    if show_fixes and would_fix:
+        click.echo(fix_listing([(result.filename, result.fixed) for result in results], "Would fix"), err=True)
+    if not quiet:
+        if would_fix:
+            click.echo(f"Would fix {would_fix} finding{'s' if would_fix != 1 else ''}.", err=True)
+        else:
+            click.echo("No fixes would be applied.", err=True)
+    internal_errors = [result.internal_error for result in results if result.internal_error]
+    for error in internal_errors:
+        click.echo(f"torchlint: internal error: {error}", err=True)
+    if internal_errors:
+        sys.exit(2)
+    return any(result.diff for result in results)
 
 
 def _check_runtime(paths, settings, discovery, jobs, device, timeout, keep_stdout, internal_errors):

@@ -85,15 +85,23 @@ def _syntax_error(source: str, filename: str, error: cst.ParserSyntaxError) -> D
     return file_error("TL901", filename, f"SyntaxError: {message}", error.raw_line, error.raw_column + 1)
 
 
-def _to_edits(fix: FixSpec, positions: StatementPositions, chain) -> Fix:
+def _in_newline(content: str, newline: str) -> str:
+    """Edits write the file's own newline (libcst's `default_newline`), whatever the rule wrote."""
+    if "\r" not in content and ("\n" not in content or newline == "\n"):
+        return content
+    return re.sub(r"\r\n|\r|\n", newline, content)
+
+
+def _to_edits(fix: FixSpec, positions: StatementPositions, chain, newline: str = "\n") -> Fix:
     edits = []
     for node, content in fix.replacements:
+        content = _in_newline(content, newline)
         span = positions.range_of(node, chain)
         edits.append(
             Edit(content, Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1))
         )
     for row, content in fix.insertions:
-        edits.append(Edit(content, Location(row, 1), Location(row, 1)))
+        edits.append(Edit(_in_newline(content, newline), Location(row, 1), Location(row, 1)))
     return Fix(fix.applicability, fix.message, tuple(sorted(edits, key=lambda edit: edit.location)))
 
 
@@ -108,7 +116,8 @@ def _resolve(ctx: FileContext, pending: list[PendingReport], filename: str) -> l
             Diagnostic(
                 code=rule.code, name=rule.name, message=report.message, filename=filename,
                 location=start, end_location=Location(span.end.line, span.end.column + 1),
-                severity=rule.severity, fix=_to_edits(report.fix, positions, report.chain) if report.fix else None,
+                severity=rule.severity,
+                fix=_to_edits(report.fix, positions, report.chain, ctx.module.default_newline) if report.fix else None,
                 noqa_row=start.row,
             )
         )
@@ -116,7 +125,8 @@ def _resolve(ctx: FileContext, pending: list[PendingReport], filename: str) -> l
 
 
 def _not_suppressed(diagnostics: list[Diagnostic], source: str) -> list[Diagnostic]:
-    lines = source.splitlines()
+    # Python's line breaks only: `str.splitlines` also breaks at \f, \v, \x1c-\x1e, \x85, \u2028...
+    lines = re.split(r"\r\n|\r|\n", source)
     kept = []
     for diagnostic in diagnostics:
         row = diagnostic.noqa_row or diagnostic.location.row
@@ -137,10 +147,10 @@ def _unique(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     return unique
 
 
-def check_source(source: str, filename: str, settings: Settings) -> list[Diagnostic]:
-    """Every finding of the enabled rules in one file's text."""
+def check_source(source: str, filename: str, settings: Settings, module: cst.Module | None = None) -> list[Diagnostic]:
+    """Every finding of the enabled rules in one file's text (`module`: its tree, if already parsed)."""
     try:
-        module = cst.parse_module(source)
+        module = module if module is not None else cst.parse_module(source)
     except cst.ParserSyntaxError as error:
         return [_syntax_error(source, filename, error)]
     except RecursionError:
@@ -198,6 +208,15 @@ def _check_one(job: tuple[str, str, Settings, bool]) -> tuple[list[Diagnostic], 
         return [], f"{display_name}: {type(error).__name__}: {error}"
 
 
+def map_files(worker, work: list, jobs: int | None = None) -> list:
+    """`worker` over each item of `work`, in order, in parallel processes when there are several."""
+    jobs = jobs or os.cpu_count() or 1
+    if jobs <= 1 or len(work) < 4:
+        return list(map(worker, work))
+    with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
+        return list(pool.map(worker, work, chunksize=max(1, len(work) // (jobs * 8))))
+
+
 def check_files(
     files: list[tuple[str, str]], settings: Settings, jobs: int | None = None, errors: list[str] | None = None,
     *, use_cache: bool = False,
@@ -207,13 +226,7 @@ def check_files(
     Internal errors are appended to `errors` when a list is given, else raised. With
     `use_cache`, results are kept in `.torchlint_cache/` beside the configuration.
     """
-    jobs = jobs or os.cpu_count() or 1
-    work = [(path, name, settings, use_cache) for path, name in files]
-    if jobs <= 1 or len(work) < 4:
-        results = list(map(_check_one, work))
-    else:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
-            results = list(pool.map(_check_one, work, chunksize=max(1, len(work) // (jobs * 8))))
+    results = map_files(_check_one, [(path, name, settings, use_cache) for path, name in files], jobs)
     failures = [error for _, error in results if error is not None]
     if failures and errors is None:
         raise RuntimeError(failures[0])

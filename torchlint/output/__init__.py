@@ -14,6 +14,12 @@ class OutputContext:
     color: bool
     rules: tuple[type[Rule], ...]  # the enabled rules (SARIF lists them)
     summary: bool = True  # the closing `Found N findings` line of the text formats
+    # `--unsafe-fixes`: unsafe fixes count as available (`[*]`) too.
+    unsafe_fixes: bool = False
+    # `--fix`: how many fixes were applied (None when not fixing).
+    fixed: int | None = None
+    # `--show-fixes`: the list of what was fixed, shown before the summary of the text formats.
+    fix_listing: str = ""
 
 
 def repository_root(start: Path | None = None) -> Path:

@@ -24,8 +24,15 @@ def source_lines(filename: str) -> tuple[str, ...]:
         return ()
 
 
-def _has_safe_fix(diagnostic: Diagnostic) -> bool:
-    return diagnostic.fix is not None and diagnostic.fix.applicability == Applicability.SAFE
+def is_fixable(diagnostic: Diagnostic, context: OutputContext) -> bool:
+    """Is the finding's fix available: safe, or unsafe under `--unsafe-fixes`? (`[*]`)"""
+    fix = diagnostic.fix
+    return fix is not None and (fix.applicability == Applicability.SAFE or context.unsafe_fixes)
+
+
+def _hidden_fixes(diagnostics: list[Diagnostic], context: OutputContext) -> int:
+    """Unsafe fixes that `--unsafe-fixes` would make available."""
+    return sum(1 for d in diagnostics if d.fix is not None and not is_fixable(d, context))
 
 
 def headline(diagnostic: Diagnostic, context: OutputContext) -> str:
@@ -37,7 +44,7 @@ def headline(diagnostic: Diagnostic, context: OutputContext) -> str:
     parts = [_paint(where, _BOLD, context), _paint(diagnostic.code, _BOLD + color, context)]
     if diagnostic.runtime:
         parts.append(f"[{diagnostic.runtime}]")
-    if _has_safe_fix(diagnostic):
+    if is_fixable(diagnostic, context):
         parts.append(_paint("[*]", _CYAN, context))
     message = diagnostic.message
     if diagnostic.runtime_detail:
@@ -63,39 +70,65 @@ def _source_frame(diagnostic: Diagnostic, context: OutputContext) -> list[str]:
     return frame
 
 
-def summary(diagnostics: list[Diagnostic]) -> str:
+def _findings(count: int) -> str:
+    return f"{count} finding" if count == 1 else f"{count} findings"
+
+
+def summary(diagnostics: list[Diagnostic], context: OutputContext) -> str:
+    hidden = _hidden_fixes(diagnostics, context)
+    more = f"; {hidden} more with `--unsafe-fixes`" if hidden else ""
+    if context.fixed:
+        total = context.fixed + len(diagnostics)
+        return f"Found {_findings(total)} ({context.fixed} fixed, {len(diagnostics)} remaining{more})."
     if not diagnostics:
         return "All checks passed!"
-    fixable = sum(1 for d in diagnostics if _has_safe_fix(d))
-    noun = "finding" if len(diagnostics) == 1 else "findings"
-    return f"Found {len(diagnostics)} {noun} ({fixable} fixable)."
+    fixable = sum(1 for d in diagnostics if is_fixable(d, context))
+    return f"Found {_findings(len(diagnostics))} ({fixable} fixable{more})."
+
+
+def fix_listing(fixed_per_file: list[tuple[str, dict[str, int]]], heading: str) -> str:
+    """`--show-fixes`: what was fixed, per file and code (ruff's layout). Empty when nothing was."""
+    from torchlint.rules import get_rule
+
+    files = [(name, counts) for name, counts in fixed_per_file if counts]
+    if not files:
+        return ""
+    total = sum(sum(counts.values()) for _, counts in files)
+    lines = [f"{heading} {_findings(total)}:"]
+    for name, counts in sorted(files):
+        lines.append(f"- {name}:")
+        for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+            rule = get_rule(code)
+            lines.append(f"    {count} × {code} ({rule.name if rule else code})")
+    return "\n".join(lines)
+
+
+def _closing(diagnostics: list[Diagnostic], context: OutputContext) -> list[str]:
+    listing = [context.fix_listing] if context.fix_listing else []
+    return listing + ([summary(diagnostics, context)] if context.summary else [])
 
 
 def render_full(diagnostics: list[Diagnostic], context: OutputContext) -> str:
     blocks = []
     for diagnostic in diagnostics:
         blocks.append("\n".join([headline(diagnostic, context), *_source_frame(diagnostic, context)]))
-    closing = [summary(diagnostics)] if context.summary else []
-    parts = blocks + closing
+    parts = blocks + _closing(diagnostics, context)
     return "\n\n".join(parts) + "\n" if parts else ""
 
 
 def render_concise(diagnostics: list[Diagnostic], context: OutputContext) -> str:
-    lines = [headline(diagnostic, context) for diagnostic in diagnostics]
-    if context.summary:
-        lines.append(summary(diagnostics))
+    lines = [headline(diagnostic, context) for diagnostic in diagnostics] + _closing(diagnostics, context)
     return "".join(line + "\n" for line in lines)
 
 
 def render_statistics(diagnostics: list[Diagnostic], context: OutputContext) -> str:
     counts = Counter(d.code for d in diagnostics)
     names = {d.code: d.name for d in diagnostics}
-    fixable = {d.code for d in diagnostics if _has_safe_fix(d)}
+    fixable = {d.code for d in diagnostics if is_fixable(d, context)}
     width = len(str(max(counts.values()))) if counts else 1
     lines = [
         f"{count:>{width}}\t{code}\t{'[*]' if code in fixable else '   '} {names[code]}"
         for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     ]
-    if context.summary:
-        lines.append(summary(diagnostics))
+    lines += _closing(diagnostics, context)
     return "".join(line + "\n" for line in lines)

@@ -1,0 +1,401 @@
+"""Applying fixes: `torchlint check --fix`, `--diff`, `--unsafe-fixes`.
+
+A file's fixes are applied in passes. Each pass takes the fixes in source order and applies every
+one that does not overlap a fix already taken (the later one waits for the next pass), checks
+that the new text still parses (libcst) and compiles (`compile()`), and checks the new text again
+for the next pass, until nothing is left to fix (at most `MAX_PASSES` passes). A fix whose result
+would not parse or compile is dropped and reported; the text it would have changed stays as it
+was. Files are written atomically, in their own encoding, newlines, permissions and final newline.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import stat
+import tempfile
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+import libcst as cst
+
+from torchlint.cache import ResultCache, cache_key
+from torchlint.config import UNSUPPRESSIBLE, Settings
+from torchlint.diagnostics import Applicability, Diagnostic, Location
+from torchlint.engine import check_file, check_source, file_error, map_files
+from torchlint.sources import UnreadableFile, decode_source, read_bytes
+
+# Passes of apply-then-check per file: enough for fixes that overlap or that enable another.
+MAX_PASSES = 5
+
+# Python's line breaks (a form feed or `\u2028` is not one, unlike for `str.splitlines`).
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_TRAILING_BREAK = re.compile(r"(?:\r\n|\r|\n)\Z")
+
+
+def is_applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
+    """Does `--fix` apply this finding's fix (with `--unsafe-fixes` when `unsafe`)?"""
+    fix = diagnostic.fix
+    return fix is not None and bool(fix.edits) and (fix.applicability == Applicability.SAFE or unsafe)
+
+
+# Applying edits to a text -----------------------------------------------------------------
+
+
+def _row_starts(text: str) -> list[int]:
+    return [0, *(match.end() for match in _LINE_BREAK.finditer(text))]
+
+
+def _offset(text: str, starts: list[int], location: Location) -> int | None:
+    """The character offset of a 1-based row and column, None when it lies outside the text."""
+    if not 0 < location.row <= len(starts) or location.column < 1:
+        return None
+    row_end = len(text)  # where the row's text ends, before its line break
+    if location.row < len(starts):
+        row_end = starts[location.row] - (2 if text.startswith("\r\n", starts[location.row] - 2) else 1)
+    offset = starts[location.row - 1] + location.column - 1
+    return offset if offset <= row_end else None
+
+
+_Span = tuple[int, int, str]  # start offset, end offset (exclusive), new text
+
+
+def _spans(text: str, starts: list[int], diagnostic: Diagnostic) -> list[_Span] | None:
+    """The fix's edits as offsets, None when one lies outside the text or two of them overlap."""
+    spans = []
+    for edit in diagnostic.fix.edits:
+        start, end = _offset(text, starts, edit.location), _offset(text, starts, edit.end_location)
+        if start is None or end is None or end < start:
+            return None
+        spans.append((start, end, edit.content))
+    spans.sort()
+    for (_, end, _), (start, _, _) in zip(spans, spans[1:]):
+        if start < end:
+            return None
+    return spans
+
+
+def _conflicts(span: _Span, taken: _Span) -> bool:
+    start, end, _ = span
+    other_start, other_end, _ = taken
+    if start < end and other_start < other_end:
+        return start < other_end and other_start < end
+    # An insertion touching another edit: which text comes first would be a guess.
+    return start <= other_end and other_start <= end
+
+
+def order_fixes(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """Source order of the first edit; of two fixes starting together, the wider one first."""
+
+    def key(diagnostic: Diagnostic) -> tuple:
+        edits = diagnostic.fix.edits
+        first = min(edit.location for edit in edits)
+        last = max(edit.end_location for edit in edits)
+        return (first, -last.row, -last.column, diagnostic.code)
+
+    return sorted(diagnostics, key=key)
+
+
+def apply_fixes(text: str, diagnostics: list[Diagnostic]) -> tuple[str, list[Diagnostic]]:
+    """Apply the fixes in the given order, skipping each one that overlaps a fix applied before it.
+
+    An edit identical to one already applied (two fixes adding the same import) is applied once.
+    Returns the new text and the findings whose fixes were applied.
+    """
+    starts = _row_starts(text)
+    taken: list[_Span] = []
+    applied = []
+    for diagnostic in diagnostics:
+        spans = _spans(text, starts, diagnostic)
+        if spans is None:
+            continue
+        new = [span for span in spans if span not in taken]
+        if any(_conflicts(span, other) for span in new for other in taken):
+            continue
+        taken.extend(new)
+        applied.append(diagnostic)
+    if not taken:
+        return text, applied
+    pieces, position = [], 0
+    for start, end, content in sorted(taken, key=lambda span: (span[0], span[1])):
+        pieces.append(text[position:start])
+        pieces.append(content)
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces), applied
+
+
+# Checking fixed text ----------------------------------------------------------------------
+
+
+def _compile_error(text: str, filename: str) -> str | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, filename, "exec", dont_inherit=True)
+    except SyntaxError as error:
+        return f"{type(error).__name__}: {error.msg} (line {error.lineno})"
+    except (ValueError, RecursionError, MemoryError) as error:
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def _parse(text: str, filename: str, must_compile: Callable[[], bool]) -> tuple[cst.Module | None, str | None]:
+    """The libcst tree of `text`, or why it is not valid code (libcst, then `compile()`)."""
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        return None, f"libcst cannot parse it: {error.message}"
+    except RecursionError:
+        return None, "libcst cannot parse it: too deeply nested"
+    problem = _compile_error(text, filename)
+    if problem is not None and must_compile():
+        return None, problem
+    return module, None
+
+
+# Fixing one text in passes ----------------------------------------------------------------
+
+
+@dataclass
+class FixOutcome:
+    """What `fix_text` made of one file's text."""
+
+    original: str
+    text: str
+    # Findings in `text` (the original findings when nothing was fixed).
+    diagnostics: list[Diagnostic]
+    # Findings in the original text.
+    initial: list[Diagnostic]
+    fixed: Counter = field(default_factory=Counter)  # code -> fixes applied
+    problems: list[str] = field(default_factory=list)  # one line each, for stderr
+
+
+def _identity(text: str, starts: list[int], diagnostic: Diagnostic) -> tuple:
+    """What a fix does, independent of where earlier fixes moved it: its code and text changes."""
+    spans = _spans(text, starts, diagnostic) or []
+    return (diagnostic.code, tuple((text[start:end], content) for start, end, content in spans))
+
+
+def _keep_final_newline(original: str, text: str) -> str:
+    """The fixed text ends with a line break exactly when the original did (the same one)."""
+    old, new = _TRAILING_BREAK.search(original), _TRAILING_BREAK.search(text)
+    if old and not new:
+        return text + old.group()
+    if new and not old:
+        return text[: new.start()]
+    return text
+
+
+def fix_text(text: str, filename: str, settings: Settings, unsafe: bool = False) -> FixOutcome:
+    """Apply the fixes of one Python text (and of what its fixes uncover), in passes."""
+    diagnostics = check_source(text, filename, settings)
+    outcome = FixOutcome(text, text, diagnostics, diagnostics)
+    if any(d.code in UNSUPPRESSIBLE for d in diagnostics):
+        return outcome  # a file that does not parse or read is never written
+    compiles: list[bool] = []
+
+    def original_compiles() -> bool:
+        if not compiles:
+            compiles.append(_compile_error(text, filename) is None)
+        return compiles[0]
+
+    rejected: set[tuple] = set()
+
+    def candidates() -> list[Diagnostic]:
+        starts = _row_starts(outcome.text)
+        return order_fixes([
+            d for d in outcome.diagnostics
+            if is_applicable(d, unsafe) and _identity(outcome.text, starts, d) not in rejected
+        ])
+
+    seen = {text}
+    for _ in range(MAX_PASSES):
+        fixes = candidates()
+        if not fixes:
+            return _settled(outcome)
+        new_text, applied = apply_fixes(outcome.text, fixes)
+        module, problem = _parse(new_text, filename, original_compiles)
+        if problem is not None:
+            new_text, applied, module = _without_invalid(outcome.text, fixes, filename, original_compiles,
+                                                          rejected, outcome.problems)
+        if not applied:
+            return _settled(outcome)
+        if new_text in seen:
+            break  # the fixes undo each other
+        seen.add(new_text)
+        outcome.fixed.update(d.code for d in applied)
+        outcome.text = new_text
+        outcome.diagnostics = check_source(new_text, filename, settings, module)
+    if candidates():
+        outcome.problems.append(
+            f"torchlint: warning: {filename}: fixes did not settle within {MAX_PASSES} passes; "
+            "the findings still fixable are reported"
+        )
+    return _settled(outcome)
+
+
+def _settled(outcome: FixOutcome) -> FixOutcome:
+    outcome.text = _keep_final_newline(outcome.original, outcome.text)
+    return outcome
+
+
+def _without_invalid(text: str, candidates: list[Diagnostic], filename: str, must_compile: Callable[[], bool],
+                     rejected: set[tuple], problems: list[str]):
+    """The fixes taken one at a time, each kept only when the text still parses and compiles."""
+    starts = _row_starts(text)
+    accepted: list[Diagnostic] = []
+    result, module = text, None
+    for diagnostic in candidates:
+        trial, applied = apply_fixes(text, [*accepted, diagnostic])
+        if diagnostic not in applied:
+            continue  # overlaps an accepted fix: the next pass sees it again
+        trial_module, problem = _parse(trial, filename, must_compile)
+        if problem is None:
+            accepted.append(diagnostic)
+            result, module = trial, trial_module
+            continue
+        rejected.add(_identity(text, starts, diagnostic))
+        where = f"{filename}:{diagnostic.location.row}:{diagnostic.location.column}"
+        problems.append(f"torchlint: error: {where}: the {diagnostic.code} fix was not applied: "
+                        f"the fixed code would not be valid ({problem})")
+    return result, accepted, module
+
+
+# Files ------------------------------------------------------------------------------------
+
+
+@dataclass
+class FileFixResult:
+    filename: str  # as displayed
+    diagnostics: list[Diagnostic]  # the findings left in the file (as written, or as it would be)
+    fixed: dict[str, int]  # code -> fixes applied (or that would be, with `--diff`)
+    diff: str = ""  # a unified diff of the change, when asked for
+    problems: list[str] = field(default_factory=list)  # one line each, for stderr
+    written: bool = False
+    # The internal error (a torchlint bug) that stopped this file, kept to this file.
+    internal_error: str | None = None
+
+
+class FileChanged(Exception):
+    """The file changed on disk while it was being fixed."""
+
+
+def write_atomically(path: str, expected: bytes, data: bytes) -> None:
+    """Replace the file's bytes with `data` through a temporary file beside it and `os.replace`,
+    keeping its permissions (and owner, where allowed). The file a symlink names is written, not
+    the link. Raises `FileChanged` when the file no longer holds `expected`, OSError otherwise."""
+    target = os.path.realpath(path)
+    info = os.stat(target)
+    if not os.access(target, os.W_OK):
+        raise PermissionError(13, "the file is not writable")
+    handle, temporary = tempfile.mkstemp(
+        prefix=f".{os.path.basename(target)}.", suffix=".torchlint", dir=os.path.dirname(target)
+    )
+    try:
+        with os.fdopen(handle, "wb") as output:
+            output.write(data)
+            output.flush()
+            os.fsync(output.fileno())
+        os.chmod(temporary, stat.S_IMODE(info.st_mode))
+        if hasattr(os, "chown"):
+            try:
+                os.chown(temporary, info.st_uid, info.st_gid)
+            except OSError:
+                pass  # only the owner's own group is allowed: keep what the new file got
+        with open(target, "rb") as current:
+            if current.read() != expected:
+                raise FileChanged()
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def _lines(text: str) -> list[str]:
+    """The text's lines with their line breaks (Python's breaks only, unlike `str.splitlines`)."""
+    starts = _row_starts(text)
+    lines = [text[start:end] for start, end in zip(starts, [*starts[1:], len(text)])]
+    return lines if lines[-1] else lines[:-1]
+
+
+def unified_diff(before: str, after: str, filename: str) -> str:
+    """A unified diff (`--- name`, `+++ name`) that `patch`/`git apply` accept, line breaks kept."""
+    old, new = _lines(before), _lines(after)
+    lines = []
+    for line in difflib.unified_diff(old, new, filename, filename, lineterm="\n"):
+        if not _TRAILING_BREAK.search(line):
+            line += "\n\\ No newline at end of file\n"
+        lines.append(line)
+    return "".join(lines)
+
+
+def fix_file(path: str, settings: Settings, display_name: str | None = None, *, unsafe: bool = False,
+             write: bool = True, diff: bool = False, cache: ResultCache | None = None) -> FileFixResult:
+    """Fix one file: write it (`write`) and/or describe the change as a diff (`diff`)."""
+    filename = display_name or path
+    if path.endswith(".ipynb"):  # notebooks are checked, never rewritten
+        return FileFixResult(filename, check_file(path, settings, display_name, cache), {})
+    try:
+        data = read_bytes(path)
+        key = cache_key(filename, data, settings) if cache else ""
+        cached = cache.get(key, filename) if cache else None
+        if cached is not None and not any(is_applicable(d, unsafe) for d in cached):
+            return FileFixResult(filename, cached, {})
+        source = decode_source(data)
+    except UnreadableFile as error:
+        return FileFixResult(filename, [file_error("TL902", filename, f"cannot read file: {error}")], {})
+    outcome = fix_text(source.text, filename, settings, unsafe)
+    result = FileFixResult(filename, outcome.diagnostics, dict(outcome.fixed), problems=outcome.problems)
+    if outcome.text == source.text:
+        if cache:
+            cache.put(key, outcome.diagnostics)
+        return result
+    try:
+        new_data = outcome.text.encode(source.encoding)
+    except UnicodeEncodeError as error:
+        result.problems.append(f"torchlint: error: {filename}: fixes not applied: the fixed text cannot be "
+                               f"encoded as {source.encoding} ({error.reason})")
+        return FileFixResult(filename, outcome.initial, {}, problems=result.problems)
+    if diff:
+        result.diff = unified_diff(source.text, outcome.text, filename)
+    if not write:
+        return result
+    try:
+        write_atomically(path, data, new_data)
+    except FileChanged:
+        problem = "the file changed while it was being fixed"
+    except OSError as error:
+        problem = f"cannot write it: {error.strerror or error}"
+    else:
+        result.written = True
+        if cache:
+            cache.put(cache_key(filename, new_data, settings), outcome.diagnostics)
+        return result
+    result.problems.append(f"torchlint: error: {filename}: fixes not applied: {problem}")
+    return FileFixResult(filename, outcome.initial, {}, problems=result.problems)
+
+
+def _fix_one(job: tuple) -> FileFixResult:
+    """One file's result; an internal error (a torchlint bug) is kept to that file, which is left
+    as it was, so that every other file is still fixed."""
+    path, display_name, settings, unsafe, write, diff, use_cache = job
+    try:
+        cache = ResultCache(settings.root) if use_cache else None
+        return fix_file(path, settings, display_name, unsafe=unsafe, write=write, diff=diff, cache=cache)
+    except Exception as error:  # noqa: BLE001 - isolate one file's failure, by design
+        return FileFixResult(display_name, [], {}, internal_error=f"{display_name}: {type(error).__name__}: {error}")
+
+
+def fix_files(files: list[tuple[str, str]], settings: Settings, jobs: int | None = None, *, unsafe: bool = False,
+              write: bool = True, diff: bool = False, use_cache: bool = False) -> list[FileFixResult]:
+    """`fix_file` over (path, display name) pairs, in parallel processes when there are several.
+    With `use_cache`, files whose cached findings hold nothing to fix are not checked again."""
+    work = [(path, name, settings, unsafe, write, diff, use_cache) for path, name in files]
+    return map_files(_fix_one, work, jobs)
