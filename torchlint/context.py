@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -10,6 +11,7 @@ import libcst as cst
 from torchlint.analysis.dataflow import LocalValues
 from torchlint.analysis.grad_mode import GradMode
 from torchlint.analysis.imports import ImportTable
+from torchlint.analysis.loops import LoopAnalysis
 from torchlint.analysis.modules import ModuleClasses
 from torchlint.diagnostics import Applicability
 
@@ -54,6 +56,11 @@ class FileContext:
         self.values = LocalValues(self.ancestors)
         self.module_classes = ModuleClasses(self.module, self.imports)
         self.grad_mode = GradMode(self.ancestors, self.imports)
+
+    @cached_property
+    def loops(self) -> LoopAnalysis:
+        """Loop and training-step structure (`torchlint/analysis/loops.py`), built when first asked."""
+        return LoopAnalysis(self.module, self.imports, self.source)
 
     # Names -------------------------------------------------------------------------------
 
