@@ -393,6 +393,10 @@ class LoopAnalysis:
                 found.append(iteration)
         return found
 
+    def step_sequences(self) -> list[Iteration]:
+        """Training loops and training-step functions: every ordered sequence an order rule checks."""
+        return self.training_loops() + self.step_functions()
+
     def is_training_loop(self, loop: Loop) -> bool:
         return self._has_training_text and self.iteration(loop).is_training_step
 
