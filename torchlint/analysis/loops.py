@@ -142,8 +142,13 @@ class Iteration:
         return any(event.kind in (Kind.BACKWARD, Kind.NEEDS_GRAD) for event in self.events)
 
     def backward_subjects(self) -> set[str]:
-        """The names whose `backward()` this loop calls (`loss` for `scaler.scale(loss).backward()`)."""
-        return {name for event in self.of_kind(Kind.BACKWARD) if (name := _text(event.target))}
+        """The names whose `backward()` this loop calls itself (`loss` for `scaler.scale(loss).backward()`).
+
+        Backward calls reached through a called function are left out: their names are the callee's.
+        """
+        return {
+            name for event in self.of_kind(Kind.BACKWARD) if not event.via and (name := _text(event.target))
+        }
 
 
 # Names and roles ---------------------------------------------------------------------------------
