@@ -388,15 +388,15 @@ class LoopAnalysis:
         """
         if not self._has_training_text:
             return []
-        found = []
-        for function in self.index.functions:
-            iteration = self._function_iterations.get(id(function))
-            if iteration is None:
-                iteration = Iteration(function, self._events_of_function(function, 0))
-                self._function_iterations[id(function)] = iteration
-            if iteration.is_training_step:
-                found.append(iteration)
-        return found
+        return [iteration for function in self.index.functions if (iteration := self.body(function)).is_training_step]
+
+    def body(self, function: cst.FunctionDef) -> Iteration:
+        """The events of one call of a function of this file."""
+        iteration = self._function_iterations.get(id(function))
+        if iteration is None:
+            iteration = Iteration(function, self._events_of_function(function, 0))
+            self._function_iterations[id(function)] = iteration
+        return iteration
 
     def step_sequences(self) -> list[Iteration]:
         """Training loops and training-step functions: every ordered sequence an order rule checks."""
