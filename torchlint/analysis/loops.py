@@ -196,22 +196,30 @@ _OPTIMIZER_CLASSES = re.compile(
     r"(Adam|AdamW|SGD|RMSprop|Adagrad|Adadelta|Adamax|NAdam|RAdam|LBFGS|SparseAdam|ASGD|Rprop|Adafactor"
     r"|Lion|Lamb|LAMB|Fused\w+|\w*Adam\w*8bit|Muon|Shampoo|Prodigy|Sophia\w*|Novograd|NovoGrad|Lars|LARS)"
 )
-_SCHEDULER_CLASSES = re.compile(r"[A-Z]\w*LR|\w*Plateau|\w*WarmRestarts|\w*Scheduler\w*")
+_SCHEDULER_CLASSES = re.compile(r"[A-Z]\w*LR|\w*Plateau|\w*WarmRestarts|[A-Z]\w*Scheduler\w*|get_\w*schedule\w*")
 
 
 def role_of_constructor(qualified: str) -> Role | None:
     """The role of what a call creates: `torch.optim.SGD` -> optimizer, `get_scheduler` -> scheduler."""
-    last = qualified.rsplit(".", 1)[-1]
+    last = qualified.rsplit(".", 1)[-1].lstrip("_")
     lowered = last.lower()
-    if ".lr_scheduler." in qualified or "sched" in lowered or _SCHEDULER_CLASSES.fullmatch(last):
+    if ".lr_scheduler." in qualified or _SCHEDULER_CLASSES.fullmatch(last) or (
+        _FACTORY.fullmatch(lowered) and "sched" in lowered
+    ):
         return Role.SCHEDULER
-    if "scaler" in lowered:
+    if "scaler" in lowered and (last[:1].isupper() or _FACTORY.fullmatch(lowered)):
         return Role.SCALER
     if qualified.startswith("torch.optim.") and last[:1].isupper():
         return Role.OPTIMIZER
-    if "optimizer" in lowered or _OPTIMIZER_CLASSES.fullmatch(last):
+    if _OPTIMIZER_CLASSES.fullmatch(last) or (last[:1].isupper() and last.endswith(("Optimizer", "Optimiser"))):
+        return Role.OPTIMIZER
+    if lowered in ("optimizers", "optimizer") or (_FACTORY.fullmatch(lowered) and "optim" in lowered):
         return Role.OPTIMIZER
     return None
+
+
+# `create_optimizer`, `build_lr_scheduler`, `get_scheduler`: functions that make one.
+_FACTORY = re.compile(r"(create|build|get|make|init|setup|configure|instantiate|new)_\w+")
 
 
 # Throttles -----------------------------------------------------------------------------------------
@@ -337,7 +345,7 @@ _GRAD_FUNCTIONS = frozenset(
 )
 _CLEARING_WORDS = ("zero_grad", "reset_grad", "clear_grad", "zero_grads")
 # Objects whose `backward(loss)` method back-propagates its argument.
-_BACKWARD_OWNERS = frozenset({"accelerator", "fabric", "engine", "model_engine", "trainer", "strategy"})
+_BACKWARD_OWNERS = ("accelerator", "fabric", "engine", "trainer", "strategy", "precision", "plugin")
 
 
 class LoopAnalysis:
@@ -625,7 +633,7 @@ class _Scanner:
                 self.emit(Kind.BACKWARD, call, _first_argument(receiver), scaled=True)
             elif analysis.role(receiver) is Role.SCALER:
                 return True
-            elif positional_args(call) and (_is_self(receiver) or name_hint(receiver) in _BACKWARD_OWNERS):
+            elif positional_args(call) and (_is_self(receiver) or any(w in name_hint(receiver) for w in _BACKWARD_OWNERS)):
                 # `accelerator.backward(loss)`, `self.backward(loss)` (Lightning's hook)
                 self.emit(Kind.BACKWARD, call, _first_argument(call))
             else:
