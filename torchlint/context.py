@@ -13,6 +13,7 @@ from torchlint.analysis.grad_mode import GradMode
 from torchlint.analysis.imports import ImportTable
 from torchlint.analysis.loops import LoopAnalysis
 from torchlint.analysis.modules import ModuleClasses
+from torchlint.analysis.values import ValueKinds
 from torchlint.diagnostics import Applicability
 
 if TYPE_CHECKING:
@@ -56,6 +57,9 @@ class FileContext:
         self.values = LocalValues(self.ancestors)
         self.module_classes = ModuleClasses(self.module, self.imports)
         self.grad_mode = GradMode(self.ancestors, self.imports)
+        # What kind of value an expression holds (tensor, module, number, device) and where a
+        # tensor lives; a walk participant listed right after `values` (see analysis/values.py).
+        self.kinds = ValueKinds(self)
 
     @cached_property
     def loops(self) -> LoopAnalysis:

@@ -156,7 +156,7 @@ def check_source(source: str, filename: str, settings: Settings) -> list[Diagnos
     ctx = FileContext(filename, source, module, settings)
     _collect_top_level_imports(ctx)
     rules: list[Rule] = [rule_class(ctx) for rule_class in rule_classes]
-    Walker([_ImportCollector(ctx), ctx.values, *rules], ctx.ancestors).walk(module)
+    Walker([_ImportCollector(ctx), ctx.values, ctx.kinds, *rules], ctx.ancestors).walk(module)
     if not ctx.pending:
         return []
     diagnostics = _not_suppressed(_resolve(ctx, ctx.pending, filename), source)

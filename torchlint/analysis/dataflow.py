@@ -100,6 +100,10 @@ class LocalValues:
         value = self._scopes[-1].get(name)
         return None if value is None or value == UNKNOWN else value
 
+    def is_bound(self, name: str) -> bool:
+        """True when the current scope assigned `name` (even to an unknown value)."""
+        return name in self._scopes[-1]
+
     def resolve(self, expr: cst.BaseExpression, max_steps: int = 8) -> cst.BaseExpression:
         """Follow plain local names to the expression they were assigned from."""
         seen = 0

@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.layouts import Layouts, shape_args, view_merge_breaks
+from torchlint.context import FixSpec
+from torchlint.diagnostics import Applicability, Severity
+from torchlint.rule import Rule
+
+
+class ViewAfterPermute(Rule):
+    """
+    ## What it does
+    Flags `.view(...)` on the result of `.permute`, `.transpose`, `.t()`, `.T`, `.mT`,
+    `.swapaxes`, `.movedim` or `.expand` (in a chain or through local variables) when the view
+    merges dimensions that are no longer adjacent and in order in memory.
+
+    Views that only split dimensions or keep the rank, merges of dimensions that stayed adjacent
+    and in order (`x.permute(0, 2, 3, 1).view(b, -1, c)`), size-1 dimensions, and views after a
+    `.contiguous()` or `.reshape()` are not reported; neither is a view whose merged dimensions
+    cannot be told from the code.
+
+    ## Why is this bad?
+    `view` never copies: it needs the merged dimensions to be laid out contiguously. After a
+    permute they are not, and the view raises `RuntimeError: view size is not compatible with
+    input tensor's size and stride`; on some shapes (a size-1 batch in tests) it happens to work,
+    so the crash shows up later in training or in production.
+
+    ## Example
+    ```python
+    out = (attn @ v).transpose(1, 2).view(b, -1, h * d)
+    ```
+
+    ## Use instead
+    ```python
+    out = (attn @ v).transpose(1, 2).reshape(b, -1, h * d)
+    # or
+    out = (attn @ v).transpose(1, 2).contiguous().view(b, -1, h * d)
+    ```
+
+    ## Fix safety
+    The fix renames `.view(` to `.reshape(`, which returns the same values (copying only when a
+    view is impossible). It is safe: the code it replaces could only raise.
+    """
+
+    code = "TL101"
+    name = "view-after-permute"
+    summary = "`.view()` merges dimensions that a permute/transpose made non-adjacent: use `.reshape()`"
+    severity = Severity.ERROR
+    fix_applicability = Applicability.SAFE
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._layouts = Layouts(ctx)
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        self._layouts.leave_Assign(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "view":
+            return
+        args = shape_args(node)
+        if args is None or (len(args) == 1 and self.ctx.kinds.is_dtype(args[0])):
+            return
+        layout = self._layouts.layout(func.value)
+        if layout is None or not view_merge_breaks(self.ctx, layout, args):
+            return
+        self.report(
+            node,
+            "`.view()` merges dimensions that a permute/transpose made non-contiguous (RuntimeError); "
+            "use `.reshape(...)` or `.contiguous().view(...)`",
+            fix=FixSpec("Replace `.view(` with `.reshape(`", ((func.attr, "reshape"),), Applicability.SAFE),
+        )

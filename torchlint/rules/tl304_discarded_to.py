@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.names import dotted_name
+from torchlint.context import FixSpec
+from torchlint.diagnostics import Applicability, Severity
+from torchlint.rule import Rule
+
+# Tensor methods that return a converted copy and leave the receiver unchanged.
+_CONVERSIONS = frozenset(
+    {"to", "cuda", "cpu", "xpu", "type", "float", "half", "double", "bfloat16", "long", "int",
+     "short", "char", "byte", "bool", "cfloat", "cdouble"}
+)
+
+
+class DiscardedTo(Rule):
+    """
+    ## What it does
+    Flags a tensor conversion (`t.to(...)`, `t.cuda()`, `t.cpu()`, `t.float()`, `t.half()`,
+    `t.long()`...) written as a statement on its own, when `t` is known to be a tensor.
+
+    ## Why is this bad?
+    Unlike `nn.Module.to()`, which moves a module's parameters in place, `Tensor.to()` and the
+    dtype shortcuts return a new tensor and leave the receiver as it was. The statement does
+    nothing: the tensor stays on its old device or in its old dtype, which surfaces later as a
+    device mismatch, a dtype error, or silently lower precision.
+
+    Receivers that are modules, or whose kind is unknown, are not reported.
+
+    ## Example
+    ```python
+    coordinates = input_coords.clone()
+    coordinates.to(torch.float32)
+    ```
+
+    ## Use instead
+    ```python
+    coordinates = input_coords.clone()
+    coordinates = coordinates.to(torch.float32)
+    ```
+
+    ## Fix safety
+    The fix assigns the result back to the receiver (`x = x.to(d)`). It is offered when the
+    receiver is a plain name or attribute chain, and is safe: it performs the conversion the
+    statement was written for.
+    """
+
+    code = "TL304"
+    name = "discarded-to"
+    summary = "Tensor `.to()`/`.cuda()`/`.float()` result discarded: tensors are not converted in place"
+    severity = Severity.ERROR
+    fix_applicability = Applicability.SAFE
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        call = node.value
+        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+            return
+        method = call.func.attr.value
+        if method not in _CONVERSIONS or (method == "type" and not call.args):
+            return
+        receiver = call.func.value
+        if not self.ctx.kinds.is_tensor(receiver):
+            return
+        written = dotted_name(receiver)
+        if written is None:
+            self.report(
+                call,
+                f"the result of `.{method}(...)` is discarded: tensors are not converted in place; "
+                "assign the result to a variable",
+            )
+            return
+        assignment = f"{written} = {written}.{method}(...)"
+        self.report(
+            call,
+            f"the result of `{written}.{method}(...)` is discarded: tensors are not converted in place; "
+            f"assign it back: `{assignment}`",
+            fix=FixSpec(
+                f"Assign the result back: `{assignment}`",
+                ((call, f"{self.ctx.code_for(receiver)} = {self.ctx.code_for(call)}"),),
+                Applicability.SAFE,
+            ),
+        )

@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.names import keyword_arg, positional_args
+from torchlint.analysis.values import _string_value
+from torchlint.diagnostics import Severity
+from torchlint.rule import Rule
+
+# Words in a condition, decorator or guard that show the code knows whether CUDA is there.
+_GUARD_WORDS = ("cuda", "gpu", "is_available", "device_count", "accelerator")
+
+
+def _is_cuda_string(expr: cst.BaseExpression) -> bool:
+    text = _string_value(expr)
+    return text is not None and (text == "cuda" or text.startswith("cuda:"))
+
+
+class HardcodedCuda(Rule):
+    """
+    ## What it does
+    Flags `.cuda()` calls and `"cuda"` device strings (`device="cuda"`, `.to("cuda")`,
+    `torch.device("cuda")`) in code with no availability check or fallback. Off by default: many
+    projects only ever run on NVIDIA GPUs.
+
+    Code under `if torch.cuda.is_available():` (or any condition, decorator or guard about CUDA or
+    GPUs), and `"cuda" if torch.cuda.is_available() else "cpu"`, are not reported.
+
+    ## Why is this bad?
+    The script crashes on machines without CUDA (laptops, Apple silicon, CPU-only CI) with
+    `AssertionError: Torch not compiled with CUDA enabled`, although the same code would run
+    everywhere with a device chosen once.
+
+    ## Example
+    ```python
+    model = Net().cuda()
+    batch = batch.to("cuda")
+    ```
+
+    ## Use instead
+    ```python
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = Net().to(device)
+    batch = batch.to(device)
+    ```
+    """
+
+    code = "TL305"
+    name = "hardcoded-cuda"
+    summary = "Hard-coded CUDA device with no availability check or fallback"
+    severity = Severity.WARNING
+    default_enabled = False
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._guarded_functions: dict[int, bool] = {}
+        self._active = "cuda" in ctx.source
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._active:
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and not self._is_namespace(func.value):
+            if self._unguarded():
+                self.report(node, "`.cuda()` fails on machines without CUDA; move to a `device` chosen with `torch.cuda.is_available()`")
+            return
+        candidates = []
+        device_arg = keyword_arg(node, "device")
+        if device_arg is not None:
+            candidates.append(device_arg.value)
+        if isinstance(func, cst.Attribute) and func.attr.value == "to" or self.ctx.callee(node) == "torch.device":
+            candidates.extend(arg.value for arg in positional_args(node)[:1])
+        for candidate in candidates:
+            if _is_cuda_string(candidate) and self._unguarded():
+                self.report(
+                    candidate,
+                    "hard-coded `\"cuda\"` device fails on machines without CUDA; use "
+                    "`\"cuda\" if torch.cuda.is_available() else \"cpu\"`",
+                )
+
+    def _is_namespace(self, expr: cst.BaseExpression) -> bool:
+        """`torch.cuda` itself (`torch.cuda.synchronize()` is not a `.cuda()` call)."""
+        return self.ctx.qualified_name(expr) is not None
+
+    def _unguarded(self) -> bool:
+        for ancestor in reversed(self.ctx.ancestors):
+            if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)):
+                if self._mentions_guard(ancestor.test):
+                    return False
+            elif isinstance(ancestor, cst.FunctionDef):
+                if self._function_guarded(ancestor):
+                    return False
+        return not self._module_guarded()
+
+    def _mentions_guard(self, node: cst.CSTNode) -> bool:
+        text = self.ctx.code_for(node).lower()
+        return any(word in text for word in _GUARD_WORDS)
+
+    def _function_guarded(self, function: cst.FunctionDef) -> bool:
+        """A decorator (`@skipif(not torch.cuda.is_available())`, `@require_torch_gpu`) or a check in the body."""
+        key = id(function)
+        if key not in self._guarded_functions:
+            guarded = any(self._mentions_guard(decorator) for decorator in function.decorators)
+            if not guarded:
+                body = self.ctx.code_for(function.body)
+                guarded = "is_available" in body or "device_count" in body
+            self._guarded_functions[key] = guarded
+        return self._guarded_functions[key]
+
+    def _module_guarded(self) -> bool:
+        if self.ctx.enclosing_function() is not None:
+            return False
+        source = self.ctx.source
+        return "is_available" in source or "device_count" in source
