@@ -321,7 +321,8 @@ def test_calling_a_torch_loss_module_gives_a_tensor() -> None:
         HEADER
         + """
         criterion = nn.CrossEntropyLoss()
-        probe(criterion(out, y))
+        def step(out, y):
+            probe(criterion(out, y))
         probe(criterion(out, y).item())
         layer = nn.LSTM(2, 2)
         probe(layer(x))

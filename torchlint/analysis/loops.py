@@ -739,3 +739,30 @@ def throttled_since(ancestors: list[cst.CSTNode], loop: Loop) -> bool:
             if is_throttle(node.test):
                 return True
     return False
+
+
+def element_source(loop: Loop) -> cst.BaseExpression | None:
+    """What a per-element loop walks over: `t` in `for row in t`, `for i in range(len(t))`,
+    `range(t.size(0))`, `range(t.shape[0])`, `range(t.numel())`, `enumerate(t)`, `zip(t, ...)`.
+
+    The caller decides whether that expression is a tensor.
+    """
+    if not isinstance(loop, cst.For):
+        return None
+    iterable = loop.iter
+    if isinstance(iterable, (cst.Name, cst.Attribute)):
+        return iterable
+    if not isinstance(iterable, cst.Call) or not isinstance(iterable.func, cst.Name) or not iterable.args:
+        return None
+    wrapper, first = iterable.func.value, iterable.args[0].value
+    if wrapper in ("enumerate", "zip"):
+        return first if isinstance(first, (cst.Name, cst.Attribute)) else None
+    if wrapper != "range" or len(iterable.args) != 1:
+        return None
+    if isinstance(first, cst.Call) and isinstance(first.func, cst.Name) and first.func.value == "len" and first.args:
+        return first.args[0].value
+    if isinstance(first, cst.Call) and isinstance(first.func, cst.Attribute) and first.func.attr.value in ("size", "numel"):
+        return first.func.value
+    if isinstance(first, cst.Subscript) and isinstance(first.value, cst.Attribute) and first.value.attr.value == "shape":
+        return first.value.value
+    return None

@@ -478,11 +478,11 @@ class ValueKinds:
                 return NUMBER_INFO
             if self._ctx.module_classes.is_module_name(name) and self._ctx.values.value_of(name) is None:
                 return MODULE_INFO
-            if self._is_loss_module(self._ctx.values.value_of(name)):
+            if self._is_loss_module(self.resolve(func)):
                 return _TENSOR  # `criterion = nn.CrossEntropyLoss()` ... `criterion(out, y)`
         return UNKNOWN_INFO
 
-    def _is_loss_module(self, value: cst.CSTNode | None) -> bool:
+    def _is_loss_module(self, value: cst.CSTNode) -> bool:
         """A `torch.nn` loss module constructed here: calling it returns a tensor."""
         if not isinstance(value, cst.Call):
             return False
