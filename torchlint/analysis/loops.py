@@ -38,7 +38,11 @@ Loop = cst.For | cst.While
 # How deep calls to functions of this file are followed from a loop.
 MAX_CALL_DEPTH = 4
 
-_TRAINING_TEXT = re.compile(r"backward\(|\.step\(")
+# A file can hold a training step only if it calls backward, or steps something next to a word
+# that names an optimizer or a GradScaler (diffusion pipelines step noise schedulers only).
+_BACKWARD_TEXT = re.compile(r"backward\(")
+_STEP_TEXT = re.compile(r"\.step\(")
+_OPTIMIZER_TEXT = re.compile(r"[oO]ptim|[sS]caler|\bopts?(?:\b|_|\d|[A-Z])|_opts?\b")
 
 
 class Kind(enum.Enum):
@@ -354,7 +358,9 @@ class LoopAnalysis:
     def __init__(self, module: cst.Module, imports: ImportTable, source: str) -> None:
         self._module = module
         self._imports = imports
-        self._has_training_text = _TRAINING_TEXT.search(source) is not None
+        self._has_training_text = _BACKWARD_TEXT.search(source) is not None or (
+            _STEP_TEXT.search(source) is not None and _OPTIMIZER_TEXT.search(source) is not None
+        )
         self._index: _Index | None = None
         self._loop_events: dict[int, tuple[Event, ...]] = {}
         self._function_events: dict[int, tuple[Event, ...]] = {}
