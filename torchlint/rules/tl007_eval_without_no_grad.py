@@ -8,6 +8,10 @@ from torchlint.analysis.names import argument, dotted_name, is_constant_true
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
+def _is_false(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "False"
+
+
 class _Frame:
     """What one function body has done so far: the models put in eval mode, grad switched off."""
 
@@ -15,6 +19,9 @@ class _Frame:
         # Model expression as written -> ids of the loops the `.eval()` call sits in.
         self.evaluated: dict[str, frozenset[int]] = {}
         self.grad_off = False
+        # Parameters frozen here (`p.requires_grad = False`, `requires_grad_(False)`): with no
+        # leaf requiring grad, autograd records nothing anyway.
+        self.frozen = False
 
 
 class EvalWithoutNoGrad(Rule):
@@ -24,7 +31,8 @@ class EvalWithoutNoGrad(Rule):
     `torch.no_grad()`, `torch.inference_mode()` or `torch.set_grad_enabled(False)` is in effect
     (as a `with` block, a decorator of the function, or a `set_grad_enabled(False)` statement).
     Loops that want gradients (they call `backward()`, `torch.autograd.grad`, `requires_grad_()`:
-    saliency maps, adversarial examples) are left alone.
+    saliency maps, adversarial examples) are left alone, and so are functions that freeze the
+    parameters (`p.requires_grad = False`), where autograd records nothing anyway.
 
     ## Why is this bad?
     `model.eval()` only switches dropout and batch norm to inference behaviour; it does not stop
@@ -75,10 +83,13 @@ class EvalWithoutNoGrad(Rule):
             if method == "set_grad_enabled":
                 self._grad_switch(node, frame)
                 return
+            if method == "requires_grad_" and node.args and _is_false(node.args[0].value):
+                frame.frozen = True
+                return
         elif isinstance(func, cst.Name) and func.value == "set_grad_enabled":
             self._grad_switch(node, frame)
             return
-        if not frame.evaluated or any(f.grad_off for f in self._frames):
+        if not frame.evaluated or frame.frozen or any(f.grad_off for f in self._frames):
             return
         written = dotted_name(func)
         if written is None or written not in frame.evaluated:
@@ -95,6 +106,12 @@ class EvalWithoutNoGrad(Rule):
             f"`{model}(...)` runs in a loop after `{model}.eval()` with autograd still recording; wrap the "
             "loop in `with torch.inference_mode():` (or `torch.no_grad()`)",
         )
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if _is_false(node.value) and any(
+            isinstance(t.target, cst.Attribute) and t.target.attr.value == "requires_grad" for t in node.targets
+        ):
+            self._frames[-1].frozen = True
 
     def _mode_switch(self, call: cst.Call, method: str, receiver: cst.BaseExpression, frame: _Frame) -> None:
         target = dotted_name(receiver)
