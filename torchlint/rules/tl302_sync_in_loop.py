@@ -4,6 +4,7 @@ import libcst as cst
 
 from torchlint.analysis.loops import Loop, element_source, enclosing_loops, throttled_since
 from torchlint.analysis.names import positional_args
+from torchlint.analysis.values import Device
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -32,7 +33,7 @@ class SyncInLoop(Rule):
     Flags `.item()`, `.tolist()`, `.cpu()`, `.numpy()` and `float(t)` / `int(t)` / `bool(t)` on a
     value known to be a tensor, inside a training-step loop (one that calls `backward()` or an
     optimizer `step()`) or a loop over the elements of a tensor, when the result is only
-    accumulated, stored or logged. Syncs under a throttle (`if step % log_every == 0:`), after the
+    accumulated, stored or logged. Tensors known to be on the CPU, syncs under a throttle (`if step % log_every == 0:`), after the
     loop, on Python numbers, or whose value Python needs every step (`env.step(action.item())`,
     `if loss.item() > limit:`) are not reported.
 
@@ -106,8 +107,10 @@ class SyncInLoop(Rule):
         return None
 
     def _is_tensor(self, operand: cst.BaseExpression, loop: Loop, kind: str) -> bool:
-        if self.ctx.kinds.is_tensor(operand):
-            return True
+        """A tensor that may live on an accelerator (reading a CPU tensor costs no sync)."""
+        info = self.ctx.kinds.info(operand)
+        if info.is_tensor:
+            return info.device not in (Device.DEFAULT, Device.CPU)
         if kind != _ELEMENT_LOOP or not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name):
             return False
         # `for row in t: row.sum().item()`: the elements of a tensor are tensors.
