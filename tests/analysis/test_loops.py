@@ -212,3 +212,73 @@ def test_needs_grad_and_step_functions() -> None:
     iteration = loops.iteration(loops.loops()[0])
     assert iteration.needs_grad and not iteration.is_training_step
     assert [it.owner.name.value for it in loops.step_functions()] == ["update"]
+
+
+def test_noise_scheduler_files_are_not_scanned_for_training_steps() -> None:
+    loops, _ = analysis(
+        """
+        def __call__(self, latents, timesteps):
+            for t in timesteps:
+                latents = self.scheduler.step(self.unet(latents, t), t, latents).prev_sample
+            return latents
+        """
+    )
+    assert loops.training_loops() == [] and loops.step_functions() == []
+
+
+def test_element_sources() -> None:
+    from torchlint.analysis.loops import element_source
+
+    def source_of(header: str) -> str | None:
+        loop = cst.parse_statement(f"{header}\n    pass\n")
+        found = element_source(loop)
+        return None if found is None else cst.Module([]).code_for_node(found)
+
+    assert source_of("for row in t:") == "t"
+    assert source_of("for i in range(len(t)):") == "t"
+    assert source_of("for i in range(t.size(0)):") == "t"
+    assert source_of("for i in range(x.shape[0]):") == "x"
+    assert source_of("for i, row in enumerate(self.w):") == "self.w"
+    assert source_of("for i in range(10):") is None
+    assert source_of("for a in range(0, n, 2):") is None
+    assert source_of("while True:") is None
+
+
+def test_enclosing_loops_and_throttles_from_the_walk() -> None:
+    from torchlint.analysis.loops import enclosing_loops, throttled_since
+    from torchlint.walker import Walker
+
+    module = cst.parse_module(
+        textwrap.dedent(
+            """
+            for epoch in range(3):
+                for step, batch in enumerate(probe("iterable")):
+                    if step % 10 == 0:
+                        probe("throttled")
+                    else:
+                        probe("every step")
+                    def helper():
+                        probe("own function")
+            """
+        )
+    )
+    seen = {}
+
+    class Probe:
+        def __init__(self, ancestors):
+            self.ancestors = ancestors
+
+        def visit_Call(self, node):
+            if isinstance(node.func, cst.Name) and node.func.value == "probe":
+                loops = enclosing_loops(self.ancestors)
+                throttled = bool(loops) and throttled_since(self.ancestors, loops[0])
+                seen[node.args[0].value.evaluated_value] = (len(loops), throttled)
+
+    ancestors: list = []
+    Walker([Probe(ancestors)], ancestors).walk(module)
+    assert seen == {
+        "iterable": (1, False),
+        "throttled": (2, True),
+        "every step": (2, False),
+        "own function": (0, False),
+    }
