@@ -282,3 +282,19 @@ def test_enclosing_loops_and_throttles_from_the_walk() -> None:
         "every step": (2, False),
         "own function": (0, False),
     }
+
+
+def test_gradients_cleared_or_written_by_hand() -> None:
+    rows = describe(
+        """
+        for batch in loader:
+            for p in params:
+                p.grad = None
+                p.grad.data.zero_()
+                del p.grad
+                p.grad = torch.zeros_like(p)
+                p.grad.copy_(g)
+                p.grad.mul_(0.5)
+        """
+    )
+    assert rows == ["zero_grad - nested", "zero_grad - nested", "zero_grad - nested", "grad set - nested", "grad set - nested"]

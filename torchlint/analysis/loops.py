@@ -50,6 +50,7 @@ class Kind(enum.Enum):
     OPTIMIZER_STEP = "optimizer step"
     SCHEDULER_STEP = "scheduler step"
     ZERO_GRAD = "zero_grad"  # any way of clearing gradients: zero_grad(), p.grad = None, p.grad.zero_()
+    GRAD_SET = "grad set"  # gradients written by hand: p.grad = g, p.grad.copy_(g) (gradient surgery)
     SCALER_SCALE = "scaler.scale"
     SCALER_UNSCALE = "scaler.unscale_"
     SCALER_UPDATE = "scaler.update"
@@ -138,7 +139,7 @@ class Iteration:
 
     @property
     def clears_gradients(self) -> bool:
-        return any(event.kind is Kind.ZERO_GRAD for event in self.events)
+        return any(event.kind in (Kind.ZERO_GRAD, Kind.GRAD_SET) for event in self.events)
 
     @property
     def needs_grad(self) -> bool:
@@ -588,7 +589,8 @@ class _Scanner:
 
     def _assigned(self, target: cst.BaseExpression, assignment: cst.Assign, value: cst.BaseExpression) -> None:
         if _is_grad_attribute(target):
-            self.emit(Kind.ZERO_GRAD, assignment)
+            cleared = isinstance(value, cst.Name) and value.value == "None"
+            self.emit(Kind.ZERO_GRAD if cleared else Kind.GRAD_SET, assignment)
         elif isinstance(value, cst.Call) and dotted_name(target) is not None:
             callee = self.analysis._imports.qualified_name(value.func) or dotted_name(value.func)
             if callee and role_of_constructor(callee) is Role.OPTIMIZER:
@@ -664,6 +666,9 @@ class _Scanner:
             return False  # `self.reset_grad()`: also follow it when it is a method of this class
         if method in ("zero_", "fill_") and _is_grad_attribute(receiver):
             self.emit(Kind.ZERO_GRAD, call)
+            return True
+        if method in ("copy_", "add_", "set_") and _is_grad_attribute(receiver):
+            self.emit(Kind.GRAD_SET, call)
             return True
         if method == "requires_grad_":
             if not call.args or _is_true(call.args[0].value):

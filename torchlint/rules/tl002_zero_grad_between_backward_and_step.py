@@ -12,7 +12,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     ## What it does
     Flags `optimizer.zero_grad()` that runs after `backward()` and before `optimizer.step()` of the
     same optimizer in one iteration of a training loop (or one call of a training-step function),
-    with no other `backward()` in between.
+    with no other `backward()` (or gradients written by hand, `p.grad = g`) in between.
 
     ## Why is this bad?
     `zero_grad()` throws away the gradients that `backward()` just computed, so `step()` sees
@@ -63,8 +63,8 @@ class ZeroGradBetweenBackwardAndStep(Rule):
             # The last event before the step that sets or clears this optimizer's gradients.
             for earlier in range(position - 1, -1, -1):
                 event = events[earlier]
-                if event.kind is Kind.BACKWARD and not event.exclusive_with(step):
-                    break
+                if event.kind in (Kind.BACKWARD, Kind.GRAD_SET) and not event.exclusive_with(step):
+                    break  # gradients computed (or written by hand) after any earlier zero_grad
                 if event.kind is not Kind.ZERO_GRAD or event.target_text != step.target_text:
                     continue
                 # A zero_grad under a condition the step is not under (`if overflow: zero_grad();
