@@ -58,6 +58,7 @@ CASES = [
     ("x.unsqueeze(2).expand(b, h, 7, n, d).view(b, h * 7, n, d)", True),
     ("x.unsqueeze(2).expand(b, h, 7, n, d).view(b, h, 7, n * d)", False),
     ("x[:, None].transpose(1, 2).view(b, h, n, d)", False),
+    ("x[:1].permute(0, 2, 3, 1).view(1, -1, h)", False),
 ]
 
 

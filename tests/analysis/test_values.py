@@ -66,7 +66,7 @@ def test_factory_device_argument() -> None:
         """
     )
     assert [a.device for a in answers] == [
-        Device.ACCELERATOR, Device.ACCELERATOR, Device.CPU, Device.ACCELERATOR, Device.CPU,
+        Device.TARGET, Device.TARGET, Device.CPU, Device.ACCELERATOR, Device.CPU,
     ]
     assert all(a.origin is None for a in answers)
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 _MAX_RANK = 6
 REORDERING_METHODS = frozenset({"permute", "transpose", "t", "swapaxes", "swapdims", "movedim", "moveaxis", "expand"})
 REORDERING_ATTRIBUTES = frozenset({"T", "mT"})
-_SHAPE_METHODS = REORDERING_METHODS | {"view", "reshape", "contiguous", "unsqueeze"}
+_SHAPE_METHODS = REORDERING_METHODS | {"view", "reshape", "contiguous", "unsqueeze", "squeeze"}
 
 # One dimension of a materialized layout: its position in the base's memory order (None for an
 # inserted size-1 dim or a new broadcast dim), whether it is broadcast (stride 0), its size symbol.
@@ -41,13 +41,16 @@ class Layout:
     base_rank: int | None  # None: unknown, try every plausible rank
     base_sizes: tuple[str | None, ...] | None
     ops: tuple[tuple, ...]
+    # The base came out of `.squeeze()`: the code deals with size-1 dims we cannot see, and a
+    # merge that looks impossible may only involve a size-1 dim (`x.squeeze(0).t().view(-1)`).
+    unit_sizes_likely: bool = False
 
     @property
     def reordered(self) -> bool:
         return any(op[0] in ("permute", "transpose", "t", "T", "movedim", "expand") for op in self.ops)
 
     def then(self, op: tuple) -> "Layout":
-        return Layout(self.base_rank, self.base_sizes, self.ops + (op,))
+        return Layout(self.base_rank, self.base_sizes, self.ops + (op,), self.unit_sizes_likely)
 
     def materialize(self, base_rank: int) -> list[_Dim] | None:
         sizes = self.base_sizes or (None,) * base_rank
@@ -164,6 +167,29 @@ class Layouts:
         self._memo: dict[int, Layout | None] = {}
         # Sizes unpacked from a value's shape (`b, n, c = x.shape`), keyed by that value's node.
         self._unpacked: dict[int, tuple[str | None, ...]] = {}
+        # Per enclosing function: products of sizes passed to `view`/`reshape` as one dimension.
+        self._single_dims: list[set[str]] = [set()]
+
+    @property
+    def single_dims(self) -> set[str]:
+        return self._single_dims[-1]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._single_dims.append(set())
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._single_dims.pop()
+
+    def note_shape_call(self, call: cst.Call, receiver: Layout | None) -> None:
+        """Remember the products a `view`/`reshape` of a tensor in memory order uses as one dim
+        (`q.contiguous().view(bsz * num_heads, -1, d)`). After a permute the product is more
+        likely a merge of two dims, and is not remembered."""
+        if receiver is not None and receiver.reordered:
+            return
+        args = shape_args(call)
+        for arg in args or ():
+            if isinstance(arg, cst.BinaryOperation):
+                self._single_dims[-1].add(_arg_code(self._ctx, arg))
 
     def leave_Assign(self, node: cst.Assign) -> None:
         value = node.value
@@ -234,6 +260,8 @@ class Layouts:
             return None  # torch.transpose(...) and other module functions: not followed
         method = expr.func.attr.value
         receiver = expr.func.value
+        if method == "squeeze":
+            return Layout(None, None, (), unit_sizes_likely=True)
         if method in ("view", "reshape"):
             args = shape_args(expr)
             if args is None or (len(args) == 1 and _int_value(args[0]) is None):
@@ -315,7 +343,9 @@ class Layouts:
         return layout
 
 
-def _allowed_arities(ctx: "FileContext", arg: cst.BaseExpression, flexible: bool) -> tuple[int, ...]:
+def _allowed_arities(
+    ctx: "FileContext", arg: cst.BaseExpression, flexible: bool, single_dims: frozenset[str] | set[str]
+) -> tuple[int, ...]:
     value = _int_value(arg)
     if value == 1:
         return (0, 1)
@@ -325,6 +355,10 @@ def _allowed_arities(ctx: "FileContext", arg: cst.BaseExpression, flexible: bool
         return (1,)
     named = [factor for factor in _factors(arg) if _int_value(factor) is None]
     if len(named) >= 2:
+        # `h * d` merges an h and a d dim, unless this very product was already used as one dim
+        # (`x.view(bsz * num_heads, -1, d)` earlier in the file).
+        if _arg_code(ctx, arg) in single_dims:
+            return (1,)
         return (len(named),)
     return tuple(range(1, _MAX_RANK + 1)) if flexible else (1,)
 
@@ -343,28 +377,30 @@ def _group_breaks(group: list[_Dim]) -> bool:
 def _matches(ctx: "FileContext", arg: cst.BaseExpression, group: list[_Dim]) -> bool:
     """The argument is written as the product of the group's known sizes (`h * d` for (h, d))."""
     sizes = [dim[2] for dim in group if dim[2] != "1"]
-    if any(size is None for size in sizes):
+    if not sizes or any(size is None for size in sizes):
         return False
     sizes.sort()
     factors = sorted(code for code in (_arg_code(ctx, factor) for factor in _factors(arg)) if code != "1")
     return factors == sizes
 
 
-def view_merge_breaks(ctx: "FileContext", layout: Layout, args: list[cst.BaseExpression]) -> bool:
+def view_merge_breaks(
+    ctx: "FileContext", layout: Layout, args: list[cst.BaseExpression], single_dims: frozenset[str] | set[str] = frozenset()
+) -> bool:
     """True when every likely reading of `.view(*args)` on `layout` merges non-adjacent dimensions.
 
     A reading assigns each argument a run of consecutive dimensions. Where sizes are known by
     name (`b, n, c = x.shape`), only the readings that match the most arguments to the sizes they
     are written as are kept.
     """
-    if not layout.reordered or not args:
+    if not layout.reordered or not args or layout.unit_sizes_likely:
         return False
     has_minus_one = any(_int_value(arg) == -1 for arg in args)
     readings: list[tuple[int, bool]] = []
     for dims in layout.candidates():
         rank = len(dims)
         flexible = layout.base_rank is not None and not has_minus_one
-        options = [_allowed_arities(ctx, arg, flexible) for arg in args]
+        options = [_allowed_arities(ctx, arg, flexible, single_dims) for arg in args]
         for arities in cartesian(*options):
             if sum(arities) != rank:
                 continue

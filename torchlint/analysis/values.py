@@ -10,6 +10,20 @@ arithmetic on known tensors, annotations (`x: torch.Tensor`), `forward()` parame
 classes, constructors of `torch.nn` and of this file's Module classes, and the flow-sensitive
 local values of `ctx.values`. Anything else is `Kind.UNKNOWN`: rules stay quiet on unknowns.
 
+How rules ask (all answers are as of the current point of the walk):
+
+    info = self.ctx.kinds.info(expr)          # ValueInfo(kind, device, scalar, origin, ...)
+    self.ctx.kinds.is_tensor(expr)            # Kind.TENSOR (never a module, never unknown)
+    self.ctx.kinds.is_module(expr)            # nn.Module instance: `nn.Linear(...)`, `Net()`, `self`
+    self.ctx.kinds.is_number(expr)            # Python number: literals, len(), .item(), float(t)
+    self.ctx.kinds.device_of(expr)            # Device.DEFAULT / CPU / ACCELERATOR / TARGET / UNKNOWN
+    self.ctx.kinds.device_value(arg)          # where a device argument points ("cuda", x.device)
+    self.ctx.kinds.is_dtype(arg)              # torch.float32, x.dtype, a `dtype` name
+    self.ctx.kinds.resolve(expr)              # ctx.values.resolve + module-level constants
+
+`info.tensor_like` also accepts values of unknown kind moved to a device (`batch.to(device)`):
+only tensors survive arithmetic, so in an op they are tensors on that device.
+
 Answers are memoized per node. A node is answered as of the point of the walk where it stands:
 the analysis is a walk participant that, just before an assignment binds its target, answers the
 assigned expression, so that `x = x.to(device)` is understood with the old `x`.
@@ -44,8 +58,17 @@ class Device(enum.Enum):
     DEFAULT = "default"
     # Explicitly placed on the CPU (`.cpu()`, `device="cpu"`).
     CPU = "cpu"
-    # On an accelerator or on the working device: `.cuda()`, `.to(device)`, `device=x.device`.
+    # Explicitly on an accelerator: `.cuda()`, `"cuda"`/`"mps"`, `torch.device("cuda")`, or a
+    # device chosen as `"cuda" if torch.cuda.is_available() else "cpu"`.
     ACCELERATOR = "accelerator"
+    # On the working device chosen at run time: `.to(device)` with a parameter or attribute named
+    # device, `device=x.device` for an `x` whose device is unknown (the GPU when there is one).
+    TARGET = "target"
+
+    @property
+    def is_placed(self) -> bool:
+        """On the accelerator or the working device (not the default device)."""
+        return self in (Device.ACCELERATOR, Device.TARGET)
 
 
 @dataclass(frozen=True)
@@ -191,7 +214,8 @@ _DTYPE_NAMES = frozenset(
 )
 
 
-def _string_value(expr: cst.BaseExpression) -> str | None:
+def string_value(expr: cst.BaseExpression) -> str | None:
+    """The text of a string literal (for an f-string, its leading literal part), else None."""
     if isinstance(expr, cst.SimpleString):
         text = expr.value
         start = len(text) - len(text.lstrip("rRbBuU"))
@@ -218,6 +242,8 @@ def device_string_kind(text: str) -> Device | None:
 def _merge_devices(devices: list[Device]) -> Device:
     if Device.ACCELERATOR in devices:
         return Device.ACCELERATOR
+    if Device.TARGET in devices:
+        return Device.TARGET
     if devices and all(device is Device.DEFAULT for device in devices):
         return Device.DEFAULT
     if devices and all(device in (Device.DEFAULT, Device.CPU) for device in devices):
@@ -274,7 +300,7 @@ class ValueKinds:
         if _depth > 4:
             return None
         expr = self.resolve(expr)
-        text = _string_value(expr)
+        text = string_value(expr)
         if text is not None:
             return device_string_kind(text)
         if isinstance(expr, cst.Integer):
@@ -292,7 +318,7 @@ class ValueKinds:
                     found = self.device_value(kind_arg, _depth + 1)
                     if found is not None:
                         return found
-                return Device.ACCELERATOR
+                return Device.TARGET
             return None
         if isinstance(expr, cst.IfExp):
             # `"cuda" if torch.cuda.is_available() else "cpu"`: the working device.
@@ -302,16 +328,16 @@ class ValueKinds:
         if isinstance(expr, cst.Attribute) and expr.attr.value == "device":
             # `t.device` of a tensor whose device is known; any other `.device` is the working device.
             owner = self.info(expr.value)
-            if owner.kind is Kind.TENSOR and owner.device is not Device.UNKNOWN:
+            if owner.tensor_like and owner.device is not Device.UNKNOWN:
                 return owner.device
-            return Device.ACCELERATOR
+            return Device.TARGET
         name = expr.value if isinstance(expr, cst.Name) else (
             expr.attr.value if isinstance(expr, cst.Attribute) else None
         )
         if name is not None:
             lowered = name.lower()
             if "device" in lowered or lowered in ("dev", "rank", "local_rank", "gpu", "gpu_id"):
-                return Device.ACCELERATOR
+                return Device.TARGET
         return None
 
     def is_dtype(self, expr: cst.BaseExpression) -> bool:
@@ -407,7 +433,7 @@ class ValueKinds:
         if isinstance(expr, (cst.Integer, cst.Float)):
             return NUMBER_INFO
         if isinstance(expr, (cst.SimpleString, cst.FormattedString)):
-            text = _string_value(expr)
+            text = string_value(expr)
             return DEVICE_INFO if text is not None and device_string_kind(text) is not None else UNKNOWN_INFO
         if isinstance(expr, cst.Param):
             return self._param(expr)
@@ -556,8 +582,8 @@ class ValueKinds:
         if not tensors:
             return _TENSOR
         unknown_operand = any(not info.tensor_like and info.kind is not Kind.NUMBER for info in operands)
-        if any(info.device is Device.ACCELERATOR for info in tensors):
-            device = Device.ACCELERATOR
+        if any(info.device.is_placed for info in tensors):
+            device = _merge_devices([info.device for info in tensors if info.device.is_placed])
         elif any(info.model_input and info.device is Device.UNKNOWN for info in tensors):
             device = Device.UNKNOWN  # a forward() input: most likely on the accelerator
         elif any(info.device is Device.DEFAULT and info.scalar is False for info in tensors):
@@ -586,7 +612,8 @@ class ValueKinds:
         """The device a factory's `device=` names (UNKNOWN when it names something unknowable)."""
         arg = keyword_arg(call, "device")
         if arg is None:
-            return None
+            # `torch.eye(n, **factory_kwargs)` may pass a device.
+            return Device.UNKNOWN if any(a.star == "**" for a in call.args) else None
         found = self.device_value(arg.value)
         return Device.UNKNOWN if found is None else found
 

@@ -56,15 +56,26 @@ class ViewAfterPermute(Rule):
     def leave_Assign(self, node: cst.Assign) -> None:
         self._layouts.leave_Assign(node)
 
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._layouts.visit_FunctionDef(node)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._layouts.leave_FunctionDef(node)
+
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value != "view":
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("view", "reshape"):
+            return
+        layout = self._layouts.layout(func.value)
+        if func.attr.value == "reshape":
+            self._layouts.note_shape_call(node, layout)
             return
         args = shape_args(node)
         if args is None or (len(args) == 1 and self.ctx.kinds.is_dtype(args[0])):
             return
-        layout = self._layouts.layout(func.value)
-        if layout is None or not view_merge_breaks(self.ctx, layout, args):
+        breaks = layout is not None and view_merge_breaks(self.ctx, layout, args, self._layouts.single_dims)
+        self._layouts.note_shape_call(node, layout)
+        if not breaks:
             return
         self.report(
             node,

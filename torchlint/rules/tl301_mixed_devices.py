@@ -109,7 +109,7 @@ class MixedDevices(Rule):
             written = dotted_name(factory.func) or "factory"
             other = operands[partner]
             other_code = self.ctx.code_for(other) if isinstance(other, (cst.Name, cst.Attribute)) else None
-            if infos[partner].device is Device.ACCELERATOR:
+            if infos[partner].device.is_placed:
                 where = f"`{other_code}`, which is" if other_code else "a tensor"
                 where += " on the accelerator/`device`"
             else:
@@ -128,7 +128,7 @@ class MixedDevices(Rule):
         for other_index, other in enumerate(infos):
             if other_index == index or not other.tensor_like:
                 continue
-            if other.device is Device.ACCELERATOR:
+            if other.device.is_placed:
                 return other_index
             if info.origin_in_forward and other.model_input and other.device is Device.UNKNOWN:
                 return other_index

@@ -26,7 +26,8 @@ class DiscardedTo(Rule):
     nothing: the tensor stays on its old device or in its old dtype, which surfaces later as a
     device mismatch, a dtype error, or silently lower precision.
 
-    Receivers that are modules, or whose kind is unknown, are not reported.
+    Receivers that are modules, or whose kind is unknown, are not reported; neither are top-level
+    expressions in notebooks (a cell displays them).
 
     ## Example
     ```python
@@ -62,6 +63,8 @@ class DiscardedTo(Rule):
         receiver = call.func.value
         if not self.ctx.kinds.is_tensor(receiver):
             return
+        if self.ctx.path.endswith(".ipynb") and self.ctx.enclosing_function() is None:
+            return  # a notebook cell's top-level expression is displayed, not discarded
         written = dotted_name(receiver)
         if written is None:
             self.report(

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.names import keyword_arg, positional_args
-from torchlint.analysis.values import _string_value
+from torchlint.analysis.values import string_value
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -12,7 +12,7 @@ _GUARD_WORDS = ("cuda", "gpu", "is_available", "device_count", "accelerator")
 
 
 def _is_cuda_string(expr: cst.BaseExpression) -> bool:
-    text = _string_value(expr)
+    text = string_value(expr)
     return text is not None and (text == "cuda" or text.startswith("cuda:"))
 
 
@@ -24,7 +24,8 @@ class HardcodedCuda(Rule):
     projects only ever run on NVIDIA GPUs.
 
     Code under `if torch.cuda.is_available():` (or any condition, decorator or guard about CUDA or
-    GPUs), and `"cuda" if torch.cuda.is_available() else "cpu"`, are not reported.
+    GPUs), `"cuda" if torch.cuda.is_available() else "cpu"`, and code in functions or classes named
+    for CUDA or GPUs (`class CUDAAccelerator`, `def to_gpu`) are not reported.
 
     ## Why is this bad?
     The script crashes on machines without CUDA (laptops, Apple silicon, CPU-only CI) with
@@ -61,7 +62,7 @@ class HardcodedCuda(Rule):
             return
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and not self._is_namespace(func.value):
-            if self._unguarded():
+            if self._cuda_signature(node) and self._unguarded():
                 self.report(node, "`.cuda()` fails on machines without CUDA; move to a `device` chosen with `torch.cuda.is_available()`")
             return
         candidates = []
@@ -78,6 +79,13 @@ class HardcodedCuda(Rule):
                     "`\"cuda\" if torch.cuda.is_available() else \"cpu\"`",
                 )
 
+    @staticmethod
+    def _cuda_signature(call: cst.Call) -> bool:
+        """`Tensor.cuda`/`Module.cuda` arguments: (device=None, non_blocking=False, memory_format)."""
+        positional = [arg for arg in call.args if arg.keyword is None]
+        keywords = {arg.keyword.value for arg in call.args if arg.keyword is not None}
+        return len(positional) <= 1 and keywords <= {"device", "non_blocking", "memory_format"}
+
     def _is_namespace(self, expr: cst.BaseExpression) -> bool:
         """`torch.cuda` itself (`torch.cuda.synchronize()` is not a `.cuda()` call)."""
         return self.ctx.qualified_name(expr) is not None
@@ -87,10 +95,19 @@ class HardcodedCuda(Rule):
             if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)):
                 if self._mentions_guard(ancestor.test):
                     return False
+            elif isinstance(ancestor, cst.BooleanOperation) and isinstance(ancestor.operator, cst.Or):
+                return False  # `get_accelerator() or torch.device("cuda")`: a fallback
             elif isinstance(ancestor, cst.FunctionDef):
-                if self._function_guarded(ancestor):
+                if self._names_cuda(ancestor) or self._function_guarded(ancestor):
                     return False
+            elif isinstance(ancestor, cst.ClassDef) and self._names_cuda(ancestor):
+                return False  # `class CUDAAccelerator`, `def cuda(self)`: CUDA-specific by design
         return not self._module_guarded()
+
+    @staticmethod
+    def _names_cuda(definition: cst.FunctionDef | cst.ClassDef) -> bool:
+        name = definition.name.value.lower()
+        return "cuda" in name or "gpu" in name
 
     def _mentions_guard(self, node: cst.CSTNode) -> bool:
         text = self.ctx.code_for(node).lower()

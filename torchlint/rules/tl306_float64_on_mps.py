@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.names import keyword_arg, positional_args
-from torchlint.analysis.values import _string_value
+from torchlint.analysis.values import string_value
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -54,8 +54,6 @@ class Float64OnMps(Rule):
         if isinstance(parent, cst.Attribute) and parent.value is node:
             return
         steps = self._chain(node)
-        if steps is None:
-            return
         is_float64 = on_mps = False
         for call in steps:
             dtype, device = self._effect(call)
@@ -71,8 +69,9 @@ class Float64OnMps(Rule):
                 )
                 return
 
-    def _chain(self, outer: cst.Call) -> list[cst.Call] | None:
-        """The calls of a method chain, innermost first; None when no step can mention mps."""
+    @staticmethod
+    def _chain(outer: cst.Call) -> list[cst.Call]:
+        """The calls of a method chain, innermost first."""
         calls = []
         node: cst.BaseExpression = outer
         while True:
@@ -112,7 +111,7 @@ class Float64OnMps(Rule):
                 for arg in positional_args(call)[:2]:
                     if self._is_mps(arg.value):
                         device = True
-                    elif _string_value(arg.value) is not None:
+                    elif string_value(arg.value) is not None:
                         device = False
                     elif self.ctx.qualified_name(arg.value) is not None and self.ctx.qualified_name(arg.value).startswith("torch."):
                         dtype = self._is_float64(arg.value)
@@ -127,5 +126,5 @@ class Float64OnMps(Rule):
         if isinstance(expr, cst.Call) and self.ctx.callee(expr) == "torch.device":
             positional = positional_args(expr)
             expr = positional[0].value if positional else expr
-        text = _string_value(expr)
+        text = string_value(expr)
         return text is not None and (text == "mps" or text.startswith("mps:"))
