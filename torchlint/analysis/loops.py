@@ -163,8 +163,13 @@ def _text(expr: cst.BaseExpression | None) -> str | None:
     if expr is None:
         return None
     if isinstance(expr, cst.Subscript):
+        # `optimizers[0]`, `opts[name]`, `optim["g"]`: the same text is the same optimizer.
         base = dotted_name(expr.value)
-        return f"{base}[]" if base else None
+        element = expr.slice[0].slice if len(expr.slice) == 1 else None
+        index = element.value if isinstance(element, cst.Index) else None
+        if base is None or not isinstance(index, (cst.Integer, cst.Name, cst.SimpleString)):
+            return None
+        return f"{base}[{index.value}]"
     return dotted_name(expr)
 
 
