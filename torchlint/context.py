@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -11,6 +12,7 @@ from libcst._nodes.internal import CodegenState
 from torchlint.analysis.dataflow import LocalValues
 from torchlint.analysis.grad_mode import GradMode
 from torchlint.analysis.imports import ImportTable
+from torchlint.analysis.loops import LoopAnalysis
 from torchlint.analysis.modules import ModuleClasses
 from torchlint.analysis.values import ValueKinds
 from torchlint.diagnostics import Applicability
@@ -62,6 +64,11 @@ class FileContext:
         # What kind of value an expression holds (tensor, module, number, device) and where a
         # tensor lives; a walk participant listed right after `values` (see analysis/values.py).
         self.kinds = ValueKinds(self)
+
+    @cached_property
+    def loops(self) -> LoopAnalysis:
+        """Loop and training-step structure (`torchlint/analysis/loops.py`), built when first asked."""
+        return LoopAnalysis(self.module, self.imports, self.source)
 
     # Names -------------------------------------------------------------------------------
 

@@ -314,3 +314,20 @@ def test_answers_are_memoized_per_node() -> None:
     source = HEADER + "x = torch.zeros(3)\ny = x + 1\nprobe(y)\nprobe(y)\n"
     first, second = probe(source)
     assert first == second
+
+
+def test_calling_a_torch_loss_module_gives_a_tensor() -> None:
+    answers = probe(
+        HEADER
+        + """
+        criterion = nn.CrossEntropyLoss()
+        def step(out, y):
+            probe(criterion(out, y))
+        probe(criterion(out, y).item())
+        layer = nn.LSTM(2, 2)
+        probe(layer(x))
+        helper = make_loss()
+        probe(helper(out, y))
+        """
+    )
+    assert [a.kind for a in answers] == [Kind.TENSOR, Kind.NUMBER, Kind.UNKNOWN, Kind.UNKNOWN]

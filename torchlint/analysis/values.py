@@ -504,7 +504,16 @@ class ValueKinds:
                 return NUMBER_INFO
             if self._ctx.module_classes.is_module_name(name) and self._ctx.values.value_of(name) is None:
                 return MODULE_INFO
+            if self._is_loss_module(self.resolve(func)):
+                return _TENSOR  # `criterion = nn.CrossEntropyLoss()` ... `criterion(out, y)`
         return UNKNOWN_INFO
+
+    def _is_loss_module(self, value: cst.CSTNode) -> bool:
+        """A `torch.nn` loss module constructed here: calling it returns a tensor."""
+        if not isinstance(value, cst.Call):
+            return False
+        qualified = self._ctx.callee(value)
+        return qualified is not None and qualified.startswith("torch.nn.") and qualified.endswith("Loss")
 
     def _qualified_call(self, call: cst.Call, qualified: str) -> ValueInfo:
         if qualified in SIZE_FACTORIES or qualified in DATA_FACTORIES or qualified in LEGACY_CONSTRUCTORS:

@@ -1,0 +1,784 @@
+"""Loop and training-step structure: what one iteration of each loop calls, and in which order.
+
+For every `for`/`while` loop the analysis lists the training-step events of one iteration in
+evaluation order: `backward()`, optimizer `step()`, scheduler `step()`, `zero_grad()` (and other
+ways to clear gradients), `GradScaler` calls, gradient clipping, and calls that need gradients
+(`torch.autograd.grad`, `requires_grad_`). Nested loops are part of the iteration of the loops
+around them, and so are the bodies of functions defined in the same file and called from the loop
+(`train_step(batch)`, `self.train_step(batch)`), up to a few calls deep. Each event knows the `if`
+statements it sits under (relative to the loop), whether one of them is a throttle
+(`if step % log_every == 0`), the nested loops it is in, and the local calls it was reached
+through.
+
+Who is an optimizer, a scheduler or a GradScaler is read from how the name was created anywhere in
+the file (`torch.optim.AdamW(...)`, `get_scheduler(...)`, `GradScaler(...)`) and, when unknown,
+from the name itself (`optimizer`, `opt_g`, `lr_scheduler`, `scaler`).
+
+Everything is computed lazily, the first time a rule asks: files with no loop question pay
+nothing, and `training_loops()` answers at once for files that never call `backward(` or
+`.step(`. The analysis reads the tree itself (it is asked about whole loops, not about the point
+of the walk), skipping the bodies of nested functions, classes and lambdas, which a loop defines
+but does not run.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+from torchlint.analysis.imports import ImportTable
+from torchlint.analysis.names import dotted_name, positional_args
+from torchlint.walker import _child_fields
+
+Loop = cst.For | cst.While
+
+# How deep calls to functions of this file are followed from a loop.
+MAX_CALL_DEPTH = 4
+
+# A file can hold a training step only if it calls backward, or steps something next to a word
+# that names an optimizer or a GradScaler (diffusion pipelines step noise schedulers only).
+_BACKWARD_TEXT = re.compile(r"backward\(")
+_STEP_TEXT = re.compile(r"\.step\(")
+_OPTIMIZER_TEXT = re.compile(r"[oO]ptim|[sS]caler|\bopts?(?:\b|_|\d|[A-Z])|_opts?\b")
+
+
+class Kind(enum.Enum):
+    BACKWARD = "backward"
+    OPTIMIZER_STEP = "optimizer step"
+    SCHEDULER_STEP = "scheduler step"
+    ZERO_GRAD = "zero_grad"  # any way of clearing gradients: zero_grad(), p.grad = None, p.grad.zero_()
+    GRAD_SET = "grad set"  # gradients written by hand: p.grad = g, p.grad.copy_(g) (gradient surgery)
+    SCALER_SCALE = "scaler.scale"
+    SCALER_UNSCALE = "scaler.unscale_"
+    SCALER_UPDATE = "scaler.update"
+    CLIP = "clip"
+    NEEDS_GRAD = "needs grad"  # autograd.grad, requires_grad_(), enable_grad(): code that wants gradients
+    OPTIMIZER_CREATED = "optimizer created"  # `opt = torch.optim.SGD(...)` inside the loop
+
+
+class Role(enum.Enum):
+    OPTIMIZER = "optimizer"
+    SCHEDULER = "scheduler"
+    SCALER = "scaler"
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One branch of an `if` (or `try` handler, `match` case) an event sits under."""
+
+    node: cst.CSTNode
+    branch: int
+    throttle: bool
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: Kind
+    node: cst.CSTNode  # the call (or the assignment, for `p.grad = None`)
+    # What the event acts on, as written: the optimizer of a step or a zero_grad (`opt`, `self.optimizer`,
+    # the argument of `scaler.step(opt)`), the tensor of a backward (`loss`); None when not known.
+    target: cst.BaseExpression | None = None
+    conditions: tuple[Condition, ...] = ()
+    loops: tuple[Loop, ...] = ()  # nested loops between the iteration's loop and the event
+    via: tuple[cst.Call, ...] = ()  # calls of functions of this file through which it is reached
+    scaled: bool = False  # a backward through `scaler.scale(loss).backward()`
+    has_args: bool = False  # the step/zero_grad call passes arguments
+
+    @property
+    def conditional(self) -> bool:
+        return bool(self.conditions)
+
+    @property
+    def throttled(self) -> bool:
+        return any(condition.throttle and condition.branch == 0 for condition in self.conditions)
+
+    @property
+    def target_text(self) -> str | None:
+        return _text(self.target)
+
+    def exclusive_with(self, other: "Event") -> bool:
+        """The two events sit in different branches of one `if`: never both in one iteration."""
+        branches = {id(condition.node): condition.branch for condition in self.conditions}
+        return any(
+            id(condition.node) in branches and branches[id(condition.node)] != condition.branch
+            for condition in other.conditions
+        )
+
+    def _nested(self, conditions, loops, via) -> "Event":
+        return Event(
+            self.kind, self.node, self.target, conditions + self.conditions, loops + self.loops,
+            via + self.via, self.scaled, self.has_args,
+        )
+
+
+@dataclass
+class Iteration:
+    """The events of one iteration of a loop (or one call of a function), in evaluation order."""
+
+    owner: Loop | cst.FunctionDef
+    events: tuple[Event, ...]
+
+    def of_kind(self, *kinds: Kind) -> list[Event]:
+        return [event for event in self.events if event.kind in kinds]
+
+    @property
+    def calls_backward(self) -> bool:
+        return any(event.kind is Kind.BACKWARD for event in self.events)
+
+    @property
+    def steps_optimizer(self) -> bool:
+        return any(event.kind is Kind.OPTIMIZER_STEP for event in self.events)
+
+    @property
+    def is_training_step(self) -> bool:
+        """The loop runs training steps: it calls `backward()` or an optimizer `step()`."""
+        return self.calls_backward or self.steps_optimizer
+
+    @property
+    def clears_gradients(self) -> bool:
+        return any(event.kind in (Kind.ZERO_GRAD, Kind.GRAD_SET) for event in self.events)
+
+    @property
+    def needs_grad(self) -> bool:
+        """The loop wants gradients (backward, autograd.grad, requires_grad_...)."""
+        return any(event.kind in (Kind.BACKWARD, Kind.NEEDS_GRAD) for event in self.events)
+
+    def backward_subjects(self) -> set[str]:
+        """The names whose `backward()` this loop calls itself (`loss` for `scaler.scale(loss).backward()`).
+
+        Backward calls reached through a called function are left out: their names are the callee's.
+        """
+        return {
+            name for event in self.of_kind(Kind.BACKWARD) if not event.via and (name := _text(event.target))
+        }
+
+
+# Names and roles ---------------------------------------------------------------------------------
+
+
+def _text(expr: cst.BaseExpression | None) -> str | None:
+    if expr is None:
+        return None
+    if isinstance(expr, cst.Subscript):
+        # `optimizers[0]`, `opts[name]`, `optim["g"]`: the same text is the same optimizer.
+        base = dotted_name(expr.value)
+        element = expr.slice[0].slice if len(expr.slice) == 1 else None
+        index = element.value if isinstance(element, cst.Index) else None
+        if base is None or not isinstance(index, (cst.Integer, cst.Name, cst.SimpleString)):
+            return None
+        return f"{base}[{index.value}]"
+    return dotted_name(expr)
+
+
+def name_hint(expr: cst.BaseExpression | None) -> str:
+    """The last word of an expression's name, lower-cased: `optimizer` for `self.optimizer`."""
+    while True:
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value.lower()
+        if isinstance(expr, cst.Name):
+            return expr.value.lower()
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Call):
+            expr = expr.func
+        else:
+            return ""
+
+
+_OPTIMIZER_NAME = re.compile(r"(\w+_)?opts?(_\w+|\d+|[gd])?")
+
+
+def role_from_name(hint: str) -> Role | None:
+    hint = hint.lower()
+    if "sched" in hint:
+        return Role.SCHEDULER
+    if "scaler" in hint:
+        return Role.SCALER
+    if "optim" in hint or _OPTIMIZER_NAME.fullmatch(hint):
+        return Role.OPTIMIZER
+    return None
+
+
+_OPTIMIZER_CLASSES = re.compile(
+    r"(Adam|AdamW|SGD|RMSprop|Adagrad|Adadelta|Adamax|NAdam|RAdam|LBFGS|SparseAdam|ASGD|Rprop|Adafactor"
+    r"|Lion|Lamb|LAMB|Fused\w+|\w*Adam\w*8bit|Muon|Shampoo|Prodigy|Sophia\w*|Novograd|NovoGrad|Lars|LARS)"
+)
+_SCHEDULER_CLASSES = re.compile(r"[A-Z]\w*LR|\w*Plateau|\w*WarmRestarts|[A-Z]\w*Scheduler\w*|get_\w*schedule\w*")
+
+
+def role_of_constructor(qualified: str) -> Role | None:
+    """The role of what a call creates: `torch.optim.SGD` -> optimizer, `get_scheduler` -> scheduler."""
+    last = qualified.rsplit(".", 1)[-1].lstrip("_")
+    lowered = last.lower()
+    if ".lr_scheduler." in qualified or _SCHEDULER_CLASSES.fullmatch(last) or (
+        _FACTORY.fullmatch(lowered) and "sched" in lowered
+    ):
+        return Role.SCHEDULER
+    if "scaler" in lowered and (last[:1].isupper() or _FACTORY.fullmatch(lowered)):
+        return Role.SCALER
+    if qualified.startswith("torch.optim.") and last[:1].isupper():
+        return Role.OPTIMIZER
+    if _OPTIMIZER_CLASSES.fullmatch(last) or (last[:1].isupper() and last.endswith(("Optimizer", "Optimiser"))):
+        return Role.OPTIMIZER
+    if lowered in ("optimizers", "optimizer") or (_FACTORY.fullmatch(lowered) and "optim" in lowered):
+        return Role.OPTIMIZER
+    return None
+
+
+# `create_optimizer`, `build_lr_scheduler`, `get_scheduler`: functions that make one.
+_FACTORY = re.compile(r"(create|build|get|make|init|setup|configure|instantiate|new)_\w+")
+
+
+# Throttles -----------------------------------------------------------------------------------------
+
+
+def is_throttle(test: cst.BaseExpression) -> bool:
+    """`step % N == 0`, `(i + 1) % accum == 0`, `not step % N`, alone or inside `and`/`or`."""
+    if isinstance(test, cst.BooleanOperation):
+        return is_throttle(test.left) or is_throttle(test.right)
+    if isinstance(test, cst.UnaryOperation):
+        return is_throttle(test.expression)
+    if isinstance(test, cst.Comparison):
+        return _is_modulo(test.left) or any(_is_modulo(target.comparator) for target in test.comparisons)
+    return _is_modulo(test)
+
+
+def _is_modulo(expr: cst.BaseExpression) -> bool:
+    return (
+        isinstance(expr, cst.BinaryOperation)
+        and isinstance(expr.operator, cst.Modulo)
+        and not isinstance(expr.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+    )
+
+
+# Where things are ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Scope:
+    """A function (or the module) and the functions defined directly in it."""
+
+    node: cst.CSTNode | None  # FunctionDef, or None for module level
+    parent: "_Scope | None"
+    classdef: cst.ClassDef | None  # the class a method is defined in
+    functions: dict[str, cst.FunctionDef]
+
+
+class _Index:
+    """One pass over the statements of the file (never into expressions)."""
+
+    def __init__(self, module: cst.Module, imports: ImportTable) -> None:
+        self.imports = imports
+        self.scope_of_function: dict[int, _Scope] = {}  # the scope a FunctionDef's body opens
+        self.scope_of_loop: dict[int, _Scope] = {}
+        self.methods: dict[int, dict[str, cst.FunctionDef]] = {}  # id(ClassDef) -> name -> def
+        self.classes: dict[str, cst.ClassDef] = {}
+        self.loops: list[Loop] = []
+        self.functions: list[cst.FunctionDef] = []
+        self.roles: dict[str, set[Role | None]] = {}
+        root = _Scope(None, None, None, {})
+        self.module_scope = root
+        self._statements(module.body, root, None)
+
+    def _statements(self, statements, scope: _Scope, classdef: cst.ClassDef | None) -> None:
+        for statement in statements:
+            if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+                for small in statement.body:
+                    if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call):
+                        for target in small.targets:
+                            self._record_creation(target.target, small.value)
+                    elif isinstance(small, cst.AnnAssign) and isinstance(small.value, cst.Call):
+                        self._record_creation(small.target, small.value)
+                continue
+            if isinstance(statement, cst.FunctionDef):
+                if classdef is not None:
+                    self.methods.setdefault(id(classdef), {})[statement.name.value] = statement
+                else:
+                    scope.functions[statement.name.value] = statement
+                inner = _Scope(statement, scope, classdef, {})
+                self.functions.append(statement)
+                self.scope_of_function[id(statement)] = inner
+                self._statements(statement.body.body, inner, None)
+                continue
+            if isinstance(statement, cst.ClassDef):
+                self.classes.setdefault(statement.name.value, statement)
+                self.methods.setdefault(id(statement), {})
+                self._statements(statement.body.body, scope, statement)
+                continue
+            if isinstance(statement, (cst.For, cst.While)):
+                self.loops.append(statement)
+                self.scope_of_loop[id(statement)] = scope
+            for block in _blocks(statement):
+                self._statements(block, scope, classdef)
+
+    def _record_creation(self, target: cst.BaseExpression, call: cst.Call) -> None:
+        written = dotted_name(target)
+        if written is None:
+            return
+        callee = self.imports.qualified_name(call.func) or dotted_name(call.func)
+        role = role_of_constructor(callee) if callee else None
+        self.roles.setdefault(written, set()).add(role)
+
+
+def _blocks(statement: cst.CSTNode) -> list:
+    """The statement lists nested in a compound statement (an `elif` comes as a one-item list)."""
+    found = []
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(statement, name, None)
+        if isinstance(block, cst.If):
+            found.append([block])
+            continue
+        if isinstance(block, (cst.Else, cst.Finally)):
+            block = block.body
+        if isinstance(block, cst.IndentedBlock):
+            found.append(block.body)
+        elif isinstance(block, cst.SimpleStatementSuite):
+            found.append([block])
+    for handler in getattr(statement, "handlers", ()):
+        found.extend(_blocks(handler))
+    for case in getattr(statement, "cases", ()):
+        found.extend(_blocks(case))
+    return found
+
+
+# The analysis -------------------------------------------------------------------------------------
+
+
+_CLIP_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
+_GRAD_FUNCTIONS = frozenset(
+    {"torch.autograd.grad", "torch.func.grad", "torch.func.vjp", "torch.func.jacrev", "torch.func.jacfwd",
+     "torch.func.grad_and_value", "torch.func.hessian", "torch.enable_grad", "torch.autograd.enable_grad",
+     "torch.autograd.functional.jacobian", "torch.autograd.functional.vjp", "torch.autograd.functional.hessian"}
+)
+_CLEARING_WORDS = ("zero_grad", "reset_grad", "clear_grad", "zero_grads")
+# Objects whose `backward(loss)` method back-propagates its argument.
+_BACKWARD_OWNERS = ("accelerator", "fabric", "engine", "trainer", "strategy", "precision", "plugin")
+
+
+class LoopAnalysis:
+    """Loop questions for one file; see the module docstring."""
+
+    def __init__(self, module: cst.Module, imports: ImportTable, source: str) -> None:
+        self._module = module
+        self._imports = imports
+        self._has_training_text = _BACKWARD_TEXT.search(source) is not None or (
+            _STEP_TEXT.search(source) is not None and _OPTIMIZER_TEXT.search(source) is not None
+        )
+        self._index: _Index | None = None
+        self._loop_events: dict[int, tuple[Event, ...]] = {}
+        self._function_events: dict[int, tuple[Event, ...]] = {}
+        self._in_progress: set[int] = set()
+        self._iterations: dict[int, Iteration] = {}
+        self._function_iterations: dict[int, Iteration] = {}
+        self._roles: dict[str, Role | None] = {}
+
+    @property
+    def index(self) -> _Index:
+        if self._index is None:
+            self._index = _Index(self._module, self._imports)
+        return self._index
+
+    # Queries -----------------------------------------------------------------------------
+
+    def loops(self) -> list[Loop]:
+        """Every `for`/`while` statement of the file, outer loops before the loops they hold."""
+        return self.index.loops
+
+    def iteration(self, loop: Loop) -> Iteration:
+        found = self._iterations.get(id(loop))
+        if found is None:
+            found = Iteration(loop, self._events_of_loop(loop, self.index.scope_of_loop.get(id(loop)), 0))
+            self._iterations[id(loop)] = found
+        return found
+
+    def training_loops(self) -> list[Iteration]:
+        """The loops that call `backward()` or an optimizer `step()` (directly or through calls)."""
+        if not self._has_training_text:
+            return []
+        return [iteration for loop in self.loops() if (iteration := self.iteration(loop)).is_training_step]
+
+    def step_functions(self) -> list[Iteration]:
+        """Functions whose body calls `backward()` or an optimizer `step()`: the events of one call.
+
+        Order questions that do not need a loop (zero_grad between backward and step, a clip
+        before unscale_) hold for a training-step function whoever calls it.
+        """
+        if not self._has_training_text:
+            return []
+        return [iteration for function in self.index.functions if (iteration := self.body(function)).is_training_step]
+
+    def body(self, function: cst.FunctionDef) -> Iteration:
+        """The events of one call of a function of this file."""
+        iteration = self._function_iterations.get(id(function))
+        if iteration is None:
+            iteration = Iteration(function, self._events_of_function(function, 0))
+            self._function_iterations[id(function)] = iteration
+        return iteration
+
+    def step_sequences(self) -> list[Iteration]:
+        """Training loops and training-step functions: every ordered sequence an order rule checks."""
+        return self.training_loops() + self.step_functions()
+
+    def is_training_loop(self, loop: Loop) -> bool:
+        return self._has_training_text and self.iteration(loop).is_training_step
+
+    def role(self, expr: cst.BaseExpression | None) -> Role | None:
+        """Optimizer, scheduler or GradScaler: from how the name was created, else from the name."""
+        written = _text(expr)
+        if written is None:
+            return role_from_name(name_hint(expr))
+        if written not in self._roles:
+            created = self.index.roles.get(written, set()) - {None}
+            self._roles[written] = next(iter(created)) if len(created) == 1 else role_from_name(name_hint(expr))
+        return self._roles[written]
+
+    # Building events ---------------------------------------------------------------------
+
+    def _events_of_loop(self, loop: Loop, scope: _Scope | None, depth: int) -> tuple[Event, ...]:
+        key = id(loop)
+        found = self._loop_events.get(key)
+        if found is not None:
+            return found
+        events: list[Event] = []
+        scanner = _Scanner(self, scope or self.index.module_scope, depth, events)
+        if isinstance(loop, cst.While):
+            scanner.expression(loop.test)
+        scanner.block(loop.body)
+        result = tuple(events)
+        self._loop_events[key] = result
+        return result
+
+    def _events_of_function(self, function: cst.FunctionDef, depth: int) -> tuple[Event, ...]:
+        key = id(function)
+        found = self._function_events.get(key)
+        if found is not None:
+            return found
+        if key in self._in_progress:
+            return ()
+        self._in_progress.add(key)
+        events: list[Event] = []
+        try:
+            _Scanner(self, self.index.scope_of_function[key], depth, events).block(function.body)
+        finally:
+            self._in_progress.discard(key)
+        result = tuple(events)
+        self._function_events[key] = result
+        return result
+
+    def resolve_call(self, call: cst.Call, scope: _Scope) -> cst.FunctionDef | None:
+        """The function of this file that a call runs: `helper(...)` or `self.method(...)`."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            name = func.value
+            current: _Scope | None = scope
+            while current is not None:
+                found = current.functions.get(name)
+                if found is not None:
+                    return found
+                current = current.parent
+            return None
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            method = func.attr.value
+            current = scope
+            while current is not None and current.classdef is None:
+                current = current.parent
+            if current is None:
+                return None
+            return self._method(current.classdef, method, 0)
+        return None
+
+    def _method(self, classdef: cst.ClassDef, name: str, depth: int) -> cst.FunctionDef | None:
+        found = self.index.methods.get(id(classdef), {}).get(name)
+        if found is not None or depth > 3:
+            return found
+        for base in classdef.bases:
+            base_name = dotted_name(base.value)
+            base_class = self.index.classes.get(base_name or "")
+            if base_class is not None and base_class is not classdef:
+                found = self._method(base_class, name, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+
+class _Scanner:
+    """Collects the events of one block in evaluation order."""
+
+    def __init__(self, analysis: LoopAnalysis, scope: _Scope, depth: int, events: list[Event]) -> None:
+        self.analysis = analysis
+        self.scope = scope
+        self.depth = depth
+        self.events = events
+        self.conditions: tuple[Condition, ...] = ()
+
+    def emit(self, kind: Kind, node: cst.CSTNode, target=None, **flags) -> None:
+        self.events.append(Event(kind, node, target, self.conditions, **flags))
+
+    def extend(self, events: tuple[Event, ...], loops: tuple[Loop, ...] = (), via: tuple[cst.Call, ...] = ()) -> None:
+        for event in events:
+            self.events.append(event._nested(self.conditions, loops, via))
+
+    # Statements ------------------------------------------------------------------------------
+
+    def block(self, block: cst.CSTNode) -> None:
+        body = getattr(block, "body", ())
+        if isinstance(body, cst.CSTNode):
+            self.node(body)
+            return
+        for statement in body:
+            self.node(statement)
+
+    def under(self, condition: Condition, block: cst.CSTNode) -> None:
+        saved = self.conditions
+        self.conditions = saved + (condition,)
+        try:
+            self.node(block) if isinstance(block, cst.If) else self.block(block)
+        finally:
+            self.conditions = saved
+
+    def node(self, node: cst.CSTNode) -> None:
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return
+        if isinstance(node, cst.If):
+            self.expression(node.test)
+            throttle = is_throttle(node.test)
+            self.under(Condition(node, 0, throttle), node.body)
+            if node.orelse is not None:
+                self.under(Condition(node, 1, False), node.orelse)
+            return
+        if isinstance(node, (cst.For, cst.While)):
+            if isinstance(node, cst.For):
+                self.expression(node.iter)
+            self.extend(self.analysis._events_of_loop(node, self.scope, self.depth), loops=(node,))
+            if node.orelse is not None:
+                self.block(node.orelse)
+            return
+        if isinstance(node, cst.Try):
+            self.block(node.body)
+            for position, handler in enumerate(node.handlers, start=1):
+                self.under(Condition(node, position, False), handler.body)
+            for block in (node.orelse, node.finalbody):
+                if block is not None:
+                    self.block(block)
+            return
+        if isinstance(node, cst.Match):
+            self.expression(node.subject)
+            for position, case in enumerate(node.cases):
+                self.under(Condition(node, position, False), case.body)
+            return
+        if isinstance(node, cst.Assign):
+            self.expression(node.value)
+            for target in node.targets:
+                self._assigned(target.target, node, node.value)
+            return
+        if isinstance(node, cst.Del):
+            if _is_grad_attribute(node.target):
+                self.emit(Kind.ZERO_GRAD, node)
+            return
+        if isinstance(node, cst.Call):
+            self.call(node)
+            return
+        for name in _child_fields(type(node)):
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                self.node(value)
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    if isinstance(item, cst.CSTNode):
+                        self.node(item)
+
+    expression = node
+
+    def _assigned(self, target: cst.BaseExpression, assignment: cst.Assign, value: cst.BaseExpression) -> None:
+        if _is_grad_attribute(target):
+            cleared = isinstance(value, cst.Name) and value.value == "None"
+            self.emit(Kind.ZERO_GRAD if cleared else Kind.GRAD_SET, assignment)
+        elif isinstance(value, cst.Call) and dotted_name(target) is not None:
+            callee = self.analysis._imports.qualified_name(value.func) or dotted_name(value.func)
+            if callee and role_of_constructor(callee) is Role.OPTIMIZER:
+                self.emit(Kind.OPTIMIZER_CREATED, assignment, target)
+
+    # Calls -----------------------------------------------------------------------------------
+
+    def call(self, call: cst.Call) -> None:
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            self.node(func.value)
+        for arg in call.args:
+            self.node(arg.value)
+        analysis = self.analysis
+        if any(arg.keyword is not None and arg.keyword.value == "requires_grad" and _is_true(arg.value) for arg in call.args):
+            self.emit(Kind.NEEDS_GRAD, call)
+        qualified = analysis._imports.qualified_name(func)
+        if qualified is not None:
+            last = qualified.rsplit(".", 1)[-1]
+            if qualified == "torch.autograd.backward":
+                self.emit(Kind.BACKWARD, call, _first_argument(call))
+            elif qualified in _GRAD_FUNCTIONS:
+                self.emit(Kind.NEEDS_GRAD, call)
+            elif last in _CLIP_FUNCTIONS and qualified.startswith("torch."):
+                self.emit(Kind.CLIP, call)
+            elif last == "_foreach_zero_" or any(word in last.lower() for word in _CLEARING_WORDS):
+                self.emit(Kind.ZERO_GRAD, call)
+            return
+        if isinstance(func, cst.Attribute):
+            if self._method_call(call, func.attr.value, func.value):
+                return
+        elif isinstance(func, cst.Name) and any(word in func.value.lower() for word in _CLEARING_WORDS):
+            self.emit(Kind.ZERO_GRAD, call)
+        if self.depth < MAX_CALL_DEPTH:
+            function = analysis.resolve_call(call, self.scope)
+            if function is not None:
+                self.extend(analysis._events_of_function(function, self.depth + 1), via=(call,))
+
+    def _method_call(self, call: cst.Call, method: str, receiver: cst.BaseExpression) -> bool:
+        """Emits the event of a method call; True when the call is not a local-function call."""
+        analysis = self.analysis
+        has_args = bool(call.args)
+        if method == "backward":
+            if _is_super(receiver) or _is_function_class(receiver):
+                return True
+            if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) \
+                    and receiver.func.attr.value == "scale" and analysis.role(receiver.func.value) is Role.SCALER:
+                self.emit(Kind.BACKWARD, call, _first_argument(receiver), scaled=True)
+            elif analysis.role(receiver) is Role.SCALER:
+                return True
+            elif positional_args(call) and (_is_self(receiver) or any(w in name_hint(receiver) for w in _BACKWARD_OWNERS)):
+                # `accelerator.backward(loss)`, `self.backward(loss)` (Lightning's hook)
+                self.emit(Kind.BACKWARD, call, _first_argument(call))
+            else:
+                self.emit(Kind.BACKWARD, call, receiver)
+            return True
+        if method == "manual_backward":
+            self.emit(Kind.BACKWARD, call, _first_argument(call))
+            return True
+        if method == "step":
+            role = analysis.role(receiver)
+            if role is Role.OPTIMIZER:
+                self.emit(Kind.OPTIMIZER_STEP, call, receiver, has_args=has_args)
+            elif role is Role.SCHEDULER:
+                self.emit(Kind.SCHEDULER_STEP, call, receiver, has_args=has_args)
+            elif role is Role.SCALER:
+                self.emit(Kind.OPTIMIZER_STEP, call, _first_argument(call), has_args=has_args)
+            return role is not None or not _is_self(receiver)
+        if method == "zero_grad" or any(word in method.lower() for word in _CLEARING_WORDS):
+            self.emit(Kind.ZERO_GRAD, call, receiver, has_args=has_args)
+            if method == "zero_grad" or not _is_self(receiver):
+                return True
+            return False  # `self.reset_grad()`: also follow it when it is a method of this class
+        if method in ("zero_", "fill_") and _is_grad_attribute(receiver):
+            self.emit(Kind.ZERO_GRAD, call)
+            return True
+        if method in ("copy_", "add_", "set_") and _is_grad_attribute(receiver):
+            self.emit(Kind.GRAD_SET, call)
+            return True
+        if method == "requires_grad_":
+            if not call.args or _is_true(call.args[0].value):
+                self.emit(Kind.NEEDS_GRAD, call)
+            return True
+        if method in ("scale", "unscale_", "update") and analysis.role(receiver) is Role.SCALER:
+            kind = {"scale": Kind.SCALER_SCALE, "unscale_": Kind.SCALER_UNSCALE, "update": Kind.SCALER_UPDATE}[method]
+            self.emit(kind, call, _first_argument(call))
+            return True
+        return not _is_self(receiver)
+
+
+def _first_argument(call: cst.Call) -> cst.BaseExpression | None:
+    positional = positional_args(call)
+    return positional[0].value if positional else None
+
+
+def _is_grad_attribute(expr: cst.BaseExpression) -> bool:
+    """`p.grad`, `p.grad.data`, `param.grad[...]`."""
+    while True:
+        if isinstance(expr, cst.Attribute):
+            if expr.attr.value == "grad":
+                return True
+            if expr.attr.value != "data":
+                return False
+            expr = expr.value
+        elif isinstance(expr, cst.Subscript):
+            expr = expr.value
+        else:
+            return False
+
+
+def _is_self(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "self"
+
+
+def _is_super(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "super"
+
+
+def _is_function_class(expr: cst.BaseExpression) -> bool:
+    """`MyFunction.backward(ctx, ...)`: calling an autograd Function's static method by hand."""
+    name = expr.value if isinstance(expr, cst.Name) else None
+    return name is not None and name[:1].isupper()
+
+
+def _is_true(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "True"
+
+
+# Queries about the point of the walk ----------------------------------------------------------
+
+
+def enclosing_loops(ancestors: list[cst.CSTNode]) -> list[Loop]:
+    """The loops around the current node inside its function, innermost first.
+
+    A loop counts only when the node is in its body (not in a `for` statement's iterable, which is
+    evaluated once, nor in its `else`).
+    """
+    found: list[Loop] = []
+    for index in range(len(ancestors) - 1, -1, -1):
+        node = ancestors[index]
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            break
+        if isinstance(node, (cst.For, cst.While)):
+            child = ancestors[index + 1] if index + 1 < len(ancestors) else None
+            if child is node.body or (isinstance(node, cst.While) and child is node.test):
+                found.append(node)
+    return found
+
+
+def throttled_since(ancestors: list[cst.CSTNode], loop: Loop) -> bool:
+    """The current node is in the body of a throttling `if` (`if step % N == 0:`) inside `loop`."""
+    for index in range(len(ancestors) - 1, -1, -1):
+        node = ancestors[index]
+        if node is loop:
+            return False
+        if isinstance(node, cst.If) and index + 1 < len(ancestors) and ancestors[index + 1] is node.body:
+            if is_throttle(node.test):
+                return True
+    return False
+
+
+def element_source(loop: Loop) -> cst.BaseExpression | None:
+    """What a per-element loop walks over: `t` in `for row in t`, `for i in range(len(t))`,
+    `range(t.size(0))`, `range(t.shape[0])`, `range(t.numel())`, `enumerate(t)`, `zip(t, ...)`.
+
+    The caller decides whether that expression is a tensor.
+    """
+    if not isinstance(loop, cst.For):
+        return None
+    iterable = loop.iter
+    if isinstance(iterable, (cst.Name, cst.Attribute)):
+        return iterable
+    if not isinstance(iterable, cst.Call) or not isinstance(iterable.func, cst.Name) or not iterable.args:
+        return None
+    wrapper, first = iterable.func.value, iterable.args[0].value
+    if wrapper in ("enumerate", "zip"):
+        return first if isinstance(first, (cst.Name, cst.Attribute)) else None
+    if wrapper != "range" or len(iterable.args) != 1:
+        return None
+    if isinstance(first, cst.Call) and isinstance(first.func, cst.Name) and first.func.value == "len" and first.args:
+        return first.args[0].value
+    if isinstance(first, cst.Call) and isinstance(first.func, cst.Attribute) and first.func.attr.value in ("size", "numel"):
+        return first.func.value
+    if isinstance(first, cst.Subscript) and isinstance(first.value, cst.Attribute) and first.value.attr.value == "shape":
+        return first.value.value
+    return None
