@@ -33,6 +33,18 @@ def _child_fields(node_class: type) -> tuple[str, ...]:
     )
 
 
+def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The children of `node` worth visiting, in field order."""
+    found = []
+    for name in _child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(item for item in value if isinstance(item, cst.CSTNode))
+    return found
+
+
 @lru_cache(maxsize=None)
 def _handler_names(participant_class: type) -> tuple[tuple[str, str, type], ...]:
     """(method name, 'visit' or 'leave', libcst node class) for each handler a class defines."""
@@ -73,14 +85,8 @@ class Walker:
             handler(node)
         ancestors = self._ancestors
         ancestors.append(node)
-        for name in _child_fields(node_class):
-            value = getattr(node, name)
-            if isinstance(value, cst.CSTNode):
-                self._walk(value)
-            elif isinstance(value, (list, tuple)):
-                for item in value:
-                    if isinstance(item, cst.CSTNode):
-                        self._walk(item)
+        for child in child_nodes(node):
+            self._walk(child)
         ancestors.pop()
         for handler in self._leave.get(node_class, ()):
             handler(node)

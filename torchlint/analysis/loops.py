@@ -31,7 +31,7 @@ import libcst as cst
 
 from torchlint.analysis.imports import ImportTable
 from torchlint.analysis.names import dotted_name, positional_args
-from torchlint.walker import _child_fields
+from torchlint.walker import child_nodes
 
 Loop = cst.For | cst.While
 
@@ -581,14 +581,8 @@ class _Scanner:
         if isinstance(node, cst.Call):
             self.call(node)
             return
-        for name in _child_fields(type(node)):
-            value = getattr(node, name)
-            if isinstance(value, cst.CSTNode):
-                self.node(value)
-            elif isinstance(value, (list, tuple)):
-                for item in value:
-                    if isinstance(item, cst.CSTNode):
-                        self.node(item)
+        for child in child_nodes(node):
+            self.node(child)
 
     expression = node
 
