@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from torchlint.analysis.attributes import SelfAttributes
 from torchlint.analysis.dataflow import LocalValues
+from torchlint.analysis.guards import Guards
 from torchlint.analysis.imports import ImportTable
 from torchlint.analysis.modules import ModuleClasses
 from torchlint.diagnostics import Applicability
@@ -52,6 +54,8 @@ class FileContext:
     def __post_init__(self) -> None:
         self.values = LocalValues(self.ancestors)
         self.module_classes = ModuleClasses(self.module, self.imports)
+        self.guards = Guards(self.ancestors, self.module)
+        self.self_attributes = SelfAttributes(self.ancestors)
 
     # Names -------------------------------------------------------------------------------
 
