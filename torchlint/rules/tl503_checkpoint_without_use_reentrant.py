@@ -17,7 +17,7 @@ class CheckpointWithoutUseReentrant(Rule):
     """
     ## What it does
     Flags `torch.utils.checkpoint.checkpoint(fn, ...)` and `checkpoint_sequential(...)` called
-    without `use_reentrant=`. Calls with `**kwargs` (which may carry it), version-gated fallbacks
+    without `use_reentrant=`. Calls with `*args` or `**kwargs`, version-gated fallbacks
     and `try`/`except` fallbacks are not flagged.
 
     ## Why is this bad?
@@ -55,7 +55,7 @@ class CheckpointWithoutUseReentrant(Rule):
         if not node.args or keyword_arg(node, "use_reentrant") is not None:
             return
         qualified = self.ctx.callee(node)
-        if qualified not in _CHECKPOINT_FUNCTIONS or any(arg.star == "**" for arg in node.args):
+        if qualified not in _CHECKPOINT_FUNCTIONS or any(arg.star for arg in node.args):
             return
         if self.ctx.guards.in_compat_code():
             return

@@ -63,21 +63,45 @@ class DeprecatedApiUse(Rule):
     severity = Severity.WARNING
     fix_applicability = Applicability.SAFE
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # Local names bound by more than one import (`try: from torch import vmap` /
+        # `except ImportError: from functorch import vmap`): which one a use means is unknown.
+        self._import_targets: dict[str, str] = {}
+        self._ambiguous_names: set[str] = set()
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            while isinstance(bound, cst.Attribute):
+                bound = bound.value
+            if isinstance(bound, cst.Name):
+                self._record_binding(bound.value, self.ctx.code_for(alias.name))
+
+    def _record_binding(self, local: str, target: str) -> None:
+        previous = self._import_targets.setdefault(local, target)
+        if previous != target:
+            self._ambiguous_names.add(local)
+
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value in DEPRECATED_LAST_SEGMENTS:
             self._check_use(node)
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value in DEPRECATED_LAST_SEGMENTS:
+        if node.value in DEPRECATED_LAST_SEGMENTS and node.value not in self._ambiguous_names:
             self._check_use(node)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if isinstance(node.names, cst.ImportStar) or node.relative or node.module is None:
+        if isinstance(node.names, cst.ImportStar) or node.module is None:
             return
-        module = self.ctx.code_for(node.module)
+        module = "." * len(node.relative) + self.ctx.code_for(node.module)
         found = []
         for alias in node.names:
-            api = DEPRECATED_BY_NAME.get(f"{module}.{self.ctx.code_for(alias.name)}")
+            imported = f"{module}.{self.ctx.code_for(alias.name)}"
+            local = alias.asname.name if alias.asname is not None else alias.name
+            if isinstance(local, cst.Name):
+                self._record_binding(local.value, imported)
+            api = DEPRECATED_BY_NAME.get(imported)
             if api is not None and self._reportable(api):
                 found.append(api)
         if not found:
