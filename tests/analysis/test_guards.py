@@ -164,3 +164,20 @@ def test_nested_functions_inherit_the_gate() -> None:
         return probe()
     """
     assert verdicts(source) == [True, False]
+
+
+def test_default_overridden_by_a_gate() -> None:
+    source = """
+    def build(conv):
+        weight_norm = probe()
+        if hasattr(nn.utils.parametrizations, "weight_norm"):
+            weight_norm = nn.utils.parametrizations.weight_norm
+        other = probe()
+        if flag:
+            other = 1
+        third = probe()
+        unrelated = 2
+        if _TORCH_GREATER_EQUAL_2_1:
+            weight_norm = 3
+    """
+    assert verdicts(source) == [True, False, False]

@@ -11,6 +11,8 @@ torch versions. `ctx.guards.in_compat_code()` answers True inside:
   what these rules look for and the other one is the fallback;
 - the statements that follow such an `if` in the same block when its body ends in `return`
   (`if TORCH_2_4: return torch.amp...` then `return torch.cuda.amp...`);
+- an assignment that such an `if` right after it overrides (`weight_norm = nn.utils.weight_norm`
+  then `if hasattr(nn.utils.parametrizations, "weight_norm"): weight_norm = ...`);
 - a `try` whose handlers catch `ImportError`, `ModuleNotFoundError`, `AttributeError` or
   `TypeError` (the body when it is short, and the handlers), and the handlers of a
   `try` that catches `Exception` or everything: `try: new() except AttributeError: old()`;
@@ -26,6 +28,7 @@ import re
 
 import libcst as cst
 
+from torchlint.analysis.dataflow import assigned_names, target_names
 from torchlint.analysis.names import dotted_name
 
 _VERSION_TEST = re.compile(
@@ -85,7 +88,7 @@ class Guards:
                 if child is not None and self._fallback_part(node, child):
                     return True
             elif isinstance(node, (cst.IndentedBlock, cst.Module)) and child is not None:
-                if self._after_gated_return(node, child):
+                if self._after_gated_return(node, child) or self._overridden_by_gate(node, child):
                     return True
         return False
 
@@ -113,6 +116,23 @@ class Guards:
         if child is node.body:
             return probe and len(node.body.body) <= _MAX_PROBE_BODY
         return False
+
+    def _overridden_by_gate(self, block: cst.IndentedBlock | cst.Module, child: cst.CSTNode) -> bool:
+        if not isinstance(child, cst.SimpleStatementLine):
+            return False
+        statements = list(block.body)
+        index = next((i for i, statement in enumerate(statements) if statement is child), None)
+        if index is None or index + 1 >= len(statements):
+            return False
+        following = statements[index + 1]
+        if not isinstance(following, cst.If) or not self.is_version_test(following.test):
+            return False
+        assigned = {
+            name
+            for small in child.body if isinstance(small, cst.Assign)
+            for target in small.targets for name in target_names(target.target)
+        }
+        return bool(assigned & assigned_names(following))
 
     def _after_gated_return(self, block: cst.IndentedBlock | cst.Module, child: cst.CSTNode) -> bool:
         for statement in block.body:

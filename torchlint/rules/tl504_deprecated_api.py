@@ -5,6 +5,7 @@ import libcst as cst
 from torchlint.analysis.deprecated_api import (
     DEPRECATED_BY_NAME, DEPRECATED_LAST_SEGMENTS, DeprecatedApi, FixKind, replacement_unavailable,
 )
+from torchlint.analysis.dataflow import assigned_names
 from torchlint.analysis.names import positional_args
 from torchlint.analysis.torch_api import torch_module_name
 from torchlint.context import FixSpec
@@ -69,6 +70,7 @@ class DeprecatedApiUse(Rule):
         # `except ImportError: from functorch import vmap`): which one a use means is unknown.
         self._import_targets: dict[str, str] = {}
         self._ambiguous_names: set[str] = set()
+        self._assigned: dict[int, set[str]] = {}
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -89,7 +91,20 @@ class DeprecatedApiUse(Rule):
 
     def visit_Name(self, node: cst.Name) -> None:
         if node.value in DEPRECATED_LAST_SEGMENTS and node.value not in self._ambiguous_names:
-            self._check_use(node)
+            if not self._assigned_in_scope(node.value):
+                self._check_use(node)
+
+    def _assigned_in_scope(self, name: str) -> bool:
+        """The name is (also) a variable here: assigned in an enclosing function or the module."""
+        for scope in self.ctx.ancestors:
+            if isinstance(scope, (cst.Module, cst.FunctionDef)):
+                names = self._assigned.get(id(scope))
+                if names is None:
+                    names = assigned_names(scope.body if isinstance(scope, cst.FunctionDef) else scope)
+                    self._assigned[id(scope)] = names
+                if name in names:
+                    return True
+        return False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if isinstance(node.names, cst.ImportStar) or node.module is None:
