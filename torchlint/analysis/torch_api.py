@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.names import keyword_arg, method_name, method_receiver, positional_args
+from torchlint.analysis.names import argument, keyword_arg, method_name, method_receiver, positional_args
 
 SOFTMAX_FUNCTIONS = frozenset(
     {"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax", "torch.Tensor.softmax"}
@@ -103,3 +103,21 @@ def called_function(ctx, call: cst.Call) -> str | None:
         referenced = ctx.qualified_name(made)
         return _canonical_module_class(referenced) if referenced is not None else None
     return None
+
+
+def loss_of_produced_input(
+    ctx, call: cst.Call, producers: frozenset[str], method: str
+) -> tuple[str, cst.Call, cst.BaseExpression] | None:
+    """For a call whose first (`input`) argument is the result of one of `producers` (or of the
+    tensor method `method`), written inline or held in a local: (what the call computes, see
+    `called_function`; the producing call; the argument as written). None otherwise."""
+    if not call.args:
+        return None
+    written = argument(call, 0, "input")
+    if written is None:
+        return None
+    producer = ctx.values.resolve(written)
+    if not isinstance(producer, cst.Call) or not call_matches(ctx, producer, producers, method):
+        return None
+    computed = called_function(ctx, call)
+    return None if computed is None else (computed, producer, written)

@@ -2,10 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.names import argument
-from torchlint.analysis.torch_api import (
-    CROSS_ENTROPY_LOSSES, NLL_LOSSES, SOFTMAX_FUNCTIONS, call_matches, called_function,
-)
+from torchlint.analysis.torch_api import CROSS_ENTROPY_LOSSES, NLL_LOSSES, SOFTMAX_FUNCTIONS, loss_of_produced_input
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -44,15 +41,10 @@ class SoftmaxBeforeCrossEntropy(Rule):
     severity = Severity.ERROR
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not node.args:
+        found = loss_of_produced_input(self.ctx, node, SOFTMAX_FUNCTIONS, "softmax")
+        if found is None:
             return
-        loss_input = argument(node, 0, "input")
-        if loss_input is None:
-            return
-        inner = self.ctx.values.resolve(loss_input)
-        if not isinstance(inner, cst.Call) or not call_matches(self.ctx, inner, SOFTMAX_FUNCTIONS, "softmax"):
-            return
-        loss = called_function(self.ctx, node)
+        loss = found[0]
         if loss in CROSS_ENTROPY_LOSSES:
             message = (
                 "`cross_entropy` applies `log_softmax` itself; pass the logits, not `softmax(...)` "

@@ -2,10 +2,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.names import argument, has_star_args, keyword_arg, positional_args
+from torchlint.analysis.names import has_star_args, keyword_arg, positional_args
 from torchlint.analysis.torch_api import (
-    BINARY_CROSS_ENTROPY_LOSSES, SIGMOID_FUNCTIONS, call_matches, called_function, functional_module_name,
-    unary_operand,
+    BINARY_CROSS_ENTROPY_LOSSES, SIGMOID_FUNCTIONS, functional_module_name, loss_of_produced_input, unary_operand,
 )
 from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
@@ -56,18 +55,11 @@ class SigmoidBeforeBce(Rule):
     fix_applicability = Applicability.SAFE
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not node.args:
+        found = loss_of_produced_input(self.ctx, node, SIGMOID_FUNCTIONS, "sigmoid")
+        if found is None or found[0] not in BINARY_CROSS_ENTROPY_LOSSES:
             return
-        loss_input = argument(node, 0, "input")
-        if loss_input is None:
-            return
-        inner = self.ctx.values.resolve(loss_input)
-        if not isinstance(inner, cst.Call) or not call_matches(self.ctx, inner, SIGMOID_FUNCTIONS, "sigmoid"):
-            return
-        loss = called_function(self.ctx, node)
-        if loss not in BINARY_CROSS_ENTROPY_LOSSES:
-            return
-        fix = self._with_logits_fix(node, inner) if inner is loss_input and loss == _FUNCTIONAL_BCE else None
+        loss, sigmoid, written = found
+        fix = self._with_logits_fix(node, sigmoid) if sigmoid is written and loss == _FUNCTIONAL_BCE else None
         self.report(
             node,
             "`binary_cross_entropy` of a `sigmoid` saturates for large logits; use "
