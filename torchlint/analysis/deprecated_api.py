@@ -195,3 +195,11 @@ AMP_LAST_SEGMENTS = frozenset(name.rsplit(".", 1)[-1] for name in AMP_BY_NAME)
 def replacement_unavailable(replacement_since: Version | None, target: tuple[int, ...] | None) -> bool:
     """The configured minimum torch predates the replacement: the old API must stay."""
     return replacement_since is not None and target is not None and tuple(target[:2]) < replacement_since
+
+
+def old_api_reportable(ctx, replacement_since: Version | None) -> bool:
+    """A use of an old API at the current point is worth reporting: its replacement exists in the
+    configured minimum torch, and the code is not a version-gated or try/except fallback."""
+    if replacement_unavailable(replacement_since, ctx.settings.target_torch_version):
+        return False
+    return not ctx.guards.in_compat_code()

@@ -4,7 +4,7 @@ import libcst as cst
 
 from torchlint.analysis.call_edits import as_keyword, keyword, with_arguments, with_callee
 from torchlint.analysis.deprecated_api import (
-    AMP_BY_NAME, AMP_LAST_SEGMENTS, DeprecatedAmpApi, replacement_unavailable,
+    AMP_BY_NAME, AMP_LAST_SEGMENTS, DeprecatedAmpApi, old_api_reportable,
 )
 from torchlint.analysis.torch_api import torch_module_name
 from torchlint.context import FixSpec
@@ -66,7 +66,7 @@ class DeprecatedCudaAmp(Rule):
         if _last_name(node.func) not in AMP_LAST_SEGMENTS:
             return
         api = AMP_BY_NAME.get(self.ctx.callee(node) or "")
-        if api is None or not self._reportable(api):
+        if api is None or not old_api_reportable(self.ctx, api.replacement_since):
             return
         self.report(node, self._message(api), fix=self._call_fix(node, api))
 
@@ -76,7 +76,7 @@ class DeprecatedCudaAmp(Rule):
         if isinstance(decorator, cst.Call) or _last_name(decorator) not in AMP_LAST_SEGMENTS:
             return
         api = AMP_BY_NAME.get(self.ctx.qualified_name(decorator) or "")
-        if api is None or not api.bare_decorator or not self._reportable(api):
+        if api is None or not api.bare_decorator or not old_api_reportable(self.ctx, api.replacement_since):
             return
         torch_name = torch_module_name(self.ctx)
         fix = None
@@ -85,18 +85,14 @@ class DeprecatedCudaAmp(Rule):
             fix = FixSpec(self._fix_message(api), ((decorator, replacement),))
         self.report(decorator, self._message(api), fix=fix)
 
-    def _reportable(self, api: DeprecatedAmpApi) -> bool:
-        if replacement_unavailable(api.replacement_since, self.ctx.settings.target_torch_version):
-            return False
-        return not self.ctx.guards.in_compat_code()
-
     @staticmethod
     def _message(api: DeprecatedAmpApi) -> str:
         if api.device_argument == "positional":
             use = f"{api.replacement}({_device_text(api)}, ...)"
         else:
             use = f"@{api.replacement}({_device_text(api)})"
-        return f"`{api.name}` is deprecated since torch 2.4 (FutureWarning); use `{use}`"
+        since = ".".join(str(part) for part in api.since)
+        return f"`{api.name}` is deprecated since torch {since} (FutureWarning); use `{use}`"
 
     @staticmethod
     def _fix_message(api: DeprecatedAmpApi) -> str:

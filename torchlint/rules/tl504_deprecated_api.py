@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.deprecated_api import (
-    DEPRECATED_BY_NAME, DEPRECATED_LAST_SEGMENTS, DeprecatedApi, FixKind, replacement_unavailable,
-)
 from torchlint.analysis.dataflow import assigned_names
+from torchlint.analysis.deprecated_api import (
+    DEPRECATED_BY_NAME, DEPRECATED_LAST_SEGMENTS, DeprecatedApi, FixKind, old_api_reportable,
+)
 from torchlint.analysis.names import positional_args
 from torchlint.analysis.torch_api import torch_module_name
 from torchlint.context import FixSpec
@@ -117,7 +117,7 @@ class DeprecatedApiUse(Rule):
             if isinstance(local, cst.Name):
                 self._record_binding(local.value, imported)
             api = DEPRECATED_BY_NAME.get(imported)
-            if api is not None and self._reportable(api):
+            if api is not None and old_api_reportable(self.ctx, api.replacement_since):
                 found.append(api)
         if not found:
             return
@@ -135,7 +135,7 @@ class DeprecatedApiUse(Rule):
         if not isinstance(parent, _USE_PARENTS) or not self._is_value_of(parent, node):
             return
         api = DEPRECATED_BY_NAME.get(self.ctx.qualified_name(node) or "")
-        if api is None or not self._reportable(api):
+        if api is None or not old_api_reportable(self.ctx, api.replacement_since):
             return
         call = parent if isinstance(parent, cst.Call) else None
         self.report(node, f"`{api.name}` is {api.describe()}; {api.advice()}", fix=self._use_fix(node, api, call))
@@ -149,11 +149,6 @@ class DeprecatedApiUse(Rule):
         if isinstance(parent, (cst.Arg, cst.Assign, cst.AnnAssign, cst.Element, cst.Return)):
             return parent.value is node
         return isinstance(parent, cst.IfExp) and node in (parent.body, parent.orelse)
-
-    def _reportable(self, api: DeprecatedApi) -> bool:
-        if replacement_unavailable(api.replacement_since, self.ctx.settings.target_torch_version):
-            return False
-        return not self.ctx.guards.in_compat_code()
 
     def _use_fix(self, node: cst.Name | cst.Attribute, api: DeprecatedApi, call: cst.Call | None) -> FixSpec | None:
         if api.fix is FixKind.NONE or api.rename_to is None or isinstance(node, cst.Name):
