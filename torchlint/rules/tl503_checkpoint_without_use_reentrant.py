@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.call_edits import keyword, with_arguments
-from torchlint.analysis.names import keyword_arg
+from torchlint.analysis.names import keyword_arg, positional_args
 from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.rule import Rule
@@ -11,6 +11,9 @@ from torchlint.rule import Rule
 _CHECKPOINT_FUNCTIONS = frozenset(
     {"torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential"}
 )
+
+# `checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs)`
+_SEQUENTIAL_USE_REENTRANT_POSITION = 3
 
 
 class CheckpointWithoutUseReentrant(Rule):
@@ -22,10 +25,10 @@ class CheckpointWithoutUseReentrant(Rule):
 
     ## Why is this bad?
     Without the argument, torch uses the legacy reentrant implementation and warns on every
-    call; the default is announced to change to `use_reentrant=False`. The reentrant variant does
-    not record the autograd graph of the checkpointed region: gradients are silently missing when
-    no input of the region requires grad (a frozen embedding before checkpointed blocks), and it
-    does not support `torch.autograd.grad`, keyword arguments or nested structures of tensors.
+    call; the default is announced to change to `use_reentrant=False`. The reentrant variant
+    gives the region's parameters no gradient when no input of the region requires grad (a
+    frozen embedding before checkpointed blocks: only a warning says so), and it does not support
+    `torch.autograd.grad`, keyword arguments or tensors inside nested structures.
 
     ## Example
     ```python
@@ -38,11 +41,10 @@ class CheckpointWithoutUseReentrant(Rule):
     ```
 
     ## Fix safety
-    The fix adds `use_reentrant=False` and is unsafe: it changes which implementation runs.
-    The non-reentrant one is recommended and computes the same gradients, but code that relies on
-    reentrant-only behaviour (for example, a region that changes the global RNG state in ways the
-    recomputation must reproduce exactly) needs checking. Pass `use_reentrant=True` to keep the
-    old behaviour without the warning.
+    The fix adds `use_reentrant=False` and is unsafe: it changes which implementation runs. The
+    non-reentrant one is recommended and gives the same gradients for ordinary code, but code that
+    depends on how the reentrant one behaves needs checking. Pass `use_reentrant=True` to keep
+    the old behaviour without the warning.
     """
 
     code = "TL503"
@@ -56,6 +58,8 @@ class CheckpointWithoutUseReentrant(Rule):
             return
         qualified = self.ctx.callee(node)
         if qualified not in _CHECKPOINT_FUNCTIONS or any(arg.star for arg in node.args):
+            return
+        if qualified.endswith("_sequential") and len(positional_args(node)) > _SEQUENTIAL_USE_REENTRANT_POSITION:
             return
         if self.ctx.guards.in_compat_code():
             return
