@@ -16,20 +16,21 @@ from torchlint.walker import Walker
 class _Probe:
     """Records the guard verdict at each call of `probe()`."""
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: FileContext, fallback_only: bool) -> None:
         self.ctx = ctx
+        self.fallback_only = fallback_only
         self.verdicts: list[bool] = []
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name) and node.func.value == "probe":
-            self.verdicts.append(self.ctx.guards.in_compat_code())
+            self.verdicts.append(self.ctx.guards.in_compat_code(node, fallback_only=self.fallback_only))
 
 
-def verdicts(source: str) -> list[bool]:
+def verdicts(source: str, fallback_only: bool = False) -> list[bool]:
     module = cst.parse_module(textwrap.dedent(source))
     ctx = FileContext("t.py", textwrap.dedent(source), module, Settings(rules=()))
     _collect_top_level_imports(ctx)
-    probe = _Probe(ctx)
+    probe = _Probe(ctx, fallback_only)
     Walker([ctx.values, probe], ctx.ancestors).walk(module)
     return probe.verdicts
 
@@ -45,8 +46,6 @@ def verdicts(source: str) -> list[bool]:
         "TORCH_2_4",
         'hasattr(torch.amp, "GradScaler")',
         'RequirementCache("torch>=2.4")',
-        "TYPE_CHECKING",
-        "typing.TYPE_CHECKING",
         "torch_version >= (2, 4)",
     ],
 )
@@ -181,3 +180,66 @@ def test_default_overridden_by_a_gate() -> None:
             weight_norm = 3
     """
     assert verdicts(source) == [True, False, False]
+
+
+def test_type_checking_blocks_never_run_but_their_else_does() -> None:
+    source = """
+    if TYPE_CHECKING:
+        probe()
+    else:
+        probe()
+    if typing.TYPE_CHECKING:
+        probe()
+    """
+    assert verdicts(source) == [True, False, True]
+
+
+@pytest.mark.parametrize(
+    ("test", "newer"),
+    [
+        ("_TORCH_GREATER_EQUAL_2_4", True),
+        ("not _TORCH_GREATER_EQUAL_2_4", False),
+        ("TORCH_2_4", True),
+        ("_TORCH_LESS_EQUAL_1_13", False),
+        ('is_torch_version(">=", "2.4")', True),
+        ('is_torch_version("<", "2.2")', False),
+        ('is_torch_greater_or_equal("2.4")', True),
+        ('hasattr(torch.amp, "GradScaler")', True),
+        ('RequirementCache("torch>=2.4")', True),
+        ('version.parse(torch.__version__) >= version.parse("2.4")', True),
+        ('version.parse(torch.__version__) < version.parse("2.4")', False),
+        ('version.parse("2.4") <= version.parse(torch.__version__)', True),
+        ('_TORCH_GREATER_EQUAL_2_1 and hasattr(torch, "compile")', True),
+        ("torch_version", None),
+    ],
+)
+def test_fallback_only_keeps_the_branch_older_torch_takes(test: str, newer: bool | None) -> None:
+    source = f"""
+    if {test}:
+        probe()
+    else:
+        probe()
+    x = probe() if {test} else probe()
+    """
+    expected = [True, True] if newer is None else [not newer, newer]
+    assert verdicts(source, fallback_only=True) == expected * 2
+
+
+def test_fallback_only_try_and_early_return() -> None:
+    source = """
+    try:
+        probe()
+    except TypeError:
+        probe()
+
+    def new_first():
+        if _TORCH_GREATER_EQUAL_2_4:
+            return new()
+        return probe()
+
+    def old_first():
+        if _TORCH_LESS_THAN_2_4:
+            return old()
+        return probe()
+    """
+    assert verdicts(source, fallback_only=True) == [False, True, True, False]

@@ -197,9 +197,10 @@ def replacement_unavailable(replacement_since: Version | None, target: tuple[int
     return replacement_since is not None and target is not None and tuple(target[:2]) < replacement_since
 
 
-def old_api_reportable(ctx, replacement_since: Version | None) -> bool:
-    """A use of an old API at the current point is worth reporting: its replacement exists in the
-    configured minimum torch, and the code is not a version-gated or try/except fallback."""
+def old_api_reportable(ctx, replacement_since: Version | None, node) -> bool:
+    """A use of an old API (`node`, at the current point of the walk) is worth reporting: its
+    replacement exists in the configured minimum torch, and the code is not version-gated or a
+    try/except fallback."""
     if replacement_unavailable(replacement_since, ctx.settings.target_torch_version):
         return False
-    return not ctx.guards.in_compat_code()
+    return not ctx.guards.in_compat_code(node)

@@ -42,6 +42,23 @@ _PROBE_EXCEPTIONS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeE
 _BROAD_EXCEPTIONS = frozenset({"Exception", "BaseException"})
 # A probing `try` body longer than this is ordinary code that happens to catch those errors.
 _MAX_PROBE_BODY = 3
+_TYPE_CHECKING = re.compile(r"\bTYPE_CHECKING\b")
+# A comparison operator written in a version check: True when it holds on newer versions.
+_COMPARISONS = {">=": True, ">": True, "<": False, "<=": False}
+_OPERATOR_NEWER = {
+    cst.GreaterThanEqual: True, cst.GreaterThan: True, cst.LessThan: False, cst.LessThanEqual: False,
+}
+_NEWER_WORD = re.compile(r"greater|newer|at_?least|_ge(_|$)|_gt(_|$)|(^|_)ge_|torch_?\d", re.IGNORECASE)
+_OLDER_WORD = re.compile(r"less|older|below|_lt(_|$)|_le(_|$)|(^|_)lt_", re.IGNORECASE)
+
+
+def _polarity_of_word(name: str) -> bool | None:
+    """`_TORCH_GREATER_EQUAL_2_4` holds on newer torch, `_TORCH_LESS_THAN_2_0` on older."""
+    if _OLDER_WORD.search(name):
+        return False
+    if _NEWER_WORD.search(name):
+        return True
+    return None
 
 
 def _caught_names(handler: cst.ExceptHandler) -> set[str] | None:
@@ -76,21 +93,39 @@ class Guards:
         self._module = module
         self._version_tests: dict[int, bool] = {}
 
-    def in_compat_code(self) -> bool:
-        """True in version-gated branches, try/except fallbacks and TYPE_CHECKING blocks."""
-        ancestors = self._ancestors
-        for index, node in enumerate(ancestors):
-            child = ancestors[index + 1] if index + 1 < len(ancestors) else None
-            if isinstance(node, (cst.If, cst.IfExp)):
-                if self.is_version_test(node.test):
+    def in_compat_code(self, node: cst.CSTNode | None = None, *, fallback_only: bool = False) -> bool:
+        """True in version-gated branches, try/except fallbacks and TYPE_CHECKING blocks.
+
+        `node` is the node about to be reported (the walk's ancestors stop at its parent). With
+        `fallback_only`, only the code that runs on *older* torch counts: the branch of a gate that
+        the old version takes (both when that cannot be told), the handlers of a `try`, the code
+        after `if <new torch>: return ...`. Rules whose finding can sit in the new-version branch
+        too (`torch.load` without `weights_only` next to a new `mmap=True`) ask for that.
+        """
+        chain = [*self._ancestors, node] if node is not None else self._ancestors
+        for index, current in enumerate(chain):
+            child = chain[index + 1] if index + 1 < len(chain) else None
+            if isinstance(current, (cst.If, cst.IfExp)):
+                if child is not None and child is not current.test and self._gated_branch(current, child, fallback_only):
                     return True
-            elif isinstance(node, cst.Try):
-                if child is not None and self._fallback_part(node, child):
+            elif isinstance(current, cst.Try):
+                if child is not None and self._fallback_part(current, child, fallback_only):
                     return True
-            elif isinstance(node, (cst.IndentedBlock, cst.Module)) and child is not None:
-                if self._after_gated_return(node, child) or self._overridden_by_gate(node, child):
+            elif isinstance(current, (cst.IndentedBlock, cst.Module)) and child is not None:
+                if self._after_gated_return(current, child, fallback_only) or self._overridden_by_gate(current, child):
                     return True
         return False
+
+    def _gated_branch(self, gate: cst.If | cst.IfExp, branch: cst.CSTNode, fallback_only: bool) -> bool:
+        if not self.is_version_test(gate.test):
+            return False
+        in_body = branch is gate.body
+        if _TYPE_CHECKING.search(self._module.code_for_node(gate.test)):
+            return in_body  # the body never runs; an `else` always does
+        if not fallback_only:
+            return True
+        newer = self.holds_on_newer_torch(gate.test)
+        return newer is None or newer != in_body
 
     def is_version_test(self, test: cst.BaseExpression) -> bool:
         """The expression checks the torch version, a torch API's presence, or TYPE_CHECKING."""
@@ -101,7 +136,7 @@ class Guards:
             self._version_tests[key] = verdict
         return verdict
 
-    def _fallback_part(self, node: cst.Try, child: cst.CSTNode) -> bool:
+    def _fallback_part(self, node: cst.Try, child: cst.CSTNode, fallback_only: bool) -> bool:
         caught: set[str] = set()
         catches_everything = False
         for handler in node.handlers:
@@ -113,7 +148,7 @@ class Guards:
         probe = bool(caught & _PROBE_EXCEPTIONS)
         if isinstance(child, cst.ExceptHandler):
             return probe or catches_everything or bool(caught & _BROAD_EXCEPTIONS)
-        if child is node.body:
+        if child is node.body and not fallback_only:
             return probe and len(node.body.body) <= _MAX_PROBE_BODY
         return False
 
@@ -134,7 +169,9 @@ class Guards:
         }
         return bool(assigned & assigned_names(following))
 
-    def _after_gated_return(self, block: cst.IndentedBlock | cst.Module, child: cst.CSTNode) -> bool:
+    def _after_gated_return(
+        self, block: cst.IndentedBlock | cst.Module, child: cst.CSTNode, fallback_only: bool
+    ) -> bool:
         for statement in block.body:
             if statement is child:
                 return False
@@ -143,6 +180,42 @@ class Guards:
                 and statement.orelse is None
                 and _ends_in_return(statement.body)
                 and self.is_version_test(statement.test)
+                and (not fallback_only or self.holds_on_newer_torch(statement.test) is not False)
             ):
                 return True
         return False
+
+    def holds_on_newer_torch(self, test: cst.BaseExpression) -> bool | None:
+        """True when a version test holds on newer torch (`_TORCH_GREATER_EQUAL_2_4`,
+        `is_torch_version(">=", ...)`, `hasattr(torch.amp, ...)`), False when on older
+        (`is_torch_version("<", ...)`, `not _TORCH_GREATER_EQUAL_2_4`), None when unknown."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self.holds_on_newer_torch(test.expression)
+            return None if inner is None else not inner
+        if isinstance(test, cst.BooleanOperation):
+            sides = {self.holds_on_newer_torch(side) for side in (test.left, test.right) if self.is_version_test(side)}
+            return sides.pop() if len(sides) == 1 else None
+        if isinstance(test, cst.Call):
+            name = (dotted_name(test.func) or "").rsplit(".", 1)[-1]
+            if name == "hasattr":
+                return True
+            for arg in test.args:
+                if isinstance(arg.value, cst.SimpleString) and arg.value.evaluated_value in _COMPARISONS:
+                    return _COMPARISONS[arg.value.evaluated_value]
+                if isinstance(arg.value, cst.SimpleString) and "torch" in arg.value.value:
+                    found = re.search(r"(>=|<=|>|<)", arg.value.value)
+                    if found:
+                        return _COMPARISONS[found.group(1)]
+            return _polarity_of_word(name)
+        if isinstance(test, (cst.Name, cst.Attribute)):
+            return _polarity_of_word(dotted_name(test) or "")
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            operator = type(test.comparisons[0].operator)
+            newer = _OPERATOR_NEWER.get(operator)
+            if newer is None:
+                return None
+            left_is_version = self.is_version_test(test.left)
+            if left_is_version == self.is_version_test(test.comparisons[0].comparator):
+                return None
+            return newer if left_is_version else not newer
+        return None

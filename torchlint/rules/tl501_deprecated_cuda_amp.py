@@ -66,7 +66,7 @@ class DeprecatedCudaAmp(Rule):
         if _last_name(node.func) not in AMP_LAST_SEGMENTS:
             return
         api = AMP_BY_NAME.get(self.ctx.callee(node) or "")
-        if api is None or not old_api_reportable(self.ctx, api.replacement_since):
+        if api is None or not old_api_reportable(self.ctx, api.replacement_since, node):
             return
         self.report(node, self._message(api), fix=self._call_fix(node, api))
 
@@ -76,7 +76,7 @@ class DeprecatedCudaAmp(Rule):
         if isinstance(decorator, cst.Call) or _last_name(decorator) not in AMP_LAST_SEGMENTS:
             return
         api = AMP_BY_NAME.get(self.ctx.qualified_name(decorator) or "")
-        if api is None or not api.bare_decorator or not old_api_reportable(self.ctx, api.replacement_since):
+        if api is None or not api.bare_decorator or not old_api_reportable(self.ctx, api.replacement_since, node):
             return
         torch_name = torch_module_name(self.ctx)
         fix = None

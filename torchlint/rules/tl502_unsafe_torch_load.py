@@ -61,7 +61,7 @@ class UnsafeTorchLoad(Rule):
             value = weights_only.value
             if not (isinstance(value, cst.Name) and value.value == "False"):
                 return  # True, or a variable the caller chose; `None` is handled below
-            if self.ctx.guards.in_compat_code():
+            if self.ctx.guards.in_compat_code(node, fallback_only=True):
                 return
             self.report(
                 node,
@@ -72,7 +72,7 @@ class UnsafeTorchLoad(Rule):
         target = self.ctx.settings.target_torch_version
         if target is not None and tuple(target[:2]) >= _SAFE_DEFAULT_SINCE:
             return
-        if self.ctx.guards.in_compat_code():
+        if self.ctx.guards.in_compat_code(node, fallback_only=True):
             return
         fix = None
         if argument(node, 2, "pickle_module") is None:

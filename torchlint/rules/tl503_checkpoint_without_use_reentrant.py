@@ -61,7 +61,7 @@ class CheckpointWithoutUseReentrant(Rule):
             return
         if qualified.endswith("_sequential") and len(positional_args(node)) > _SEQUENTIAL_USE_REENTRANT_POSITION:
             return
-        if self.ctx.guards.in_compat_code():
+        if self.ctx.guards.in_compat_code(node, fallback_only=True):
             return
         fixed = with_arguments(node, last=[keyword("use_reentrant", "False")])
         name = qualified.rsplit(".", 1)[-1]

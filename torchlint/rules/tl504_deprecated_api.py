@@ -117,7 +117,7 @@ class DeprecatedApiUse(Rule):
             if isinstance(local, cst.Name):
                 self._record_binding(local.value, imported)
             api = DEPRECATED_BY_NAME.get(imported)
-            if api is not None and old_api_reportable(self.ctx, api.replacement_since):
+            if api is not None and old_api_reportable(self.ctx, api.replacement_since, node):
                 found.append(api)
         if not found:
             return
@@ -135,7 +135,7 @@ class DeprecatedApiUse(Rule):
         if not isinstance(parent, _USE_PARENTS) or not self._is_value_of(parent, node):
             return
         api = DEPRECATED_BY_NAME.get(self.ctx.qualified_name(node) or "")
-        if api is None or not old_api_reportable(self.ctx, api.replacement_since):
+        if api is None or not old_api_reportable(self.ctx, api.replacement_since, node):
             return
         call = parent if isinstance(parent, cst.Call) else None
         self.report(node, f"`{api.name}` is {api.describe()}; {api.advice()}", fix=self._use_fix(node, api, call))
