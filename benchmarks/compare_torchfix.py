@@ -10,7 +10,7 @@ Both outputs are `path:row:column: CODE [*] message` lines. Paths are resolved a
 directory each tool ran in. A TorchFix finding is *matched* when torchlint reports, in the same
 file and on the same row, one of the torchlint codes that cover its TorchFix code (see
 docs/migrating-from-torchfix.md). Unmatched TorchFix findings are listed with the judged reason
-from the judgments file (`path-suffix<TAB>row<TAB>TOR code<TAB>reason`), when there is one.
+from the judgments file (`path suffix, or a folder ending in /<TAB>row or *<TAB>TOR code<TAB>reason`), when there is one.
 The counts per TorchFix code are printed, and the torchlint findings under the mapped codes that
 TorchFix does not report.
 """
@@ -68,13 +68,14 @@ def load_judgments(path: str | None) -> list[tuple[str, int, str, str]]:
             for line in handle:
                 if line.strip() and not line.startswith("#"):
                     suffix, row, code, reason = line.rstrip("\n").split("\t", 3)
-                    judgments.append((suffix, int(row), code, reason))
+                    judgments.append((suffix, None if row == "*" else int(row), code, reason))
     return judgments
 
 
 def reason_for(file: str, row: int, code: str, judgments) -> str | None:
     for suffix, judged_row, judged_code, reason in judgments:
-        if judged_row == row and judged_code == code and file.endswith(suffix):
+        in_place = file.endswith(suffix) or (suffix.endswith("/") and suffix in file)
+        if judged_row in (None, row) and judged_code == code and in_place:
             return reason
     return None
 
