@@ -243,3 +243,29 @@ def test_fallback_only_try_and_early_return() -> None:
         return probe()
     """
     assert verdicts(source, fallback_only=True) == [False, True, True, False]
+
+
+def test_in_version_gate_ignores_try_fallbacks() -> None:
+    source = """
+    if _TORCH_GREATER_EQUAL_2_4:
+        probe()
+    else:
+        probe()
+    if sys.version_info >= (3, 11):
+        probe()
+    try:
+        probe()
+    except ImportError:
+        probe()
+    """
+    module = cst.parse_module(textwrap.dedent(source))
+    ctx = FileContext("t.py", textwrap.dedent(source), module, Settings(rules=()))
+    answers = []
+
+    class Probe:
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value == "probe":
+                answers.append((ctx.guards.in_version_gate(node), ctx.guards.in_compat_code(node)))
+
+    Walker([ctx.values, Probe()], ctx.ancestors).walk(module)
+    assert answers == [(True, True), (True, True), (True, True), (False, True), (False, True)]

@@ -18,7 +18,8 @@ torch versions. `ctx.guards.in_compat_code()` answers True inside:
   `try` that catches `Exception` or everything: `try: new() except AttributeError: old()`;
 - `if TYPE_CHECKING:` blocks, which never run.
 
-Verdicts about one `if` or `try` are cached. The question is only asked for candidate findings,
+`ctx.guards.in_version_gate()` asks the narrower question (gated `if` branches and TYPE_CHECKING
+blocks only) for rules outside API hygiene. Verdicts about one `if` test are cached. The question is only asked for candidate findings,
 so nothing here runs for most nodes.
 """
 
@@ -33,7 +34,7 @@ from torchlint.analysis.names import dotted_name
 
 _VERSION_TEST = re.compile(
     r"torch\w*version|version\w*torch|torch\.__version__|torch\w*(greater|less|_ge_|_gt_|_le_|_lt_|_eq_)"
-    r"|torch_?\d|hasattr\(\s*(torch|functorch|F|nn)\b[\w.]*\s*,"
+    r"|torch_?\d|hasattr\(\s*(torch|functorch|F|nn)\b[\w.]*\s*,|sys\.version_info"
     r"|RequirementCache\(\s*f?['\"](torch|lightning)|compare_version\(\s*['\"]torch|\bTYPE_CHECKING\b",
     re.IGNORECASE,
 )
@@ -113,6 +114,18 @@ class Guards:
                     return True
             elif isinstance(current, (cst.IndentedBlock, cst.Module)) and child is not None:
                 if self._after_gated_return(current, child, fallback_only) or self._overridden_by_gate(current, child):
+                    return True
+        return False
+
+    def in_version_gate(self, node: cst.CSTNode | None = None) -> bool:
+        """True inside either branch of a version-gated `if` or conditional expression, or in an
+        `if TYPE_CHECKING:` block: the narrower question for rules outside API hygiene, whose
+        findings a `try`/`except` around them does not excuse."""
+        chain = [*self._ancestors, node] if node is not None else self._ancestors
+        for index, current in enumerate(chain):
+            child = chain[index + 1] if index + 1 < len(chain) else None
+            if isinstance(current, (cst.If, cst.IfExp)) and child is not None and child is not current.test:
+                if self._gated_branch(current, child, fallback_only=False):
                     return True
         return False
 
