@@ -2,13 +2,13 @@
 
 API-hygiene rules (deprecated APIs, `torch.load` without `weights_only`, checkpoint without
 `use_reentrant`) must stay quiet where a library deliberately keeps the old spelling for old
-torch versions. `ctx.guards.in_compat_code()` answers True inside:
+torch versions. `ctx.guards.in_compat_code(node)` answers True inside:
 
 - either branch of an `if` or conditional expression whose test checks the torch version or the
   presence of a torch API: `if _TORCH_GREATER_EQUAL_2_4:`, `is_torch_version("<", "2.4")`,
   `version.parse(torch.__version__) >= ...`, `hasattr(torch.amp, "GradScaler")`,
-  `RequirementCache("torch>=2.4")`; both branches count, since the new-API branch never holds
-  what these rules look for and the other one is the fallback;
+  `RequirementCache("torch>=2.4")`; both branches count, since the new-API branch does not hold
+  the deprecated spelling and the other one is the fallback;
 - the statements that follow such an `if` in the same block when its body ends in `return`
   (`if TORCH_2_4: return torch.amp...` then `return torch.cuda.amp...`);
 - an assignment that such an `if` right after it overrides (`weight_norm = nn.utils.weight_norm`
@@ -18,9 +18,11 @@ torch versions. `ctx.guards.in_compat_code()` answers True inside:
   `try` that catches `Exception` or everything: `try: new() except AttributeError: old()`;
 - `if TYPE_CHECKING:` blocks, which never run.
 
-`ctx.guards.in_version_gate()` asks the narrower question (gated `if` branches and TYPE_CHECKING
-blocks only) for rules outside API hygiene. Verdicts about one `if` test are cached. The question is only asked for candidate findings,
-so nothing here runs for most nodes.
+With `fallback_only=True` only the code that older torch runs counts (`holds_on_newer_torch`
+tells the branches apart): for findings that can sit in the new-version branch too.
+`ctx.guards.in_version_gate(node)` asks the narrower question (gated `if` branches and
+TYPE_CHECKING blocks only) for rules outside API hygiene. Verdicts about one `if` test are
+cached; the questions are only asked for candidate findings.
 """
 
 from __future__ import annotations
