@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
 
 from torchlint.analysis.attributes import SelfAttributes
 from torchlint.analysis.dataflow import LocalValues
@@ -67,7 +68,18 @@ class FileContext:
         return self.imports.qualified_name(call.func)
 
     def code_for(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node)
+        """The source text of `node`, in this file's newline. An expression written over several
+        lines keeps the indentation of the blocks around the walk's current node on its
+        continuation lines, so that a fix replacing it leaves the lines where they were."""
+        indents = [
+            block.indent if block.indent is not None else self.module.default_indent
+            for block in self.ancestors if isinstance(block, cst.IndentedBlock)
+        ]
+        if not indents or isinstance(node, cst.BaseStatement):
+            return self.module.code_for_node(node)
+        state = CodegenState(self.module.default_indent, self.module.default_newline, indent_tokens=indents)
+        node._codegen(state)
+        return "".join(state.tokens)
 
     # Structure ---------------------------------------------------------------------------
 

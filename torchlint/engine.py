@@ -17,7 +17,6 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from torchlint.config import UNSUPPRESSIBLE, Settings
 from torchlint.context import FileContext, FixSpec, PendingReport
 from torchlint.diagnostics import Diagnostic, Edit, Fix, Location
-from torchlint.fix_text import reindent, source_span
 from torchlint.notebook import notebook_source
 from torchlint.noqa import file_exemption, line_suppresses
 from torchlint.rule import Rule
@@ -85,13 +84,10 @@ def _syntax_error(source: str, filename: str, error: cst.ParserSyntaxError) -> D
     return file_error("TL901", filename, f"SyntaxError: {message}", error.raw_line, error.raw_column + 1)
 
 
-def _to_edits(fix: FixSpec, positions, ctx: FileContext, lines: list[str]) -> Fix:
+def _to_edits(fix: FixSpec, positions) -> Fix:
     edits = []
     for node, content in fix.replacements:
         span = positions[node]
-        if "\n" in content:
-            original = source_span(lines, (span.start.line, span.start.column), (span.end.line, span.end.column))
-            content = reindent(content, ctx.code_for(node), original)
         edits.append(
             Edit(content, Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1))
         )
@@ -102,7 +98,6 @@ def _to_edits(fix: FixSpec, positions, ctx: FileContext, lines: list[str]) -> Fi
 
 def _resolve(ctx: FileContext, pending: list[PendingReport], filename: str) -> list[Diagnostic]:
     positions = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(PositionProvider)
-    lines = ctx.source.split("\n")
     diagnostics = []
     for report in pending:
         span = positions[report.node]
@@ -112,7 +107,7 @@ def _resolve(ctx: FileContext, pending: list[PendingReport], filename: str) -> l
             Diagnostic(
                 code=rule.code, name=rule.name, message=report.message, filename=filename,
                 location=start, end_location=Location(span.end.line, span.end.column + 1),
-                severity=rule.severity, fix=_to_edits(report.fix, positions, ctx, lines) if report.fix else None,
+                severity=rule.severity, fix=_to_edits(report.fix, positions) if report.fix else None,
                 noqa_row=start.row,
             )
         )

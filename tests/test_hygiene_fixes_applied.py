@@ -1,4 +1,4 @@
-"""Fix texts keep the indentation of the code they replace, and applying them gives valid code."""
+"""Applying the fixes of TL204/TL205/TL501-TL503 gives valid code that keeps its layout and indentation."""
 
 from __future__ import annotations
 
@@ -9,29 +9,7 @@ import pytest
 
 from torchlint.config import Settings
 from torchlint.engine import check_source
-from torchlint.fix_text import reindent, source_span
 from torchlint.rules import get_rule
-
-
-def test_reindent_adds_the_lost_block_indentation() -> None:
-    original = "f(\n        a,\n    )"
-    printed = "f(\n    a,\n)"
-    assert reindent("g(\n    a,\n    b,\n)", printed, original) == "g(\n        a,\n        b,\n    )"
-
-
-def test_reindent_leaves_text_alone_when_the_difference_is_not_an_indent() -> None:
-    # A multi-line string inside: its lines are not indented by the printer.
-    original = 'f(\n        """\n    abc""",\n    )'
-    printed = 'f(\n    """\n    abc""",\n)'
-    assert reindent("g(\n    x,\n)", printed, original) == "g(\n    x,\n)"
-    assert reindent("g(x)", "f(x)", "f(x)") == "g(x)"
-    assert reindent("g(\n    x)", "f(\n    x)", "f(\n    x)") == "g(\n    x)"
-
-
-def test_source_span() -> None:
-    lines = ["ab = f(", "    x,", ")"]
-    assert source_span(lines, (1, 5), (3, 1)) == "f(\n    x,\n)"
-    assert source_span(lines, (2, 4), (2, 5)) == "x"
 
 
 def apply_fixes(source: str, codes: tuple[str, ...]) -> str:
