@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.names import method_name, method_receiver, positional_args
+from torchlint.analysis.names import method_receiver, positional_args
 from torchlint.analysis.torch_api import (
     LOG_FUNCTIONS, SIGMOID_FUNCTIONS, SOFTMAX_FUNCTIONS, call_matches, functional_module_name, unary_operand,
 )
