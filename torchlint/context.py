@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
+from torchlint.analysis.attributes import SelfAttributes
 from torchlint.analysis.dataflow import LocalValues
 from torchlint.analysis.grad_mode import GradMode
+from torchlint.analysis.guards import Guards
 from torchlint.analysis.imports import ImportTable
 from torchlint.analysis.loops import LoopAnalysis
 from torchlint.analysis.modules import ModuleClasses
@@ -64,6 +66,8 @@ class FileContext:
         # What kind of value an expression holds (tensor, module, number, device) and where a
         # tensor lives; a walk participant listed right after `values` (see analysis/values.py).
         self.kinds = ValueKinds(self)
+        self.guards = Guards(self.ancestors, self.module)
+        self.self_attributes = SelfAttributes(self.ancestors)
 
     @cached_property
     def loops(self) -> LoopAnalysis:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.names import method_name
+from torchlint.analysis.names import argument, keyword_arg, method_name, method_receiver, positional_args
 
 SOFTMAX_FUNCTIONS = frozenset(
     {"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax", "torch.Tensor.softmax"}
@@ -36,3 +36,88 @@ def functional_module_name(ctx) -> str | None:
         return "F" if "F" in names else names[0]
     torch_name = torch_module_name(ctx)
     return f"{torch_name}.nn.functional" if torch_name else None
+
+
+EXP_FUNCTIONS = frozenset({"torch.exp", "torch.Tensor.exp"})
+SUM_FUNCTIONS = frozenset({"torch.sum", "torch.Tensor.sum"})
+
+# Losses by the canonical qualified name of their function or module class.
+CROSS_ENTROPY_LOSSES = frozenset({"torch.nn.functional.cross_entropy", "torch.nn.CrossEntropyLoss"})
+NLL_LOSSES = frozenset({"torch.nn.functional.nll_loss", "torch.nn.NLLLoss", "torch.nn.NLLLoss2d"})
+BINARY_CROSS_ENTROPY_LOSSES = frozenset({"torch.nn.functional.binary_cross_entropy", "torch.nn.BCELoss"})
+
+
+def unary_operand(
+    ctx, call: cst.Call, functions: frozenset[str], method: str | None, *, method_takes_args: bool = False
+) -> cst.BaseExpression | None:
+    """`x` for `torch.f(x, ...)` (one of `functions`) or for the tensor method `x.f()`.
+
+    The method form needs a receiver that is not bound by an import (`np.log(x)` is numpy's), and
+    no arguments unless `method_takes_args` (`x.sum(1)`).
+    """
+    qualified = ctx.callee(call)
+    if qualified is not None:
+        if qualified in functions:
+            positional = positional_args(call)
+            if positional:
+                return positional[0].value
+            by_keyword = keyword_arg(call, "input")
+            return by_keyword.value if by_keyword is not None else None
+        return None
+    if method is None or method_name(call) != method or (call.args and not method_takes_args):
+        return None
+    return method_receiver(call)
+
+
+def _canonical_module_class(qualified: str) -> str:
+    """`torch.nn.CrossEntropyLoss` for `torch.nn.modules.loss.CrossEntropyLoss`."""
+    if qualified.startswith("torch.nn.modules."):
+        return "torch.nn." + qualified.rsplit(".", 1)[-1]
+    return qualified
+
+
+def called_function(ctx, call: cst.Call) -> str | None:
+    """What a call computes, by qualified name, also for callable objects made elsewhere.
+
+    `torch.nn.functional.cross_entropy` for `F.cross_entropy(...)`; the module class for
+    `nn.CrossEntropyLoss()(...)`, and for `criterion(...)` or `self.criterion(...)` when that name
+    was assigned `nn.CrossEntropyLoss(...)` (a local, or an attribute the class assigns once);
+    the function for `loss_fn(...)` after `loss_fn = F.cross_entropy`.
+    """
+    qualified = ctx.callee(call)
+    if qualified is not None:
+        return _canonical_module_class(qualified)
+    func = call.func
+    if isinstance(func, cst.Name):
+        made = ctx.values.resolve(func)
+        if made is func:
+            return None
+    elif isinstance(func, cst.Attribute):
+        made = ctx.self_attributes.value_of(func)
+    else:
+        made = func
+    if isinstance(made, cst.Call):
+        constructor = ctx.callee(made)
+        return _canonical_module_class(constructor) if constructor is not None else None
+    if isinstance(made, (cst.Name, cst.Attribute)):
+        referenced = ctx.qualified_name(made)
+        return _canonical_module_class(referenced) if referenced is not None else None
+    return None
+
+
+def loss_of_produced_input(
+    ctx, call: cst.Call, producers: frozenset[str], method: str
+) -> tuple[str, cst.Call, cst.BaseExpression] | None:
+    """For a call whose first (`input`) argument is the result of one of `producers` (or of the
+    tensor method `method`), written inline or held in a local: (what the call computes, see
+    `called_function`; the producing call; the argument as written). None otherwise."""
+    if not call.args:
+        return None
+    written = argument(call, 0, "input")
+    if written is None:
+        return None
+    producer = ctx.values.resolve(written)
+    if not isinstance(producer, cst.Call) or not call_matches(ctx, producer, producers, method):
+        return None
+    computed = called_function(ctx, call)
+    return None if computed is None else (computed, producer, written)

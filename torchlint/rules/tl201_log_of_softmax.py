@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.names import method_name, method_receiver, positional_args
+from torchlint.analysis.names import method_receiver, positional_args
 from torchlint.analysis.torch_api import (
-    LOG_FUNCTIONS, SIGMOID_FUNCTIONS, SOFTMAX_FUNCTIONS, call_matches, functional_module_name,
+    LOG_FUNCTIONS, SIGMOID_FUNCTIONS, SOFTMAX_FUNCTIONS, call_matches, functional_module_name, unary_operand,
 )
 from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
@@ -66,13 +66,7 @@ class LogOfSoftmax(Rule):
 
     def _log_argument(self, call: cst.Call) -> cst.BaseExpression | None:
         """`p` for `p.log()` or `torch.log(p)`."""
-        qualified = self.ctx.callee(call)
-        if qualified in LOG_FUNCTIONS:
-            positional = positional_args(call)
-            return positional[0].value if positional and qualified == "torch.log" else None
-        if qualified is None and method_name(call) == "log" and not call.args:
-            return method_receiver(call)
-        return None
+        return unary_operand(self.ctx, call, LOG_FUNCTIONS, "log")
 
     def _log_softmax_fix(self, log_call: cst.Call, softmax: cst.Call) -> FixSpec | None:
         if not isinstance(softmax.func, cst.Attribute) or softmax.func.attr.value != "softmax":

@@ -1,0 +1,54 @@
+"""Rules that read `target-torch-version` (`ctx.settings.target_torch_version`)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from torchlint.config import Settings
+from torchlint.engine import check_source
+from torchlint.rules import get_rule
+
+SOURCE = textwrap.dedent(
+    """
+    import torch
+    from functorch import vmap
+
+    def run(model, path, x):
+        state = torch.load(path)
+        unsafe = torch.load(path, weights_only=False)
+        scaler = torch.cuda.amp.GradScaler()
+        with torch.cuda.amp.autocast():
+            y = vmap(model)(x)
+        with torch.backends.cuda.sdp_kernel(enable_flash=True):
+            z = model(x)
+        return state, unsafe, scaler, y, z
+    """
+)
+
+
+def rows(code: str, target: tuple[int, int] | None) -> list[int]:
+    settings = Settings(rules=(get_rule(code),), target_torch_version=target)
+    return [d.location.row for d in check_source(SOURCE, "t.py", settings)]
+
+
+def test_torch_load_default_is_safe_from_2_6() -> None:
+    assert rows("TL502", None) == [6, 7]
+    assert rows("TL502", (2, 5)) == [6, 7]
+    # From 2.6 a missing weights_only means True; an explicit False stays a finding.
+    assert rows("TL502", (2, 6)) == [7]
+    assert rows("TL502", (3, 0)) == [7]
+
+
+def test_amp_replacements_need_their_torch_version() -> None:
+    assert rows("TL501", None) == [8, 9]
+    # torch.amp.autocast exists since 1.10, torch.amp.GradScaler since 2.3.
+    assert rows("TL501", (2, 2)) == [9]
+    assert rows("TL501", (1, 9)) == []
+    assert rows("TL501", (2, 4)) == [8, 9]
+
+
+def test_deprecated_api_replacements_need_their_torch_version() -> None:
+    assert rows("TL504", None) == [3, 10, 11]
+    assert rows("TL504", (1, 13)) == []
+    assert rows("TL504", (2, 2)) == [3, 10]
+    assert rows("TL504", (2, 3)) == [3, 10, 11]

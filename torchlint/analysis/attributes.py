@@ -1,0 +1,116 @@
+"""What `self.<name>` holds in a class: the expression assigned to it, when the class assigns it once.
+
+`self.criterion = nn.CrossEntropyLoss()` in `__init__` tells a rule what `self.criterion(...)`
+calls in `forward` or `training_step`. Asked via `ctx.self_attributes.value_of(attribute)` with
+the `self.<name>` expression at the current point of the walk. The class's methods are scanned
+once, lazily, by reading their statements (no traversal of expressions). An attribute assigned
+more than once, under different values, or also assigned by a tuple target is unknown (None).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+_AMBIGUOUS = object()
+
+
+def _self_name(function: cst.FunctionDef) -> str | None:
+    params = [*function.params.posonly_params, *function.params.params]
+    return params[0].name.value if params else None
+
+
+def _compound_bodies(statement: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
+    bodies = [statement.body]
+    for name in ("orelse", "finalbody"):
+        nested = getattr(statement, name, None)
+        if isinstance(nested, cst.If):
+            bodies.extend(_compound_bodies(nested))
+        elif nested is not None:
+            bodies.append(nested.body)
+    bodies.extend(handler.body for handler in getattr(statement, "handlers", ()))
+    return bodies
+
+
+class SelfAttributes:
+    """`self.x` assignments of the classes of one file, collected on first use per class."""
+
+    def __init__(self, ancestors: list[cst.CSTNode]) -> None:
+        self._ancestors = ancestors
+        self._classes: dict[int, dict[str, object]] = {}
+
+    def value_of(self, attribute: cst.BaseExpression) -> cst.BaseExpression | None:
+        """What `self.<name>` was assigned in the enclosing class, if that is one known expression."""
+        if not (isinstance(attribute, cst.Attribute) and isinstance(attribute.value, cst.Name)):
+            return None
+        function, classdef = self._enclosing_method()
+        if function is None or classdef is None or _self_name(function) != attribute.value.value:
+            return None
+        table = self._classes.get(id(classdef))
+        if table is None:
+            table = self._collect(classdef)
+            self._classes[id(classdef)] = table
+        value = table.get(attribute.attr.value)
+        return value if isinstance(value, cst.BaseExpression) else None
+
+    def _enclosing_method(self) -> tuple[cst.FunctionDef | None, cst.ClassDef | None]:
+        function = None
+        for node in reversed(self._ancestors):
+            if isinstance(node, cst.FunctionDef):
+                if function is not None:
+                    return None, None  # a nested function: `self` may be anything
+                function = node
+            elif isinstance(node, cst.ClassDef):
+                return function, node
+            elif isinstance(node, cst.Lambda):
+                return None, None
+        return None, None
+
+    def _collect(self, classdef: cst.ClassDef) -> dict[str, object]:
+        table: dict[str, object] = {}
+        for statement in classdef.body.body:
+            if isinstance(statement, cst.FunctionDef):
+                name = _self_name(statement)
+                if name is not None:
+                    self._scan(statement.body, name, table)
+        return table
+
+    def _scan(self, block: cst.BaseSuite, self_name: str, table: dict[str, object]) -> None:
+        if isinstance(block, cst.SimpleStatementSuite):
+            for small in block.body:
+                self._record(small, self_name, table)
+            return
+        for statement in getattr(block, "body", ()):
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    self._record(small, self_name, table)
+            elif isinstance(statement, (cst.If, cst.For, cst.While, cst.Try, cst.With)):
+                for body in _compound_bodies(statement):
+                    self._scan(body, self_name, table)
+
+    @staticmethod
+    def _record(small: cst.BaseSmallStatement, self_name: str, table: dict[str, object]) -> None:
+        if isinstance(small, cst.Assign):
+            targets = [(target.target, small.value) for target in small.targets]
+        elif isinstance(small, cst.AnnAssign) and small.value is not None:
+            targets = [(small.target, small.value)]
+        elif isinstance(small, cst.AugAssign):
+            targets = [(small.target, None)]
+        else:
+            return
+        for target, value in targets:
+            if isinstance(target, (cst.Tuple, cst.List)):
+                for element in target.elements:
+                    SelfAttributes._store(element.value, None, self_name, table)
+            else:
+                SelfAttributes._store(target, value, self_name, table)
+
+    @staticmethod
+    def _store(target, value, self_name: str, table: dict[str, object]) -> None:
+        if not (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and target.value.value == self_name
+        ):
+            return
+        name = target.attr.value
+        table[name] = value if name not in table and value is not None else _AMBIGUOUS

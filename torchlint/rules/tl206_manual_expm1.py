@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.literals import is_literal_one, is_number, needs_parentheses
+from torchlint.analysis.names import positional_args
+from torchlint.analysis.torch_api import EXP_FUNCTIONS, torch_module_name, unary_operand
+from torchlint.context import FixSpec
+from torchlint.diagnostics import Applicability, Severity
+from torchlint.rule import Rule
+
+_CONSTANT_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
+
+
+class ManualExpm1(Rule):
+    """
+    ## What it does
+    Flags `torch.exp(x) - 1` and `x.exp() - 1`. An exponent written as a number
+    (`torch.exp(torch.tensor(10.0)) - 1`) is not flagged: its size is known.
+
+    ## Why is this bad?
+    For `x` near 0, `exp(x)` is close to 1 and the subtraction cancels almost every significant
+    digit: in float32, `torch.exp(x) - 1` is 0 for `|x| < 6e-8` and has large relative errors well
+    beyond that. `torch.expm1(x)` computes the same value accurately.
+
+    ## Example
+    ```python
+    rate = torch.exp(log_rate) - 1
+    ```
+
+    ## Use instead
+    ```python
+    rate = torch.expm1(log_rate)
+    ```
+
+    ## Fix safety
+    The fix is safe: `torch.expm1(x)` is the same function, computed more accurately.
+    """
+
+    code = "TL206"
+    name = "manual-expm1"
+    summary = "exp(x) - 1 loses precision near 0; use torch.expm1"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.SAFE
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, cst.Subtract) or not is_literal_one(node.right):
+            return
+        left = node.left
+        if not isinstance(left, cst.Call) or left.lpar:
+            return
+        exponent = unary_operand(self.ctx, left, EXP_FUNCTIONS, "exp")
+        if exponent is None or self._is_constant(exponent):
+            return
+        is_method = self.ctx.callee(left) is None
+        self.report(
+            left,
+            "`exp(x) - 1` loses precision for `x` near 0; use `torch.expm1(x)`",
+            fix=self._fix(node, exponent, is_method),
+        )
+
+    def _is_constant(self, exponent: cst.BaseExpression) -> bool:
+        """A number written in the code (`5.0`, `torch.tensor(10.0)`): its size is known."""
+        if isinstance(exponent, cst.Call) and self.ctx.callee(exponent) in _CONSTANT_FACTORIES:
+            positional = positional_args(exponent)
+            return bool(positional) and is_number(positional[0].value)
+        return is_number(exponent)
+
+    def _fix(self, node: cst.BinaryOperation, exponent: cst.BaseExpression, is_method: bool) -> FixSpec | None:
+        operand = self.ctx.code_for(exponent)
+        if is_method:
+            replacement = f"({operand}).expm1()" if needs_parentheses(exponent) else f"{operand}.expm1()"
+        else:
+            torch_name = torch_module_name(self.ctx)
+            if torch_name is None:
+                return None
+            replacement = f"{torch_name}.expm1({operand})"
+        return FixSpec("Replace with `torch.expm1(...)`", ((node, replacement),))

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.literals import is_literal_one, is_number, needs_parentheses
+from torchlint.analysis.torch_api import EXP_FUNCTIONS, LOG_FUNCTIONS, torch_module_name, unary_operand
+from torchlint.context import FixSpec
+from torchlint.diagnostics import Applicability, Severity
+from torchlint.rule import Rule
+
+
+class ManualLog1p(Rule):
+    """
+    ## What it does
+    Flags `torch.log(1 + x)`, `torch.log(x + 1)` and the method forms `(1 + x).log()`.
+
+    ## Why is this bad?
+    For `x` near 0, `1 + x` rounds to 1 before the log is taken: in float32, `torch.log(1 + x)` is
+    0 for `|x| < 6e-8` and inaccurate well beyond that. `torch.log1p(x)` computes the same value
+    accurately. For `log(1 + exp(x))` use `F.softplus(x)`, which also avoids the overflow of `exp`.
+
+    ## Example
+    ```python
+    penalty = torch.log(1 + ratio)
+    ```
+
+    ## Use instead
+    ```python
+    penalty = torch.log1p(ratio)
+    ```
+
+    ## Fix safety
+    The fix is safe: `torch.log1p(x)` is the same function, computed more accurately. No fix is
+    offered for `log(1 + exp(x))`, whose better form (`softplus`) differs in how it saturates.
+    """
+
+    code = "TL207"
+    name = "manual-log1p"
+    summary = "log(1 + x) loses precision near 0; use torch.log1p"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.SAFE
+
+    def visit_Call(self, node: cst.Call) -> None:
+        logged = unary_operand(self.ctx, node, LOG_FUNCTIONS, "log")
+        if not isinstance(logged, cst.BinaryOperation) or not isinstance(logged.operator, cst.Add):
+            return
+        if is_literal_one(logged.left):
+            operand = logged.right
+        elif is_literal_one(logged.right):
+            operand = logged.left
+        else:
+            return
+        if is_number(operand):
+            return
+        if isinstance(operand, cst.Call) and unary_operand(self.ctx, operand, EXP_FUNCTIONS, "exp") is not None:
+            self.report(node, "`log(1 + exp(x))` overflows and loses precision; use `F.softplus(x)`")
+            return
+        self.report(
+            node,
+            "`log(1 + x)` loses precision for `x` near 0; use `torch.log1p(x)`",
+            fix=self._fix(node, operand),
+        )
+
+    def _fix(self, node: cst.Call, operand: cst.BaseExpression) -> FixSpec | None:
+        code = self.ctx.code_for(operand)
+        if self.ctx.callee(node) is None:
+            replacement = f"({code}).log1p()" if needs_parentheses(operand) else f"{code}.log1p()"
+        else:
+            torch_name = torch_module_name(self.ctx)
+            if torch_name is None or len(node.args) != 1:
+                return None
+            replacement = f"{torch_name}.log1p({code})"
+        return FixSpec("Replace with `torch.log1p(...)`", ((node, replacement),))
