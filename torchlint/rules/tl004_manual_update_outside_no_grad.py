@@ -4,7 +4,6 @@ import libcst as cst
 
 from torchlint.analysis.grad_mode import GradState
 from torchlint.analysis.names import method_name, method_receiver
-from torchlint.analysis.version_gates import in_version_gate
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -114,7 +113,7 @@ class ManualUpdateOutsideNoGrad(Rule):
         return self.ctx.grad_mode.state() in (GradState.DEFAULT, GradState.ENABLED)
 
     def _report(self, node: cst.CSTNode, target: str) -> None:
-        if in_version_gate(self.ctx):
+        if self.ctx.guards.in_version_gate(node):
             return
         self.report(
             node,

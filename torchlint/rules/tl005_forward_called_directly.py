@@ -6,7 +6,6 @@ import libcst as cst
 
 from torchlint.analysis.names import dotted_name, positional_args
 from torchlint.analysis.nn_layers import nn_class_name
-from torchlint.analysis.version_gates import in_version_gate
 from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.rule import Rule
@@ -84,7 +83,7 @@ class ForwardCalledDirectly(Rule):
         receiver = func.value
         if self._is_self_super_or_class(receiver, node) or not self._is_module(receiver):
             return
-        if in_version_gate(self.ctx):
+        if self.ctx.guards.in_version_gate(node):
             return
         written = self.ctx.code_for(receiver)
         self.report(

@@ -4,7 +4,6 @@ import libcst as cst
 
 from torchlint.analysis.names import argument, has_star_args, positional_args
 from torchlint.analysis.tensors import TENSOR_FACTORIES, dtype_kind, integer_literal, requires_grad_true
-from torchlint.analysis.version_gates import in_version_gate
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -61,7 +60,7 @@ class RequiresGradOnIntegerTensor(Rule):
             reason = "an integer dtype inferred from its arguments"
         else:
             return
-        if in_version_gate(self.ctx):
+        if self.ctx.guards.in_version_gate(node):
             return
         self.report(
             node,

@@ -4,7 +4,6 @@ import libcst as cst
 
 from torchlint.analysis.names import keyword_arg, method_name, method_receiver, positional_args
 from torchlint.analysis.tensors import PARAMETER_CLASSES, dtype_kind, requires_grad_true
-from torchlint.analysis.version_gates import in_version_gate
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -97,7 +96,7 @@ class NonLeafParameter(Rule):
             what = "a tensor created with `requires_grad=True`"
         else:
             return
-        if not self._copies(node, method, source, is_parameter) or in_version_gate(self.ctx):
+        if not self._copies(node, method, source, is_parameter) or self.ctx.guards.in_version_gate(node):
             return
         message = (
             f"`.{method}(...)` on {what} returns a non-leaf copy: its `.grad` stays None and a Module "

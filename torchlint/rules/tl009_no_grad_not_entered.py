@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.version_gates import in_version_gate
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -52,12 +51,12 @@ class NoGradNotEntered(Rule):
         if isinstance(value, cst.Call):
             if isinstance(value.func, (cst.Attribute, cst.Name)):
                 name = _CONTEXT_MANAGERS.get(self.ctx.callee(value) or "")
-                if name is not None and not in_version_gate(self.ctx):
+                if name is not None and not self.ctx.guards.in_version_gate(node):
                     written = self.ctx.code_for(value.func)
                     self.report(
                         value,
                         f"`{written}()` as a statement has no effect; use `with {written}():` around the code",
                     )
-        elif isinstance(value, cst.Attribute) and value.attr.value in _METHODS and not in_version_gate(self.ctx):
+        elif isinstance(value, cst.Attribute) and value.attr.value in _METHODS and not self.ctx.guards.in_version_gate(node):
             written = self.ctx.code_for(value)
             self.report(value, f"`{written}` is not called, so it does nothing; write `{written}()`")

@@ -4,7 +4,6 @@ import libcst as cst
 
 from torchlint.analysis.module_attributes import in_module_method
 from torchlint.analysis.names import argument, has_star_args, keyword_arg, positional_args
-from torchlint.analysis.version_gates import in_version_gate
 from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.rule import Rule
@@ -61,7 +60,7 @@ class FunctionalDropoutWithoutTraining(Rule):
             return
         if _is_zero(argument(node, 1, "p")):
             return
-        if not in_module_method(self.ctx) or in_version_gate(self.ctx):
+        if not in_module_method(self.ctx) or self.ctx.guards.in_version_gate(node):
             return
         written = self.ctx.code_for(node.func)
         self.report(

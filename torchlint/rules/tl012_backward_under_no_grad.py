@@ -4,7 +4,6 @@ import libcst as cst
 
 from torchlint.analysis.names import method_name, method_receiver
 from torchlint.analysis.tensors import PARAMETER_CLASSES, requires_grad_true
-from torchlint.analysis.version_gates import in_version_gate
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -89,7 +88,7 @@ class BackwardUnderNoGrad(Rule):
             where = "the value is computed"
         else:
             return
-        if in_version_gate(self.ctx):
+        if self.ctx.guards.in_version_gate(node):
             return
         self.report(
             node,

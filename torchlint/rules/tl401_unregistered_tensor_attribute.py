@@ -5,7 +5,6 @@ import libcst as cst
 from torchlint.analysis.module_attributes import ClassFrames
 from torchlint.analysis.names import dotted_name, method_receiver
 from torchlint.analysis.tensors import PARAMETER_CLASSES, TENSOR_FACTORIES
-from torchlint.analysis.version_gates import in_version_gate
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -109,7 +108,7 @@ class UnregisteredTensorAttribute(Rule):
                 frame.registered.add(name)
             return
         function = self.ctx.enclosing_function()
-        if function is None or function.name.value != "__init__" or in_version_gate(self.ctx):
+        if function is None or function.name.value != "__init__" or self.ctx.guards.in_version_gate(node):
             return
         written = self.ctx.code_for(factory.func)
         frame.candidates.append(

@@ -5,7 +5,6 @@ import libcst as cst
 from torchlint.analysis.module_attributes import ClassFrames
 from torchlint.analysis.names import dotted_name
 from torchlint.analysis.nn_layers import CONTAINERS, nn_class_name, parameterized_layer
-from torchlint.analysis.version_gates import in_version_gate
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -123,7 +122,7 @@ class PlainContainerOfModules(Rule):
     def _candidate(self, frame, name: str, layer: str, how: str, node=None, kind=None) -> None:
         if node is None:
             node, kind = self._plain[-1][name]
-        if in_version_gate(self.ctx) or any(candidate[0] is node for candidate in frame.candidates):
+        if self.ctx.guards.in_version_gate(node) or any(candidate[0] is node for candidate in frame.candidates):
             return
         container = {"list": "nn.ModuleList", "tuple": "nn.ModuleList", "dict": "nn.ModuleDict"}[kind]
         frame.candidates.append(

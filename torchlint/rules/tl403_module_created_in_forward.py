@@ -4,7 +4,6 @@ import libcst as cst
 
 from torchlint.analysis.module_attributes import in_module_method
 from torchlint.analysis.nn_layers import parameterized_layer
-from torchlint.analysis.version_gates import in_version_gate
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -53,7 +52,7 @@ class ModuleCreatedInForward(Rule):
         layer = parameterized_layer(self.ctx, node)
         if layer is None:
             return
-        if not in_module_method(self.ctx) or in_version_gate(self.ctx):
+        if not in_module_method(self.ctx) or self.ctx.guards.in_version_gate(node):
             return
         written = self.ctx.code_for(node.func)
         self.report(

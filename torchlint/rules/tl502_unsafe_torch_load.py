@@ -19,7 +19,8 @@ class UnsafeTorchLoad(Rule):
     Flags `torch.load(..., weights_only=False)`, and `torch.load(...)` without `weights_only` unless
     the configured `target-torch-version` is 2.6 or newer (from 2.6 on, the default is
     `weights_only=True`; without a configured version the missing argument is reported, as
-    TorchFix's TOR102 does). A variable passed as `weights_only`, calls with `*args` or `**kwargs`,
+    TorchFix's TOR102 does). A variable passed as `weights_only`, calls with `**kwargs` (which may carry it;
+    `*args` cannot, `weights_only` is keyword-only),
     version-gated fallbacks and `try`/`except` fallbacks are not flagged.
 
     ## Why is this bad?
@@ -54,7 +55,7 @@ class UnsafeTorchLoad(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.callee(node) not in _LOAD_FUNCTIONS or any(arg.star for arg in node.args):
+        if self.ctx.callee(node) not in _LOAD_FUNCTIONS or any(arg.star == "**" for arg in node.args):
             return
         weights_only = keyword_arg(node, "weights_only")
         if weights_only is not None:

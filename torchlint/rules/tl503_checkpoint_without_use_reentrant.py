@@ -20,7 +20,8 @@ class CheckpointWithoutUseReentrant(Rule):
     """
     ## What it does
     Flags `torch.utils.checkpoint.checkpoint(fn, ...)` and `checkpoint_sequential(...)` called
-    without `use_reentrant=`. Calls with `*args` or `**kwargs`, version-gated fallbacks
+    without `use_reentrant=`. Calls with `**kwargs` (which may carry it), `checkpoint_sequential`
+    calls with `*args` (its `use_reentrant` is positional), version-gated fallbacks
     and `try`/`except` fallbacks are not flagged.
 
     ## Why is this bad?
@@ -57,9 +58,13 @@ class CheckpointWithoutUseReentrant(Rule):
         if not node.args or keyword_arg(node, "use_reentrant") is not None:
             return
         qualified = self.ctx.callee(node)
-        if qualified not in _CHECKPOINT_FUNCTIONS or any(arg.star for arg in node.args):
+        if qualified not in _CHECKPOINT_FUNCTIONS or any(arg.star == "**" for arg in node.args):
             return
-        if qualified.endswith("_sequential") and len(positional_args(node)) > _SEQUENTIAL_USE_REENTRANT_POSITION:
+        # `checkpoint(fn, *args, use_reentrant=...)` takes it by keyword only: `*args` cannot carry it.
+        sequential = qualified.endswith("_sequential")
+        if sequential and any(arg.star for arg in node.args):
+            return
+        if sequential and len(positional_args(node)) > _SEQUENTIAL_USE_REENTRANT_POSITION:
             return
         if self.ctx.guards.in_compat_code(node, fallback_only=True):
             return

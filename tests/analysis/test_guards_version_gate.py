@@ -4,7 +4,6 @@ import textwrap
 
 import libcst as cst
 
-from torchlint.analysis.version_gates import in_version_gate
 from torchlint.config import Settings
 from torchlint.context import FileContext
 from torchlint.walker import Walker
@@ -18,7 +17,7 @@ def gated(source: str) -> dict[str, bool]:
     class Probe:
         def visit_Call(self, node: cst.Call) -> None:
             if isinstance(node.func, cst.Name) and node.func.value == "probe":
-                seen[node.args[0].value.evaluated_value] = in_version_gate(ctx)  # type: ignore[union-attr]
+                seen[node.args[0].value.evaluated_value] = ctx.guards.in_version_gate(node)  # type: ignore[union-attr]
 
     Walker([Probe()], ctx.ancestors).walk(module)
     return seen
