@@ -119,3 +119,26 @@ def test_version_and_no_color(project):
     assert run_torchlint("--version", cwd=project).stdout.startswith("torchlint, version ")
     (project / "bad.py").write_text(BAD)
     assert "\033[" not in run_torchlint("check", cwd=project, env={"NO_COLOR": "1"}).stdout
+
+
+def test_static_check_never_imports_torch_or_the_checked_code(project):
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    (project / "sideeffect.py").write_text("import torch\nopen('ran.txt', 'w').write('imported')\nx = torch.Tensor(3)\n")
+    probe = (
+        "import sys\n"
+        "sys.argv = ['torchlint', 'check', '--select', 'ALL', '-j', '1', '-q', '--no-cache', '.']\n"
+        "from torchlint.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('torch' in sys.modules, file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=project, capture_output=True, text=True, timeout=120,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
+    assert "TL102" in result.stdout
+    assert result.stderr.strip().splitlines()[-1] == "False"
+    assert not (project / "ran.txt").exists()
