@@ -26,3 +26,14 @@ def test_self_attribute_and_first_parameter() -> None:
     function = cst.parse_module("def f(me, a):\n    pass\n").body[0]
     assert first_parameter(function) == "me"  # type: ignore[arg-type]
     assert first_parameter(None) is None
+
+
+def test_first_parameter_counts_positional_only_parameters():
+    import libcst as cst
+
+    from torchlint.analysis.module_attributes import first_parameter
+
+    function = cst.parse_statement("def forward(this, /, x):\n    pass\n")
+    assert first_parameter(function) == "this"
+    assert first_parameter(cst.parse_statement("def forward(self, x):\n    pass\n")) == "self"
+    assert first_parameter(cst.parse_statement("def make():\n    pass\n")) is None

@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchlint.analysis.module_attributes import first_parameter
+
 _AMBIGUOUS = object()
-
-
-def _self_name(function: cst.FunctionDef) -> str | None:
-    params = [*function.params.posonly_params, *function.params.params]
-    return params[0].name.value if params else None
 
 
 def _compound_bodies(statement: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
@@ -43,7 +40,7 @@ class SelfAttributes:
         if not (isinstance(attribute, cst.Attribute) and isinstance(attribute.value, cst.Name)):
             return None
         function, classdef = self._enclosing_method()
-        if function is None or classdef is None or _self_name(function) != attribute.value.value:
+        if function is None or classdef is None or first_parameter(function) != attribute.value.value:
             return None
         table = self._classes.get(id(classdef))
         if table is None:
@@ -69,7 +66,7 @@ class SelfAttributes:
         table: dict[str, object] = {}
         for statement in classdef.body.body:
             if isinstance(statement, cst.FunctionDef):
-                name = _self_name(statement)
+                name = first_parameter(statement)
                 if name is not None:
                     self._scan(statement.body, name, table)
         return table

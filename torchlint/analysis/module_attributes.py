@@ -28,9 +28,10 @@ def in_module_method(ctx) -> bool:
 
 
 def first_parameter(function: cst.FunctionDef | None) -> str | None:
+    """The name a method calls its instance (`self`), positional-only or not."""
     if function is None:
         return None
-    params = function.params.params or function.params.posonly_params
+    params = [*function.params.posonly_params, *function.params.params]
     return params[0].name.value if params else None
 
 
