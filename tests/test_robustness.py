@@ -117,3 +117,10 @@ def test_an_internal_error_in_one_file_is_one_line_and_the_rest_is_checked(proje
     found = engine.check_files([(str(project / "a.py"), "a.py"), (str(project / "b.py"), "b.py")], settings, 1, errors)
     assert errors == ["a.py: ValueError: rule bug"]
     assert [(d.filename, d.code) for d in found] == [("b.py", "TL102")]
+
+
+def test_form_feed_does_not_shift_the_source_frame(project):
+    # Python (and libcst) do not break lines at a form feed; str.splitlines() does.
+    (project / "ff.py").write_text("import torch\n# section\f break\nx = torch.Tensor(3)\n")
+    result = run_torchlint("check", "--no-color", "--no-cache", cwd=project)
+    assert "3 | x = torch.Tensor(3)" in result.stdout, result.stdout

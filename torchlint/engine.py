@@ -22,7 +22,7 @@ from torchlint.noqa import file_exemption, line_suppresses
 from torchlint.positions import StatementPositions
 from torchlint.rule import Rule
 from torchlint.rules import get_rule
-from torchlint.sources import UnreadableFile, decode_source, read_bytes
+from torchlint.sources import LINE_BREAK, UnreadableFile, decode_source, read_bytes, source_rows
 from torchlint.walker import Walker
 
 # Rules only look at files that mention torch at all: a cheap textual pre-filter.
@@ -89,7 +89,7 @@ def _in_newline(content: str, newline: str) -> str:
     """Edits write the file's own newline (libcst's `default_newline`), whatever the rule wrote."""
     if "\r" not in content and ("\n" not in content or newline == "\n"):
         return content
-    return re.sub(r"\r\n|\r|\n", newline, content)
+    return LINE_BREAK.sub(newline, content)
 
 
 def _to_edits(fix: FixSpec, positions: StatementPositions, chain, newline: str = "\n") -> Fix:
@@ -125,8 +125,7 @@ def _resolve(ctx: FileContext, pending: list[PendingReport], filename: str) -> l
 
 
 def _not_suppressed(diagnostics: list[Diagnostic], source: str) -> list[Diagnostic]:
-    # Python's line breaks only: `str.splitlines` also breaks at \f, \v, \x1c-\x1e, \x85, \u2028...
-    lines = re.split(r"\r\n|\r|\n", source)
+    lines = source_rows(source)
     kept = []
     for diagnostic in diagnostics:
         row = diagnostic.noqa_row or diagnostic.location.row

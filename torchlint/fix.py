@@ -26,14 +26,12 @@ from torchlint.cache import ResultCache, cache_key
 from torchlint.config import UNSUPPRESSIBLE, Settings
 from torchlint.diagnostics import Applicability, Diagnostic, Location
 from torchlint.engine import check_file, check_source, file_error, map_files
-from torchlint.sources import UnreadableFile, decode_source, read_bytes
+from torchlint.sources import LINE_BREAK, UnreadableFile, decode_source, read_bytes
 
 # Passes of apply-then-check per file: enough for fixes that overlap or that enable another.
 MAX_PASSES = 5
 
-# Python's line breaks (a form feed or `\u2028` is not one, unlike for `str.splitlines`).
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_TRAILING_BREAK = re.compile(r"(?:\r\n|\r|\n)\Z")
+_TRAILING_BREAK = re.compile(f"(?:{LINE_BREAK.pattern})\\Z")
 
 
 def is_applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
@@ -46,7 +44,7 @@ def is_applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
 
 
 def _row_starts(text: str) -> list[int]:
-    return [0, *(match.end() for match in _LINE_BREAK.finditer(text))]
+    return [0, *(match.end() for match in LINE_BREAK.finditer(text))]
 
 
 def _offset(text: str, starts: list[int], location: Location) -> int | None:

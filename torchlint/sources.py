@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 from dataclasses import dataclass
+
+# Python's line breaks. `str.splitlines` also breaks at \f, \v, \x1c-\x1e, \x85 and \u2028,
+# which would shift every row after one of them away from the rows Python and libcst count.
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def source_rows(text: str) -> list[str]:
+    """The text of each row, as Python counts rows (row N is `source_rows(text)[N - 1]`)."""
+    return LINE_BREAK.split(text)
 
 
 class UnreadableFile(Exception):

@@ -7,7 +7,7 @@ from functools import lru_cache
 
 from torchlint.diagnostics import Applicability, Diagnostic
 from torchlint.output import OutputContext
-from torchlint.sources import UnreadableFile, read_source
+from torchlint.sources import UnreadableFile, read_source, source_rows
 
 _BOLD, _RED, _YELLOW, _CYAN, _DIM, _RESET = "\033[1m", "\033[31m", "\033[33m", "\033[36m", "\033[2m", "\033[0m"
 
@@ -19,7 +19,7 @@ def _paint(text: str, style: str, context: OutputContext) -> str:
 @lru_cache(maxsize=64)
 def source_lines(filename: str) -> tuple[str, ...]:
     try:
-        return tuple(read_source(filename).text.splitlines())
+        return tuple(source_rows(read_source(filename).text))
     except UnreadableFile:
         return ()
 

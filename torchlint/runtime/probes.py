@@ -16,6 +16,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from torchlint.sources import source_rows
+
 PROBE_NAME = "__torchlint__"  # ends with "__", so class bodies do not mangle it
 
 
@@ -133,7 +135,7 @@ def _wrappable(node: ast.AST) -> bool:
 def instrument(source: str, filename: str, sites: list[Site]) -> tuple[ast.Module, list[int]]:
     """Parse `source` and probe `sites`; returns the tree and the ids that got a probe."""
     tree = ast.parse(source, filename)
-    lines = source.splitlines()
+    lines = source_rows(source)
     replace: dict[int, int] = {}
     marks: dict[int, list[int]] = {}
     probed: list[int] = []
