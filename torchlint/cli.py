@@ -52,7 +52,7 @@ class _Main(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
-        except ConfigError as error:
+        except (ConfigError, PathError) as error:
             raise click.UsageError(str(error)) from None
         except KeyboardInterrupt:
             raise click.Abort() from None
@@ -122,10 +122,7 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
     else:
         if device != "auto" or timeout is not None:
             raise click.UsageError("--device and --timeout need --runtime")
-        try:
-            files = discovery.files(list(paths) or ["."])
-        except PathError as error:
-            raise click.UsageError(str(error)) from None
+        files = discovery.files(list(paths) or ["."])
         named = [(path, display_name(path)) for path in files]
         if diff:
             changed = _diff(named, settings, jobs, unsafe_fixes, show_fixes, quiet)
@@ -152,12 +149,17 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
     else:
         output = render(output_format, diagnostics, context)
     click.echo(output, nl=False)
-    for error in internal_errors:
-        click.echo(f"torchlint: internal error: {error}", err=True)
-    if internal_errors:
-        sys.exit(2)
+    _exit_on_internal_errors(internal_errors)
     failed = bool(diagnostics) or script_failed or (exit_non_zero_on_fix and bool(fixed))
     sys.exit(1 if failed and not exit_zero else 0)
+
+
+def _exit_on_internal_errors(errors: list[str]) -> None:
+    """Each internal error (a torchlint bug, kept to its file) is one line; any makes the exit 2."""
+    for error in errors:
+        click.echo(f"torchlint: internal error: {error}", err=True)
+    if errors:
+        sys.exit(2)
 
 
 def _report_problems(results) -> None:
@@ -181,11 +183,7 @@ def _diff(named, settings, jobs, unsafe_fixes: bool, show_fixes: bool, quiet: bo
             click.echo(f"Would fix {would_fix} finding{'s' if would_fix != 1 else ''}.", err=True)
         else:
             click.echo("No fixes would be applied.", err=True)
-    internal_errors = [result.internal_error for result in results if result.internal_error]
-    for error in internal_errors:
-        click.echo(f"torchlint: internal error: {error}", err=True)
-    if internal_errors:
-        sys.exit(2)
+    _exit_on_internal_errors([result.internal_error for result in results if result.internal_error])
     return any(result.diff for result in results)
 
 
@@ -196,10 +194,7 @@ def _check_runtime(paths, settings, discovery, jobs, device, timeout, keep_stdou
     if not paths or not os.path.isfile(paths[0]):
         raise click.UsageError("--runtime needs the script to run as the single PATH (its arguments after `--`)")
     script, script_args = paths[0], list(paths[1:])
-    try:
-        files = discovery.files([os.path.dirname(os.path.abspath(script))])
-    except PathError as error:
-        raise click.UsageError(str(error)) from None
+    files = discovery.files([os.path.dirname(os.path.abspath(script))])
     if os.path.abspath(script) not in {os.path.abspath(f) for f in files}:
         files.append(script)
     findings = check_files([(path, display_name(path)) for path in files], settings, jobs, internal_errors)

@@ -197,6 +197,11 @@ def check_file(
     return diagnostics
 
 
+def internal_error_text(display_name: str, error: Exception) -> str:
+    """The one line that reports a torchlint bug met while handling one file."""
+    return f"{display_name}: {type(error).__name__}: {error}"
+
+
 def _check_one(job: tuple[str, str, Settings, bool]) -> tuple[list[Diagnostic], str | None]:
     """One file's findings, or the internal error that stopped its check (a torchlint bug,
     kept to this file so that every other file is still checked)."""
@@ -204,7 +209,7 @@ def _check_one(job: tuple[str, str, Settings, bool]) -> tuple[list[Diagnostic], 
     try:
         return check_file(path, settings, display_name, ResultCache(settings.root) if use_cache else None), None
     except Exception as error:  # noqa: BLE001 - isolate one file's failure, by design
-        return [], f"{display_name}: {type(error).__name__}: {error}"
+        return [], internal_error_text(display_name, error)
 
 
 def map_files(worker, work: list, jobs: int | None = None) -> list:

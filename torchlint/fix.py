@@ -25,7 +25,7 @@ import libcst as cst
 from torchlint.cache import ResultCache, cache_key
 from torchlint.config import UNSUPPRESSIBLE, Settings
 from torchlint.diagnostics import Applicability, Diagnostic, Location
-from torchlint.engine import check_file, check_source, file_error, map_files
+from torchlint.engine import check_file, check_source, file_error, internal_error_text, map_files
 from torchlint.sources import LINE_BREAK, UnreadableFile, decode_source, read_bytes
 
 # Passes of apply-then-check per file: enough for fixes that overlap or that enable another.
@@ -388,7 +388,7 @@ def _fix_one(job: tuple) -> FileFixResult:
         cache = ResultCache(settings.root) if use_cache else None
         return fix_file(path, settings, display_name, unsafe=unsafe, write=write, diff=diff, cache=cache)
     except Exception as error:  # noqa: BLE001 - isolate one file's failure, by design
-        return FileFixResult(display_name, [], {}, internal_error=f"{display_name}: {type(error).__name__}: {error}")
+        return FileFixResult(display_name, [], {}, internal_error=internal_error_text(display_name, error))
 
 
 def fix_files(files: list[tuple[str, str]], settings: Settings, jobs: int | None = None, *, unsafe: bool = False,
