@@ -19,7 +19,7 @@ _MODULE_BASES = frozenset(
 )
 
 
-def _is_torch_module_class(qualified: str) -> bool:
+def is_torch_module_class(qualified: str) -> bool:
     if qualified in _NOT_MODULES:
         return False
     if qualified in _MODULE_BASES:
@@ -85,7 +85,7 @@ class ModuleClasses:
                 continue
             qualified = self._imports.qualified_name(base.value)
             if qualified is not None:
-                if _is_torch_module_class(qualified):
+                if is_torch_module_class(qualified):
                     return True
                 has_unknown_base = has_unknown_base or not qualified.startswith(("torch.", "typing."))
                 continue

@@ -23,6 +23,13 @@ INTEGER_DTYPES = frozenset(
         "uint64", "bool",
     )
 )
+# The legacy constructors `torch.<Name>(...)` and the dtype their data gets (None: the default dtype).
+LEGACY_CONSTRUCTOR_DTYPES = {
+    "Tensor": None, "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16", "ByteTensor": "uint8", "CharTensor": "int8", "ShortTensor": "int16",
+    "IntTensor": "int32", "LongTensor": "int64", "BoolTensor": "bool",
+}
+LEGACY_CONSTRUCTORS = frozenset(f"torch.{name}" for name in LEGACY_CONSTRUCTOR_DTYPES)
 PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
 

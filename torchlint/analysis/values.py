@@ -37,8 +37,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchlint.analysis.modules import _is_torch_module_class
+from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import keyword_arg, positional_args
+from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS
 
 if TYPE_CHECKING:
     from torchlint.context import FileContext
@@ -113,12 +114,6 @@ SIZE_FACTORIES = frozenset(
 )
 # Factories from data: `torch.tensor([1, 2])`; a tensor argument keeps its device.
 DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.scalar_tensor"})
-LEGACY_CONSTRUCTORS = frozenset(
-    f"torch.{name}" for name in (
-        "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
-        "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
-    )
-)
 LIKE_FACTORIES = frozenset(
     f"torch.{name}_like" for name in ("zeros", "ones", "empty", "full", "rand", "randn", "randint")
 )
@@ -544,7 +539,7 @@ class ValueKinds:
             return DEVICE_INFO
         if qualified.startswith("math.") or qualified in ("builtins.len", "numpy.prod"):
             return NUMBER_INFO
-        if _is_torch_module_class(qualified) or (
+        if is_torch_module_class(qualified) or (
             qualified.startswith("torchvision.models.") and qualified.rsplit(".", 1)[-1][:1].islower()
         ):
             return MODULE_INFO

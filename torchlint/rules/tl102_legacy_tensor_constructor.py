@@ -2,21 +2,16 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchlint.analysis.tensors import LEGACY_CONSTRUCTOR_DTYPES
 from torchlint.analysis.torch_api import torch_module_name
 from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.rule import Rule
 
-# Legacy constructor -> the dtype its data gets (None: the default dtype).
-_CONSTRUCTOR_DTYPES = {
-    "Tensor": None, "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
-    "BFloat16Tensor": "bfloat16", "ByteTensor": "uint8", "CharTensor": "int8", "ShortTensor": "int16",
-    "IntTensor": "int32", "LongTensor": "int64", "BoolTensor": "bool",
-}
 _CONSTRUCTORS = {
     f"{module}.{name}": (name, module == "torch.cuda")
     for module in ("torch", "torch.cuda")
-    for name in _CONSTRUCTOR_DTYPES
+    for name in LEGACY_CONSTRUCTOR_DTYPES
     if not (module == "torch.cuda" and name == "Tensor")
 }
 
@@ -88,7 +83,7 @@ class LegacyTensorConstructor(Rule):
             return None
         arguments = ", ".join(self.ctx.code_for(arg.value) for arg in node.args)
         device = ', device="cuda"' if on_cuda else ""
-        dtype = _CONSTRUCTOR_DTYPES[name]
+        dtype = LEGACY_CONSTRUCTOR_DTYPES[name]
         if all(_is_int_literal(arg.value) for arg in node.args):
             # `torch.Tensor(3, 4)` already had the default dtype: say nothing more than it did.
             dtype_argument = f", dtype={torch_name}.{dtype}" if dtype else ""
