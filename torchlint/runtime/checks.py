@@ -48,11 +48,11 @@ class Check:
 
     def on_error(self, rec, site: int, func, args: tuple, kwargs: dict, error: BaseException) -> None:
         if self.error is not None and self.error.search(str(error)):
-            rec.confirm(site, _first_line(error))
+            rec.confirm(site, first_line(error))
 
     def on_warning(self, rec, position, text: str, frame) -> None:
         """A warning matching `warning` was emitted; `position` is its user position."""
-        rec.event(self.code, position, _first_line(text))
+        rec.event(self.code, position, first_line(text))
 
     # -- parent side -------------------------------------------------------------------------
     def counts(self, event: dict, steps: int) -> bool:
@@ -78,7 +78,7 @@ class Check:
         return "the flagged code ran and the pitfall was not observed"
 
 
-def _first_line(value: object) -> str:
+def first_line(value: object) -> str:
     text = str(value).strip()
     return text.splitlines()[0] if text else ""
 

@@ -15,7 +15,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from torchlint.runtime import logical
-from torchlint.runtime.checks import CHECKS, check_for
+from torchlint.runtime.checks import CHECKS, check_for, first_line
 from torchlint.runtime.frames import UserFiles
 from torchlint.runtime.recorder import Recorder
 
@@ -225,7 +225,7 @@ class Runtime(TorchFunctionMode):
         text = str(error)
         for check in self.error_checks:
             if check.error.search(text):
-                self.rec.event(check.code, self.files.here(), text.splitlines()[0] if text else "")
+                self.rec.event(check.code, self.files.here(), first_line(text))
 
     # -- logical devices: the generic path -----------------------------------------------------
     def _logical(self, func, args, kwargs):
