@@ -15,6 +15,7 @@ import libcst as cst
 
 from torchlint.cache import ResultCache, cache_key
 from torchlint.config import UNSUPPRESSIBLE, Settings
+from torchlint.analysis.names import nested_statement_lists
 from torchlint.context import FileContext, FixSpec, PendingReport
 from torchlint.diagnostics import Diagnostic, Edit, Fix, Location
 from torchlint.notebook import notebook_source
@@ -47,17 +48,13 @@ def _collect_top_level_imports(ctx: FileContext) -> None:
 
     def scan(statements) -> None:
         for statement in statements:
-            if isinstance(statement, cst.SimpleStatementLine):
+            if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
                 for small in statement.body:
                     if isinstance(small, (cst.Import, cst.ImportFrom)):
                         ctx.imports.add(small)
-            elif isinstance(statement, (cst.If, cst.Try, cst.Else, cst.ExceptHandler, cst.Finally)):
-                scan(statement.body.body)
-                for nested in (getattr(statement, "orelse", None), getattr(statement, "finalbody", None)):
-                    if nested is not None:
-                        scan([nested])
-                for handler in getattr(statement, "handlers", ()):
-                    scan([handler])
+            elif isinstance(statement, (cst.If, cst.Try)):
+                for nested in nested_statement_lists(statement):
+                    scan(nested)
 
     scan(ctx.module.body)
 

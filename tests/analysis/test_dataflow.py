@@ -76,3 +76,15 @@ def test_resolve_follows_names():
         lambda ctx, call: seen.append(ctx.code_for(ctx.values.resolve(call.args[0].value))),
     )
     assert seen == ["F.softmax(z, 1)"]
+
+
+def test_assigned_names_sees_every_nested_statement_list():
+    from torchlint.analysis.dataflow import assigned_names
+
+    module = cst.parse_module(
+        "if a:\n    x = 1\nelif b:\n    y = 2\nelse:\n    z = 3\n"
+        "for i in r: w = i\n"
+        "try:\n    t = 1\nexcept E:\n    u = 2\nfinally:\n    v = 3\n"
+        "def f():\n    hidden = 1\n"
+    )
+    assert assigned_names(module.body) == {"x", "y", "z", "i", "w", "t", "u", "v", "f"}

@@ -41,3 +41,18 @@ def test_imports_under_if_and_try_are_known_before_the_walk():
     assert ctx.qualified_name(cst.parse_expression("nn.Linear")) == "torch.nn.Linear"
     assert ctx.imports.local_names_for("torch.nn.functional") == ["F"]
     assert ctx.imports.imports_module("torch")
+
+
+def test_modules_defined_in_except_handlers_are_module_classes():
+    ctx = context_for(
+        """
+        import torch.nn as nn
+        try:
+            from fast import Block
+        except ImportError:
+            class Block(nn.Module):
+                pass
+        """
+    )
+    handler_class = ctx.module.body[1].handlers[0].body.body[0]
+    assert ctx.module_classes.is_module(handler_class)

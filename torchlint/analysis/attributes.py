@@ -12,20 +12,9 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.module_attributes import first_parameter
+from torchlint.analysis.names import nested_statement_lists, suite_statements
 
 _AMBIGUOUS = object()
-
-
-def _compound_bodies(statement: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
-    bodies = [statement.body]
-    for name in ("orelse", "finalbody"):
-        nested = getattr(statement, name, None)
-        if isinstance(nested, cst.If):
-            bodies.extend(_compound_bodies(nested))
-        elif nested is not None:
-            bodies.append(nested.body)
-    bodies.extend(handler.body for handler in getattr(statement, "handlers", ()))
-    return bodies
 
 
 class SelfAttributes:
@@ -68,21 +57,17 @@ class SelfAttributes:
             if isinstance(statement, cst.FunctionDef):
                 name = first_parameter(statement)
                 if name is not None:
-                    self._scan(statement.body, name, table)
+                    self._scan(suite_statements(statement.body), name, table)
         return table
 
-    def _scan(self, block: cst.BaseSuite, self_name: str, table: dict[str, object]) -> None:
-        if isinstance(block, cst.SimpleStatementSuite):
-            for small in block.body:
-                self._record(small, self_name, table)
-            return
-        for statement in getattr(block, "body", ()):
-            if isinstance(statement, cst.SimpleStatementLine):
+    def _scan(self, statements, self_name: str, table: dict[str, object]) -> None:
+        for statement in statements:
+            if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
                 for small in statement.body:
                     self._record(small, self_name, table)
             elif isinstance(statement, (cst.If, cst.For, cst.While, cst.Try, cst.With)):
-                for body in _compound_bodies(statement):
-                    self._scan(body, self_name, table)
+                for nested in nested_statement_lists(statement):
+                    self._scan(nested, self_name, table)
 
     @staticmethod
     def _record(small: cst.BaseSmallStatement, self_name: str, table: dict[str, object]) -> None:

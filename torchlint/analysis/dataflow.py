@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from torchlint.analysis.names import nested_statement_lists, suite_statements
+
 UNKNOWN = "<unknown>"
 
 _Value = cst.CSTNode | str
@@ -38,24 +40,11 @@ def target_names(target: cst.BaseExpression) -> list[str]:
     return []
 
 
-def _statement_bodies(statement: cst.CSTNode) -> list[cst.CSTNode]:
-    nested = []
-    for name in ("body", "orelse", "finalbody"):
-        block = getattr(statement, name, None)
-        if isinstance(block, cst.CSTNode):
-            nested.append(block)
-    nested.extend(getattr(statement, "handlers", ()))
-    return nested
-
-
-def assigned_names(block: cst.CSTNode) -> set[str]:
-    """Names assigned anywhere in a block's statements (not inside nested functions or classes)."""
+def assigned_names(statements) -> set[str]:
+    """Names assigned anywhere in these statements (not inside nested functions or classes)."""
     names: set[str] = set()
-    statements = getattr(block, "body", ())
-    if isinstance(statements, cst.CSTNode):
-        statements = getattr(statements, "body", ())
     for statement in statements:
-        if isinstance(statement, cst.SimpleStatementLine):
+        if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
             for small in statement.body:
                 if isinstance(small, cst.Assign):
                     for target in small.targets:
@@ -71,7 +60,7 @@ def assigned_names(block: cst.CSTNode) -> set[str]:
                 for item in statement.items:
                     if item.asname is not None:
                         names.update(target_names(item.asname.name))
-            for nested in _statement_bodies(statement):
+            for nested in nested_statement_lists(statement):
                 names |= assigned_names(nested)
     return names
 
@@ -248,7 +237,7 @@ class LocalValues:
     def _visit_loop(self, node: cst.For | cst.While) -> None:
         self._open_branch(node)
         # A later iteration may see values assigned further down the body.
-        for name in assigned_names(node.body):
+        for name in assigned_names(suite_statements(node.body)):
             self._bind(name, UNKNOWN)
         if isinstance(node, cst.For):
             for name in target_names(node.target):

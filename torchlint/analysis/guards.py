@@ -32,7 +32,7 @@ import re
 import libcst as cst
 
 from torchlint.analysis.dataflow import assigned_names, target_names
-from torchlint.analysis.names import dotted_name
+from torchlint.analysis.names import dotted_name, suite_statements
 
 _VERSION_TEST = re.compile(
     r"torch\w*version|version\w*torch|torch\.__version__|torch\w*(greater|less|_ge_|_gt_|_le_|_lt_|_eq_)"
@@ -182,7 +182,7 @@ class Guards:
             for small in child.body if isinstance(small, cst.Assign)
             for target in small.targets for name in target_names(target.target)
         }
-        return bool(assigned & assigned_names(following))
+        return bool(assigned & assigned_names(suite_statements(following.body)))
 
     def _after_gated_return(
         self, block: cst.IndentedBlock | cst.Module, child: cst.CSTNode, fallback_only: bool

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchlint.analysis.imports import ImportTable
-from torchlint.analysis.names import dotted_name, positional_args
+from torchlint.analysis.names import dotted_name, nested_statement_lists, positional_args
 from torchlint.walker import child_nodes
 
 Loop = cst.For | cst.While
@@ -311,7 +311,7 @@ class _Index:
             if isinstance(statement, (cst.For, cst.While)):
                 self.loops.append(statement)
                 self.scope_of_loop[id(statement)] = scope
-            for block in _blocks(statement):
+            for block in nested_statement_lists(statement):
                 self._statements(block, scope, classdef)
 
     def _record_creation(self, target: cst.BaseExpression, call: cst.Call) -> None:
@@ -321,27 +321,6 @@ class _Index:
         callee = self.imports.qualified_name(call.func) or dotted_name(call.func)
         role = role_of_constructor(callee) if callee else None
         self.roles.setdefault(written, set()).add(role)
-
-
-def _blocks(statement: cst.CSTNode) -> list:
-    """The statement lists nested in a compound statement (an `elif` comes as a one-item list)."""
-    found = []
-    for name in ("body", "orelse", "finalbody"):
-        block = getattr(statement, name, None)
-        if isinstance(block, cst.If):
-            found.append([block])
-            continue
-        if isinstance(block, (cst.Else, cst.Finally)):
-            block = block.body
-        if isinstance(block, cst.IndentedBlock):
-            found.append(block.body)
-        elif isinstance(block, cst.SimpleStatementSuite):
-            found.append([block])
-    for handler in getattr(statement, "handlers", ()):
-        found.extend(_blocks(handler))
-    for case in getattr(statement, "cases", ()):
-        found.extend(_blocks(case))
-    return found
 
 
 # The analysis -------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.imports import ImportTable
-from torchlint.analysis.names import dotted_name
+from torchlint.analysis.names import dotted_name, nested_statement_lists, suite_statements
 
 _NOT_MODULES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 _MODULE_BASES = frozenset(
@@ -40,12 +40,10 @@ def _class_definitions(statements) -> list[cst.ClassDef]:
     for statement in statements:
         if isinstance(statement, cst.ClassDef):
             found.append(statement)
-            found.extend(_class_definitions(statement.body.body))
-        elif isinstance(statement, (cst.If, cst.Try, cst.Else)):
-            found.extend(_class_definitions(statement.body.body))
-            orelse = getattr(statement, "orelse", None)
-            if orelse is not None:
-                found.extend(_class_definitions([orelse]))
+            found.extend(_class_definitions(suite_statements(statement.body)))
+        elif isinstance(statement, (cst.If, cst.Try)):
+            for nested in nested_statement_lists(statement):
+                found.extend(_class_definitions(nested))
     return found
 
 

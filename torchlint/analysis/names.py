@@ -65,3 +65,26 @@ def argument(call: cst.Call, position: int, name: str) -> cst.BaseExpression | N
 
 def is_constant_true(expr: cst.BaseExpression | None) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "True"
+
+
+def suite_statements(suite: cst.BaseSuite) -> list[cst.CSTNode]:
+    """The statements of an indented block; a one-line suite (`if x: a = 1`) comes as itself."""
+    return list(suite.body) if isinstance(suite, cst.IndentedBlock) else [suite]
+
+
+def nested_statement_lists(statement: cst.CSTNode) -> list[list[cst.CSTNode]]:
+    """The statement lists nested in a compound statement: its body, `else`, `finally`, handlers
+    and match cases. An `elif` comes as a one-item list holding its `If`."""
+    found = []
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(statement, name, None)
+        if isinstance(block, cst.If):
+            found.append([block])
+            continue
+        if isinstance(block, (cst.Else, cst.Finally)):
+            block = block.body
+        if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+            found.append(suite_statements(block))
+    for part in (*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())):
+        found.extend(nested_statement_lists(part))
+    return found

@@ -6,7 +6,7 @@ from torchlint.analysis.dataflow import assigned_names
 from torchlint.analysis.deprecated_api import (
     DEPRECATED_BY_NAME, DEPRECATED_LAST_SEGMENTS, DeprecatedApi, FixKind, old_api_reportable,
 )
-from torchlint.analysis.names import positional_args
+from torchlint.analysis.names import positional_args, suite_statements
 from torchlint.analysis.torch_api import torch_module_name
 from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
@@ -100,7 +100,8 @@ class DeprecatedApiUse(Rule):
             if isinstance(scope, (cst.Module, cst.FunctionDef)):
                 names = self._assigned.get(id(scope))
                 if names is None:
-                    names = assigned_names(scope.body if isinstance(scope, cst.FunctionDef) else scope)
+                    statements = suite_statements(scope.body) if isinstance(scope, cst.FunctionDef) else scope.body
+                    names = assigned_names(statements)
                     self._assigned[id(scope)] = names
                 if name in names:
                     return True
