@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import run_torchlint
 
-SCHEMA = Path(__file__).resolve().parents[2] / "shared" / "data" / "sarif-schema-2.1.0.json"
+SCHEMA = Path(__file__).resolve().parent / "data" / "sarif" / "sarif-schema-2.1.0.json"
 BAD = "import torch\nimport torch.nn.functional as F\n\nx = torch.Tensor(3, 4)\ny = F.softmax(\n    x\n)\n"
 
 
