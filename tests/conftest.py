@@ -25,3 +25,11 @@ def project(tmp_path: Path) -> Path:
     """An empty project directory with its own pyproject.toml, so no outer config leaks in."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
     return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch) -> Path:
+    """Each test has its own result cache (inherited by the torchlint it runs), never the user's."""
+    directory = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("TORCHLINT_CACHE_DIR", str(directory))
+    return directory

@@ -3,6 +3,11 @@
 An entry's key covers everything a result depends on: torchlint's own source code, the rules
 that apply to the file (with their settings), the file's name and its bytes. A stale entry can
 therefore never be served; entries are written atomically and unreadable ones are ignored.
+
+The cache lives in the user's cache directory, one folder per project (named by a hash of the
+project root's real path), never in the checked tree: the keys are computable by anyone, so a
+pull request could otherwise commit entries saying "no findings" for its files, or plant a
+symlink that makes the cache write somewhere else. A directory someone else owns is not used.
 """
 
 from __future__ import annotations
@@ -10,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
+import sys
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -17,7 +24,33 @@ from pathlib import Path
 from torchlint.config import Settings
 from torchlint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
 
-CACHE_DIRECTORY = ".torchlint_cache"
+# Where the cache is kept, when set (else the platform's user cache directory, see `cache_home`).
+CACHE_DIRECTORY_VARIABLE = "TORCHLINT_CACHE_DIR"
+
+
+def cache_home() -> Path:
+    """The user's torchlint cache directory: $TORCHLINT_CACHE_DIR, else the platform's."""
+    if os.environ.get(CACHE_DIRECTORY_VARIABLE):
+        return Path(os.environ[CACHE_DIRECTORY_VARIABLE])
+    if sys.platform == "win32":
+        return Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local") / "torchlint" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "torchlint"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "torchlint"
+
+
+def project_directory(root: str) -> Path:
+    """The cache folder of the project whose configuration root is `root`."""
+    real = os.path.realpath(root)
+    return cache_home() / hashlib.sha256(real.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def _owned_by_user(path: Path) -> bool:
+    """Is this directory the user's own (always true where there are no owners to compare)?"""
+    if not hasattr(os, "getuid"):
+        return True
+    info = os.stat(path)
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
 
 
 @lru_cache(maxsize=1)
@@ -69,13 +102,29 @@ def _decode(value: dict, filename: str) -> Diagnostic:
 
 
 class ResultCache:
+    """The cache of the project whose configuration root is `root`."""
+
     def __init__(self, root: str) -> None:
-        self._directory = Path(root) / CACHE_DIRECTORY
+        self._directory = project_directory(root)
+        self._usable: bool | None = None
+
+    def _is_usable(self) -> bool:
+        """The cache home exists (made private to the user) and is the user's own."""
+        if self._usable is None:
+            home = cache_home()
+            try:
+                home.mkdir(mode=0o700, parents=True, exist_ok=True)
+                self._usable = _owned_by_user(home)
+            except OSError:
+                self._usable = False
+        return self._usable
 
     def _path(self, key: str) -> Path:
         return self._directory / key[:2] / f"{key}.json"
 
     def get(self, key: str, filename: str) -> list[Diagnostic] | None:
+        if not self._is_usable():
+            return None
         try:
             entries = json.loads(self._path(key).read_text(encoding="utf-8"))
             return [_decode(entry, filename) for entry in entries]
@@ -83,15 +132,14 @@ class ResultCache:
             return None
 
     def put(self, key: str, diagnostics: list[Diagnostic]) -> None:
+        if not self._is_usable():
+            return  # another user could read or plant entries there
         path = self._path(key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            gitignore = self._directory / ".gitignore"
-            if not gitignore.exists():
-                gitignore.write_text("*\n")
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
             with os.fdopen(handle, "w", encoding="utf-8") as stream:
                 json.dump([_encode(d) for d in diagnostics], stream)
             os.replace(temporary, path)
         except OSError:
-            pass  # a read-only tree simply goes uncached
+            pass  # an unwritable cache directory simply leaves the run uncached

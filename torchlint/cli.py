@@ -80,7 +80,7 @@ def cli() -> None:
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--no-color", is_flag=True, help="Never colour the output (also: the NO_COLOR variable).")
-@click.option("--no-cache", is_flag=True, help="Do not read or write the result cache (.torchlint_cache/).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the result cache (in the user's cache directory).")
 @click.option("--fix", is_flag=True, help="Apply the safe fixes, then report the findings left.")
 @click.option("--unsafe-fixes", is_flag=True,
               help="Offer unsafe fixes too: `--fix` and `--diff` apply them, and they are shown as `[*]`.")
@@ -128,7 +128,8 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
             changed = _diff(named, settings, jobs, unsafe_fixes, show_fixes, quiet)
             sys.exit(1 if changed and not exit_zero else 0)
         if fix:
-            results = fix_files(named, settings, jobs, unsafe=unsafe_fixes, use_cache=not no_cache)
+            results = fix_files(named, settings, jobs, unsafe=unsafe_fixes, use_cache=not no_cache,
+                                roots=list(paths) or ["."])
             _report_problems(results)
             internal_errors = [result.internal_error for result in results if result.internal_error]
             diagnostics = sorted((d for result in results for d in result.diagnostics), key=Diagnostic.sort_key)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import os
 import re
-from concurrent.futures import ProcessPoolExecutor
 
 import libcst as cst
 
@@ -25,9 +24,21 @@ from torchlint.rule import Rule
 from torchlint.rules import get_rule
 from torchlint.sources import LINE_BREAK, UnreadableFile, decode_source, read_bytes, source_rows
 from torchlint.walker import Walker
+from torchlint.workers import map_bounded
 
 # Rules only look at files that mention torch at all: a cheap textual pre-filter.
 _RELEVANT = re.compile(r"torch|backward|zero_grad")
+
+# Seconds one file may take (its parse, rules and fixes); a file that takes longer is TL902.
+FILE_TIME_LIMIT = 30.0
+# CPython refuses more than 200 nested brackets; libcst's native parser overflows its stack (a
+# segmentation fault) somewhere above 1000, so deeper text goes to CPython's parser first.
+_MAX_NESTING = 200
+_NOT_BRACKETS = re.compile(r"[^()\[\]{}]+")
+_INNERMOST_PAIRS = re.compile(r"\(\)|\[\]|\{\}")
+# libcst 1.0 drops a line that holds only a backslash continuation: its tree no longer gives the
+# text back, and every row after that line is off by one (fixes would edit the wrong row).
+_LONE_CONTINUATION = re.compile(r"(?:\A|[\r\n])[ \t\f]*\\(?:\r\n?|\n)")
 
 
 class _ImportCollector:
@@ -68,16 +79,24 @@ def file_error(rule_code: str, filename: str, message: str, row: int = 1, column
     )
 
 
-def _syntax_error(source: str, filename: str, error: cst.ParserSyntaxError) -> Diagnostic:
-    # CPython's parser gives the clearer message and location; libcst's is the fallback for
-    # code that CPython accepts but this libcst cannot parse.
+def _python_syntax_error(source: str, filename: str) -> Diagnostic | None:
+    """CPython's verdict: the TL901 finding of its parser, None when it accepts the text."""
     try:
         ast.parse(source, filename)
     except SyntaxError as python_error:
         row, column = python_error.lineno or 1, python_error.offset or 1
         return file_error("TL901", filename, f"SyntaxError: {python_error.msg}", row, max(column, 1))
     except (ValueError, RecursionError, MemoryError):
-        pass
+        return file_error("TL901", filename, "SyntaxError: too deeply nested to parse")
+    return None
+
+
+def _syntax_error(source: str, filename: str, error: cst.ParserSyntaxError) -> Diagnostic:
+    # CPython's parser gives the clearer message and location; libcst's is the fallback for
+    # code that CPython accepts but this libcst cannot parse.
+    python_error = _python_syntax_error(source, filename)
+    if python_error is not None:
+        return python_error
     message = re.sub(r"^parser error: error at \d+:\d+: ", "", error.message)
     return file_error("TL901", filename, f"SyntaxError: {message}", error.raw_line, error.raw_column + 1)
 
@@ -143,14 +162,42 @@ def _unique(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     return unique
 
 
+def _nested_deeper_than(source: str, depth: int) -> bool:
+    """Do brackets nest deeper than `depth`? (Counting brackets in strings and comments too: a
+    cheap upper bound, removing the innermost pairs once per level.)"""
+    brackets = _NOT_BRACKETS.sub("", source)
+    for _ in range(depth):
+        brackets, removed = _INNERMOST_PAIRS.subn("", brackets)
+        if not removed:
+            return False
+    return bool(_INNERMOST_PAIRS.search(brackets))
+
+
+def parse_module(source: str, filename: str) -> cst.Module | Diagnostic:
+    """The libcst tree of `source`, or the TL901/TL902 finding that says why there is none."""
+    if _nested_deeper_than(source, _MAX_NESTING):
+        python_error = _python_syntax_error(source, filename)
+        if python_error is not None:
+            return python_error
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as error:
+        return _syntax_error(source, filename, error)
+    except RecursionError:
+        return file_error("TL901", filename, "SyntaxError: too deeply nested to parse")
+    if _LONE_CONTINUATION.search(source) and module.code != source:
+        return file_error("TL902", filename, "cannot be checked: the parser (libcst) does not reproduce this "
+                                             "file exactly (a line holding only a backslash continuation)")
+    return module
+
+
 def check_source(source: str, filename: str, settings: Settings, module: cst.Module | None = None) -> list[Diagnostic]:
     """Every finding of the enabled rules in one file's text (`module`: its tree, if already parsed)."""
-    try:
-        module = module if module is not None else cst.parse_module(source)
-    except cst.ParserSyntaxError as error:
-        return [_syntax_error(source, filename, error)]
-    except RecursionError:
-        return [file_error("TL901", filename, "SyntaxError: too deeply nested to parse")]
+    if module is None:
+        parsed = parse_module(source, filename)
+        if isinstance(parsed, Diagnostic):
+            return [parsed]
+        module = parsed
     # After parsing: a file-level noqa never hides that the file is broken.
     exemption = file_exemption(source)
     if exemption.whole_file:
@@ -209,25 +256,28 @@ def _check_one(job: tuple[str, str, Settings, bool]) -> tuple[list[Diagnostic], 
         return [], internal_error_text(display_name, error)
 
 
-def map_files(worker, work: list, jobs: int | None = None) -> list:
-    """`worker` over each item of `work`, in order, in parallel processes when there are several."""
-    jobs = jobs or os.cpu_count() or 1
-    if jobs <= 1 or len(work) < 4:
-        return list(map(worker, work))
-    with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
-        return list(pool.map(worker, work, chunksize=max(1, len(work) // (jobs * 8))))
+def map_files(worker, work: list, jobs: int | None, lost, time_limit: float = FILE_TIME_LIMIT) -> list:
+    """`worker` over each item of `work`, in order, in `jobs` worker processes (default: one per
+    core). An item that takes longer than `time_limit` or crashes its worker gets `lost(item, why)`."""
+    return map_bounded(worker, work, jobs or os.cpu_count() or 1, time_limit, lost)
+
+
+def lost_file_error(display_name: str, why: str) -> Diagnostic:
+    """The TL902 finding of a file whose check did not finish."""
+    return file_error("TL902", display_name, f"cannot be checked: {why}")
 
 
 def check_files(
     files: list[tuple[str, str]], settings: Settings, jobs: int | None = None, errors: list[str] | None = None,
-    *, use_cache: bool = False,
+    *, use_cache: bool = False, time_limit: float = FILE_TIME_LIMIT,
 ) -> list[Diagnostic]:
     """Check (path, display name) pairs, in parallel processes when there are several files.
 
     Internal errors are appended to `errors` when a list is given, else raised. With
-    `use_cache`, results are kept in `.torchlint_cache/` beside the configuration.
+    `use_cache`, results are kept in the cache (see cache.py).
     """
-    results = map_files(_check_one, [(path, name, settings, use_cache) for path, name in files], jobs)
+    results = map_files(_check_one, [(path, name, settings, use_cache) for path, name in files], jobs,
+                        lambda job, why: ([lost_file_error(job[1], why)], None), time_limit)
     failures = [error for _, error in results if error is not None]
     if failures and errors is None:
         raise RuntimeError(failures[0])

@@ -25,7 +25,9 @@ import libcst as cst
 from torchlint.cache import ResultCache, cache_key
 from torchlint.config import UNSUPPRESSIBLE, Settings
 from torchlint.diagnostics import Applicability, Diagnostic, Location
-from torchlint.engine import check_file, check_source, file_error, internal_error_text, map_files
+from torchlint.engine import (
+    FILE_TIME_LIMIT, check_file, check_source, file_error, internal_error_text, lost_file_error, map_files, parse_module,
+)
 from torchlint.sources import LINE_BREAK, UnreadableFile, decode_source, read_bytes
 
 # Passes of apply-then-check per file: enough for fixes that overlap or that enable another.
@@ -143,12 +145,9 @@ def _compile_error(text: str, filename: str) -> str | None:
 
 def _parse(text: str, filename: str, must_compile: Callable[[], bool]) -> tuple[cst.Module | None, str | None]:
     """The libcst tree of `text`, or why it is not valid code (libcst, then `compile()`)."""
-    try:
-        module = cst.parse_module(text)
-    except cst.ParserSyntaxError as error:
-        return None, f"libcst cannot parse it: {error.message}"
-    except RecursionError:
-        return None, "libcst cannot parse it: too deeply nested"
+    module = parse_module(text, filename)
+    if isinstance(module, Diagnostic):
+        return None, f"libcst cannot parse it: {module.message}"
     problem = _compile_error(text, filename)
     if problem is not None and must_compile():
         return None, problem
@@ -190,10 +189,17 @@ def _keep_final_newline(original: str, text: str) -> str:
 
 def fix_text(text: str, filename: str, settings: Settings, unsafe: bool = False) -> FixOutcome:
     """Apply the fixes of one Python text (and of what its fixes uncover), in passes."""
-    diagnostics = check_source(text, filename, settings)
+    module = parse_module(text, filename)
+    diagnostics = [module] if isinstance(module, Diagnostic) else check_source(text, filename, settings, module)
     outcome = FixOutcome(text, text, diagnostics, diagnostics)
     if any(d.code in UNSUPPRESSIBLE for d in diagnostics):
         return outcome  # a file that does not parse or read is never written
+    if any(is_applicable(d, unsafe) for d in diagnostics) and module.code != text:
+        # Edits are placed by the tree's positions: a tree that does not give the text back
+        # (a libcst bug) could put them on the wrong row.
+        outcome.problems.append(f"torchlint: error: {filename}: fixes not applied: the parser (libcst) does "
+                                "not reproduce this file exactly")
+        return outcome
     compiles: list[bool] = []
 
     def original_compiles() -> bool:
@@ -282,11 +288,35 @@ class FileChanged(Exception):
     """The file changed on disk while it was being fixed."""
 
 
-def write_atomically(path: str, expected: bytes, data: bytes) -> None:
+class NotWritable(Exception):
+    """The path is not one `--fix` may write (the message says why)."""
+
+
+def real_roots(paths: list[str]) -> tuple[str, ...]:
+    """The real directories `--fix` may write in: each checked directory, and the directory of
+    each checked file."""
+    return tuple(os.path.realpath(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path)))
+                 for path in paths)
+
+
+def _writable_target(path: str, roots: tuple[str, ...]) -> str:
+    """The real path to write for `path`: a regular file inside one of the real `roots`. A
+    symlink to a file elsewhere (a repository could hold one to a file of its checker's), to a
+    device or to a FIFO is never written through."""
+    target = os.path.realpath(path)
+    if not any(os.path.commonpath([target, root]) == root for root in roots):
+        raise NotWritable("its real path is outside the checked paths")
+    if not stat.S_ISREG(os.stat(target).st_mode):
+        raise NotWritable("it is not a regular file")
+    return target
+
+
+def write_atomically(path: str, expected: bytes, data: bytes, roots: tuple[str, ...] | None = None) -> None:
     """Replace the file's bytes with `data` through a temporary file beside it and `os.replace`,
     keeping its permissions (and owner, where allowed). The file a symlink names is written, not
-    the link. Raises `FileChanged` when the file no longer holds `expected`, OSError otherwise."""
-    target = os.path.realpath(path)
+    the link, when it lies inside `roots` (default: the file's directory; see `_writable_target`). Raises `FileChanged` when the
+    file no longer holds `expected`, `NotWritable` or OSError otherwise."""
+    target = _writable_target(path, roots or real_roots([path]))
     info = os.stat(target)
     if not os.access(target, os.W_OK):
         raise PermissionError(13, "the file is not writable")
@@ -335,8 +365,10 @@ def unified_diff(before: str, after: str, filename: str) -> str:
 
 
 def fix_file(path: str, settings: Settings, display_name: str | None = None, *, unsafe: bool = False,
-             write: bool = True, diff: bool = False, cache: ResultCache | None = None) -> FileFixResult:
-    """Fix one file: write it (`write`) and/or describe the change as a diff (`diff`)."""
+             write: bool = True, diff: bool = False, cache: ResultCache | None = None,
+             roots: tuple[str, ...] | None = None) -> FileFixResult:
+    """Fix one file: write it (`write`) and/or describe the change as a diff (`diff`). Only a
+    regular file whose real path is inside `roots` (default: the file's own directory) is written."""
     filename = display_name or path
     if path.endswith(".ipynb"):  # notebooks are checked, never rewritten
         return FileFixResult(filename, check_file(path, settings, display_name, cache), {})
@@ -366,9 +398,11 @@ def fix_file(path: str, settings: Settings, display_name: str | None = None, *, 
     if not write:
         return result
     try:
-        write_atomically(path, data, new_data)
+        write_atomically(path, data, new_data, roots)
     except FileChanged:
         problem = "the file changed while it was being fixed"
+    except NotWritable as error:
+        problem = f"not written: {error}"
     except OSError as error:
         problem = f"cannot write it: {error.strerror or error}"
     else:
@@ -383,17 +417,25 @@ def fix_file(path: str, settings: Settings, display_name: str | None = None, *, 
 def _fix_one(job: tuple) -> FileFixResult:
     """One file's result; an internal error (a torchlint bug) is kept to that file, which is left
     as it was, so that every other file is still fixed."""
-    path, display_name, settings, unsafe, write, diff, use_cache = job
+    path, display_name, settings, unsafe, write, diff, use_cache, roots = job
     try:
         cache = ResultCache(settings.root) if use_cache else None
-        return fix_file(path, settings, display_name, unsafe=unsafe, write=write, diff=diff, cache=cache)
+        return fix_file(path, settings, display_name, unsafe=unsafe, write=write, diff=diff, cache=cache, roots=roots)
     except Exception as error:  # noqa: BLE001 - isolate one file's failure, by design
         return FileFixResult(display_name, [], {}, internal_error=internal_error_text(display_name, error))
 
 
 def fix_files(files: list[tuple[str, str]], settings: Settings, jobs: int | None = None, *, unsafe: bool = False,
-              write: bool = True, diff: bool = False, use_cache: bool = False) -> list[FileFixResult]:
+              write: bool = True, diff: bool = False, use_cache: bool = False, roots: list[str] | None = None,
+              time_limit: float = FILE_TIME_LIMIT) -> list[FileFixResult]:
     """`fix_file` over (path, display name) pairs, in parallel processes when there are several.
-    With `use_cache`, files whose cached findings hold nothing to fix are not checked again."""
-    work = [(path, name, settings, unsafe, write, diff, use_cache) for path, name in files]
-    return map_files(_fix_one, work, jobs)
+    Only files whose real path lies inside the checked `roots` (the paths given on the command
+    line; default: each file's own directory) are written. With `use_cache`, files whose cached
+    findings hold nothing to fix are not checked again."""
+    real = real_roots(roots) if roots is not None else None
+    work = [(path, name, settings, unsafe, write, diff, use_cache, real) for path, name in files]
+
+    def lost(job: tuple, why: str) -> FileFixResult:
+        return FileFixResult(job[1], [lost_file_error(job[1], why)], {})
+
+    return map_files(_fix_one, work, jobs, lost, time_limit)

@@ -52,7 +52,11 @@ def notebook_source(raw: str) -> NotebookSource:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         source = cell.get("source", "")
-        text = "".join(source) if isinstance(source, list) else str(source)
+        # nbformat allows a string or a list of strings; anything else holds no code to check.
+        if isinstance(source, list):
+            text = "".join(part for part in source if isinstance(part, str))
+        else:
+            text = source if isinstance(source, str) else ""
         cell_lines = text.splitlines() or [""]
         if cell_lines[0].lstrip().startswith("%%"):
             cell_lines = ["pass"] + ["#" for _ in cell_lines[1:]]

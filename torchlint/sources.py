@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
 import re
+import stat
 import tokenize
 from dataclasses import dataclass
 
@@ -43,12 +45,30 @@ def decode_source(data: bytes) -> SourceFile:
     return SourceFile(text, encoding)
 
 
+# Bytes of the largest file checked: beyond this a file is reported, not read (the native parser
+# needs gigabytes of memory for a few megabytes of code). Notebooks hold outputs besides code.
+MAX_SOURCE_BYTES = 4_000_000
+MAX_NOTEBOOK_BYTES = 50_000_000
+
+
 def read_bytes(path: str) -> bytes:
+    """The bytes of a regular file. A FIFO or a device (a symlink can name one) is refused
+    without reading it: opening does not wait for a writer, and nothing is read from it."""
+    limit = MAX_NOTEBOOK_BYTES if path.endswith(".ipynb") else MAX_SOURCE_BYTES
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as error:
         raise UnreadableFile(error.strerror or str(error)) from None
+    with os.fdopen(descriptor, "rb") as handle:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnreadableFile("not a regular file")
+        if info.st_size > limit:
+            raise UnreadableFile(f"too large to check ({info.st_size / 1e6:.1f} MB; the limit is {limit / 1e6:g} MB)")
+        try:
+            return handle.read(limit + 1)
+        except OSError as error:
+            raise UnreadableFile(error.strerror or str(error)) from None
 
 
 def read_source(path: str) -> SourceFile:

@@ -1,0 +1,277 @@
+"""A repository from a stranger (a pull request checked in CI) cannot fool or abuse torchlint:
+planted cache entries are never read, `--fix` writes nothing outside the checked paths, a file
+crafted to be slow or to crash the parser costs a bounded time, and static checking never runs,
+imports or reads the project's code beyond the files it checks (and config files above them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_torchlint
+from torchlint import engine
+from torchlint.cache import cache_key, project_directory
+from torchlint.config import Options, resolve_settings
+from torchlint.fix import fix_files
+
+BAD = "import torch\nx = torch.Tensor(3)\n"
+FIXED = "import torch\nx = torch.empty(3)\n"
+
+
+def _codes(result) -> list[tuple[str, str]]:
+    return [(Path(record["filename"]).name, record["code"]) for record in json.loads(result.stdout)]
+
+
+# The cache ---------------------------------------------------------------------------------
+
+
+def test_cache_entries_planted_in_the_repository_are_never_read(project):
+    (project / "a.py").write_text(BAD)
+    settings = resolve_settings(Options(), cwd=project)
+    # An attacker can compute the key of every file and commit an entry saying "no findings",
+    # in the old in-tree layout and at the same relative place the real cache uses.
+    key = cache_key("a.py", BAD.encode(), settings)
+    for base in (project / ".torchlint_cache", project / project_directory(str(project)).name):
+        (base / key[:2]).mkdir(parents=True)
+        (base / key[:2] / f"{key}.json").write_text("[]")
+    for _ in range(2):  # a cold and a warm cache
+        result = run_torchlint("check", "--output-format", "json", ".", cwd=project)
+        assert _codes(result) == [("a.py", "TL102")]
+
+
+def test_the_cache_is_kept_outside_the_checked_tree(project, private_cache):
+    (project / "a.py").write_text(BAD)
+    before = sorted(path.name for path in project.rglob("*"))
+    run_torchlint("check", ".", cwd=project)
+    assert sorted(path.name for path in project.rglob("*")) == before
+    entries = list(project_directory(str(project)).rglob("*.json"))
+    assert len(entries) == 1 and private_cache in entries[0].parents
+
+
+def test_a_cache_directory_owned_by_someone_else_is_not_used(project, monkeypatch):
+    (project / "a.py").write_text(BAD)
+    settings = resolve_settings(Options(), cwd=project)
+    named = [(str(project / "a.py"), "a.py")]
+    assert engine.check_files(named, settings, 1, use_cache=True)  # fills the cache
+    monkeypatch.setattr(os, "getuid", lambda: os.stat(project).st_uid + 1)
+
+    def must_run(*args, **kwargs):
+        raise RuntimeError("checked, as it should be")
+
+    monkeypatch.setattr(engine, "check_source", must_run)
+    errors: list[str] = []
+    engine.check_files(named, settings, 1, errors, use_cache=True)
+    assert errors == ["a.py: RuntimeError: checked, as it should be"]
+
+
+# --fix writes only regular files inside the checked paths ----------------------------------
+
+
+@pytest.fixture
+def outside_and_project(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.py").write_text(BAD)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    return outside, project
+
+
+def test_fix_never_writes_through_a_symlink_that_leaves_the_checked_paths(outside_and_project):
+    outside, project = outside_and_project
+    os.symlink(outside / "victim.py", project / "link.py")
+    (project / "own.py").write_text(BAD)
+    os.symlink(project / "own.py", project / "alias.py")  # inside: written through to own.py
+    result = run_torchlint("check", "--fix", "--output-format", "json", ".", cwd=project)
+    assert (outside / "victim.py").read_text() == BAD
+    assert "link.py: fixes not applied: not written: its real path is outside the checked paths" in result.stderr
+    assert ("link.py", "TL102") in _codes(result)  # checked, its finding reported
+    assert (project / "own.py").read_text() == FIXED and (project / "alias.py").is_symlink()
+    # Named on the command line, the link is no different.
+    result = run_torchlint("check", "--fix", "link.py", cwd=project)
+    assert (outside / "victim.py").read_text() == BAD and "not written" in result.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_fifos_and_devices_are_reported_never_read_or_written(project):
+    os.mkfifo(project / "pipe.py")  # reading it would wait forever for a writer
+    os.symlink("/dev/zero", project / "zeros.py")  # reading it would never end
+    os.symlink("/dev/null", project / "null.py")
+    (project / "ok.py").write_text(BAD)
+    started = time.monotonic()
+    result = run_torchlint("check", "--fix", "--output-format", "json", ".", cwd=project)
+    assert time.monotonic() - started < 60
+    codes = _codes(result)
+    assert {name for name, code in codes if code == "TL902"} == {"pipe.py", "zeros.py", "null.py"}
+    assert "not a regular file" in result.stdout
+    assert (project / "ok.py").read_text() == FIXED
+    assert stat.S_ISFIFO(os.stat(project / "pipe.py").st_mode)
+
+
+# Files crafted to be slow or to crash the parser --------------------------------------------
+
+
+def _check(project: Path, names: list[str], time_limit: float) -> list[tuple[str, str, str]]:
+    settings = resolve_settings(Options(), cwd=project)
+    found = engine.check_files([(str(project / name), name) for name in names], settings, 2, [],
+                               time_limit=time_limit)
+    return [(d.filename, d.code, d.message) for d in found]
+
+
+def test_a_slow_file_is_tl902_after_its_time_limit_and_the_rest_is_checked(project):
+    # Thousands of chained operators on one line: libcst's native parser takes many seconds.
+    (project / "slow.py").write_text("import torch\nx = " + " + ".join(["y"] * 6000) + "\n")
+    (project / "ok.py").write_text(BAD)
+    started = time.monotonic()
+    found = _check(project, ["slow.py", "ok.py"], time_limit=2)
+    assert time.monotonic() - started < 15
+    assert ("slow.py", "TL902", "cannot be checked: it took longer than 2 s to check") in found
+    assert ("ok.py", "TL102") in [(name, code) for name, code, _ in found]
+
+
+def test_fix_of_a_slow_file_is_bounded_too(project):
+    (project / "slow.py").write_text("import torch\nx = torch.Tensor(3) + " + " + ".join(["y"] * 6000) + "\n")
+    (project / "ok.py").write_text(BAD)
+    settings = resolve_settings(Options(), cwd=project)
+    files = [(str(project / name), name) for name in ("slow.py", "ok.py")]
+    results = fix_files(files, settings, 1, time_limit=2)
+    assert [d.code for d in results[0].diagnostics] == ["TL902"] and results[0].fixed == {}
+    assert (project / "ok.py").read_text() == FIXED
+
+
+def test_brackets_nested_too_deep_are_a_syntax_error_not_a_crash(project):
+    # libcst's native parser overflows its stack on a few thousand nested brackets.
+    (project / "deep.py").write_text("import torch\nx = " + "(" * 5000 + "1" + ")" * 5000 + "\n")
+    (project / "deep_in_string.py").write_text("import torch\ns = '" + "(" * 500 + "'\nx = torch.Tensor(3)\n")
+    found = _check(project, ["deep.py", "deep_in_string.py"], time_limit=30)
+    assert found[0][:2] == ("deep.py", "TL901") and "too many nested parentheses" in found[0][2]
+    assert [(name, code) for name, code, _ in found[1:]] == [("deep_in_string.py", "TL102")]
+
+
+def test_a_worker_that_crashes_costs_only_its_file(project, monkeypatch):
+    (project / "crash.py").write_text(BAD)
+    (project / "ok.py").write_text(BAD)
+    real_parse = engine.parse_module
+
+    def crashing(source, filename):
+        if filename == "crash.py":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return real_parse(source, filename)
+
+    monkeypatch.setattr(engine, "parse_module", crashing)
+    found = _check(project, ["crash.py", "ok.py"], time_limit=30)
+    assert found[0][:2] == ("crash.py", "TL902") and "stopped" in found[0][2]
+    assert found[1][:2] == ("ok.py", "TL102")
+
+
+def test_a_huge_file_is_reported_without_being_parsed(project):
+    (project / "huge.py").write_text("import torch\nx = [" + "torch.zeros(1), " * 330_000 + "]\n")  # 5 MB
+    started = time.monotonic()
+    found = _check(project, ["huge.py"], time_limit=30)
+    assert time.monotonic() - started < 10
+    assert found == [("huge.py", "TL902", "cannot read file: too large to check (5.3 MB; the limit is 4 MB)")]
+
+
+def test_a_notebook_of_100k_cells_is_bounded(project):
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "source": ["import torch\n", "x = torch.Tensor(3)\n"]}
+    (project / "big.ipynb").write_text(json.dumps({"cells": [cell] * 100_000, "metadata": {}, "nbformat": 4}))
+    (project / "ok.py").write_text(BAD)
+    started = time.monotonic()
+    found = _check(project, ["big.ipynb", "ok.py"], time_limit=5)
+    assert time.monotonic() - started < 30
+    big = [code for name, code, _ in found if name == "big.ipynb"]
+    assert big == ["TL902"] or big == ["TL102"] * 100_000
+    assert ("ok.py", "TL102") in [(name, code) for name, code, _ in found]
+
+
+def test_a_line_holding_only_a_backslash_is_never_fixed_on_the_wrong_row(project):
+    # libcst 1.0 drops such a line, so every row after it would be off by one.
+    source = "import torch\nif x:\n    y = 1\n\\\npass\nt = torch.Tensor(3)\nu = torch.Tensor(4)\n"
+    (project / "a.py").write_text(source)
+    result = run_torchlint("check", "--fix", "--output-format", "json", "a.py", cwd=project)
+    assert (project / "a.py").read_text() == source
+    assert _codes(result) == [("a.py", "TL902")]
+
+
+# Static mode runs nothing of the project's ----------------------------------------------------
+
+# Each planted file, if Python ever ran it, leaves a marker file behind.
+_MARKER = "import pathlib; pathlib.Path({path!r}).write_text('ran')\n"
+_AUDIT = textwrap.dedent("""
+    import os, sys
+    log = open(sys.argv[1], "a", buffering=1)
+    def hook(event, args):
+        if event == "open" and isinstance(args[0], (str, bytes)):
+            log.write("open\\t" + os.fsdecode(os.path.abspath(args[0])) + "\\n")
+        elif event == "import" and args[1]:
+            log.write("import\\t" + os.path.abspath(args[1]) + "\\n")
+        elif event == "exec":
+            name = getattr(args[0], "co_filename", "?")  # "<string>": code made by the stdlib
+            log.write("exec\\t" + (name if name.startswith("<") else os.path.abspath(name)) + "\\n")
+        elif event in ("os.system", "subprocess.Popen", "os.exec", "os.posix_spawn", "ctypes.dlopen"):
+            log.write(event + "\\t" + repr(args)[:200] + "\\n")
+    from torchlint.cli import main
+    sys.addaudithook(hook)
+    sys.argv = ["torchlint", *sys.argv[2:]]
+    main()
+""")
+
+
+def test_static_mode_never_imports_executes_or_reads_beyond_the_checked_files(tmp_path, private_cache):
+    outer = tmp_path / "outer"
+    project = outer / "project"
+    markers = tmp_path / "markers"
+    for directory in (project / "torch", project / "pkg", markers):
+        directory.mkdir(parents=True)
+    (outer / "pyproject.toml").write_text("[tool.torchlint]\nextend-select = ['TL']\n")  # config above: read
+    (outer / "secret.py").write_text(BAD)  # outside the checked root: never read
+    planted = {
+        "sitecustomize.py": "sitecustomize", "usercustomize.py": "usercustomize", "torch/__init__.py": "torch",
+        "pkg/__init__.py": "pkg", "setup.py": "setup", "conftest.py": "conftest",
+    }
+    for name, marker in planted.items():
+        (project / name).write_text(_MARKER.format(path=str(markers / marker)))
+    (project / "evil.pth").write_text(f"import pathlib; pathlib.Path({str(markers / 'pth')!r}).write_text('ran')\n")
+    (project / "train.py").write_text("import torch\nimport pkg\n" + _MARKER.format(path=str(markers / "train"))
+                                      + "x = torch.Tensor(3)\n")
+    audit, script = tmp_path / "audit.log", tmp_path / "audited.py"
+    script.write_text(_AUDIT)
+    for arguments in (("check", "--no-cache", "."), ("check", "--fix", "--unsafe-fixes", "-j", "2", ".")):
+        result = run_torchlint_audited(script, audit, arguments, project)
+        assert result.returncode in (0, 1) and "Traceback" not in result.stderr, result.stderr
+    assert list(markers.iterdir()) == []
+    allowed = [str(project), str(private_cache), str(REPO), sys.prefix, sys.base_prefix, sys.exec_prefix, "/dev/null", "/proc/"]
+    opened, ran, other = set(), set(), []
+    for line in audit.read_text().splitlines():
+        event, _, argument = line.partition("\t")
+        if event == "open":
+            opened.add(argument)
+        elif event in ("import", "exec"):
+            ran.add(argument)
+        else:
+            other.append(line)
+    assert other == []  # no process started, no library loaded
+    assert not [path for path in ran if path.startswith(str(project))]
+    outside = {path for path in opened if not any(path.startswith(prefix) for prefix in allowed)}
+    config_above = {str(outer / "pyproject.toml"), str(outer / ".gitignore"), str(tmp_path / "pyproject.toml"),
+                    str(tmp_path / ".gitignore")}
+    assert outside - config_above - {str(audit)} == set(), sorted(outside)
+    assert str(outer / "pyproject.toml") in opened and str(outer / "secret.py") not in opened
+
+
+def run_torchlint_audited(script: Path, audit: Path, arguments, cwd: Path):
+    import subprocess
+
+    # -P: the working directory (the project) is not put on sys.path, as with the console script.
+    environment = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-P", str(script), str(audit), *arguments], cwd=cwd, env=environment,
+                          capture_output=True, text=True, timeout=300)
