@@ -34,8 +34,8 @@ FILE_TIME_LIMIT = 30.0
 # CPython refuses more than 200 nested brackets; libcst's native parser overflows its stack (a
 # segmentation fault) somewhere above 1000, so deeper text goes to CPython's parser first.
 _MAX_NESTING = 200
-_NOT_BRACKETS = re.compile(r"[^()\[\]{}]+")
-_INNERMOST_PAIRS = re.compile(r"\(\)|\[\]|\{\}")
+_NOT_BRACKETS = bytes(set(range(256)) - set(b"()[]{}"))
+_INNERMOST_PAIRS = re.compile(rb"\(\)|\[\]|\{\}")
 # libcst 1.0 drops a line that holds only a backslash continuation: its tree no longer gives the
 # text back, and every row after that line is off by one (fixes would edit the wrong row).
 _LONE_CONTINUATION = re.compile(r"(?:\A|[\r\n])[ \t\f]*\\(?:\r\n?|\n)")
@@ -165,12 +165,16 @@ def _unique(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
 def _nested_deeper_than(source: str, depth: int) -> bool:
     """Do brackets nest deeper than `depth`? (Counting brackets in strings and comments too: a
     cheap upper bound, removing the innermost pairs once per level.)"""
-    brackets = _NOT_BRACKETS.sub("", source)
+    brackets = source.encode("utf-8", "surrogatepass").translate(None, _NOT_BRACKETS)
     for _ in range(depth):
-        brackets, removed = _INNERMOST_PAIRS.subn("", brackets)
+        brackets, removed = _INNERMOST_PAIRS.subn(b"", brackets)
         if not removed:
             return False
     return bool(_INNERMOST_PAIRS.search(brackets))
+
+
+def _has_lone_continuation(source: str) -> bool:
+    return ("\\\n" in source or "\\\r" in source) and _LONE_CONTINUATION.search(source) is not None
 
 
 def parse_module(source: str, filename: str) -> cst.Module | Diagnostic:
@@ -185,7 +189,7 @@ def parse_module(source: str, filename: str) -> cst.Module | Diagnostic:
         return _syntax_error(source, filename, error)
     except RecursionError:
         return file_error("TL901", filename, "SyntaxError: too deeply nested to parse")
-    if _LONE_CONTINUATION.search(source) and module.code != source:
+    if _has_lone_continuation(source) and module.code != source:
         return file_error("TL902", filename, "cannot be checked: the parser (libcst) does not reproduce this "
                                              "file exactly (a line holding only a backslash continuation)")
     return module

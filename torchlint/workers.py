@@ -2,21 +2,45 @@
 
 libcst parses in native code, which neither a signal nor an exception can interrupt, and a few
 inputs make it slow (thousands of chained operators on one line) or crash it. So each file is
-checked in a worker process that the parent kills when that file takes longer than its limit, or
-replaces when it dies; the file gets a result saying so (`lost`) and the run goes on. The work is
-handed out one file at a time, in order of the list, so a slow file holds up one worker only.
+checked in a worker process that ends when that file has used more than its limit of CPU time
+(the kernel's RLIMIT_CPU, so that the verdict does not depend on the machine's load), or that the
+parent kills when the file has taken several times the limit of wall-clock time (a backstop, and
+the only bound where there is no RLIMIT_CPU). A worker that dies is replaced; its file gets a
+result saying why (`lost`) and the run goes on. Work is handed out one file at a time, in order.
 """
 
 from __future__ import annotations
 
+import math
 import multiprocessing
+import signal
 import time
 from collections import deque
 from multiprocessing.connection import Connection, wait
 from typing import Callable
 
+try:
+    import resource
+except ImportError:  # Windows
+    resource = None
 
-def _serve(connection: Connection, worker: Callable) -> None:
+# The wall-clock backstop, as a multiple of the CPU-time limit.
+_WALL_CLOCK_FACTOR = 4
+
+
+def _limit_cpu_time(seconds: float) -> None:
+    """End this process (SIGXCPU) once it has used `seconds` more of CPU time."""
+    if resource is None:
+        return
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    soft = math.ceil(usage.ru_utime + usage.ru_stime + seconds)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+
+
+def _serve(connection: Connection, worker: Callable, time_limit: float) -> None:
+    if resource is not None:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file in the project
     while True:
         try:
             message = connection.recv()
@@ -25,21 +49,30 @@ def _serve(connection: Connection, worker: Callable) -> None:
         if message is None:
             return
         index, job = message
+        _limit_cpu_time(time_limit)
         connection.send((index, worker(job)))
 
 
 class _Worker:
-    def __init__(self, context, worker: Callable) -> None:
+    def __init__(self, context, worker: Callable, time_limit: float) -> None:
         self.connection, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, worker), daemon=True)
+        self.process = context.Process(target=_serve, args=(child, worker, time_limit), daemon=True)
         self.process.start()
         child.close()
         self.index: int | None = None  # the item it is working on
         self.deadline = 0.0
 
     def give(self, index: int, job, time_limit: float) -> None:
-        self.index, self.deadline = index, time.monotonic() + time_limit
+        backstop = time_limit * (_WALL_CLOCK_FACTOR if resource is not None else 1)
+        self.index, self.deadline = index, time.monotonic() + backstop
         self.connection.send((index, job))
+
+    def why_stopped(self, time_limit: float) -> str:
+        """Why the worker's process ended while it worked on a file."""
+        self.process.join(timeout=1)
+        if self.process.exitcode == -getattr(signal, "SIGXCPU", -1):
+            return f"it took longer than {time_limit:g} s to check"
+        return "the worker checking it stopped (a crash in the parser)"
 
     def stop(self) -> None:
         try:
@@ -70,7 +103,7 @@ def map_bounded(worker: Callable, work: list, processes: int, time_limit: float,
     context = _context()
     results: list = [None] * len(work)
     pending = deque(enumerate(work))
-    idle = [_Worker(context, worker) for _ in range(min(processes, len(work)))]
+    idle = [_Worker(context, worker, time_limit) for _ in range(min(processes, len(work)))]
     busy: list[_Worker] = []
     try:
         while pending or busy:
@@ -91,9 +124,9 @@ def map_bounded(worker: Callable, work: list, processes: int, time_limit: float,
                         idle.append(current)
                         continue
                     except (EOFError, OSError):
-                        why = "the worker checking it stopped (a crash in the parser)"
+                        why = current.why_stopped(time_limit)
                 elif current.process.sentinel in ready:
-                    why = "the worker checking it stopped (a crash in the parser)"
+                    why = current.why_stopped(time_limit)
                 elif time.monotonic() >= current.deadline:
                     why = f"it took longer than {time_limit:g} s to check"
                 if why is not None:
@@ -101,7 +134,7 @@ def map_bounded(worker: Callable, work: list, processes: int, time_limit: float,
                     current.kill()
                     busy.remove(current)
                     if pending:
-                        idle.append(_Worker(context, worker))
+                        idle.append(_Worker(context, worker, time_limit))
     finally:
         for current in idle:
             current.stop()
