@@ -39,6 +39,7 @@ _INNERMOST_PAIRS = re.compile(rb"\(\)|\[\]|\{\}")
 # libcst 1.0 drops a line that holds only a backslash continuation: its tree no longer gives the
 # text back, and every row after that line is off by one (fixes would edit the wrong row).
 _LONE_CONTINUATION = re.compile(r"(?:\A|[\r\n])[ \t\f]*\\(?:\r\n?|\n)")
+_LONE_CONTINUATION_PROBLEM = "cannot be checked: the parser (libcst) misreads a line holding only a backslash"
 
 
 class _ImportCollector:
@@ -97,8 +98,14 @@ def _syntax_error(source: str, filename: str, error: cst.ParserSyntaxError) -> D
     python_error = _python_syntax_error(source, filename)
     if python_error is not None:
         return python_error
+    if _has_lone_continuation(source):
+        return file_error("TL902", filename, _LONE_CONTINUATION_PROBLEM)
     message = re.sub(r"^parser error: error at \d+:\d+: ", "", error.message)
-    return file_error("TL901", filename, f"SyntaxError: {message}", error.raw_line, error.raw_column + 1)
+    # libcst's own location can fall outside the text: keep it on a row and column that exist.
+    rows = source_rows(source)
+    row = min(max(error.raw_line, 1), len(rows))
+    column = min(max(error.raw_column + 1, 1), len(rows[row - 1]) + 1)
+    return file_error("TL901", filename, f"SyntaxError: {message}", row, column)
 
 
 def _in_newline(content: str, newline: str) -> str:
@@ -190,8 +197,7 @@ def parse_module(source: str, filename: str) -> cst.Module | Diagnostic:
     except RecursionError:
         return file_error("TL901", filename, "SyntaxError: too deeply nested to parse")
     if _has_lone_continuation(source) and module.code != source:
-        return file_error("TL902", filename, "cannot be checked: the parser (libcst) does not reproduce this "
-                                             "file exactly (a line holding only a backslash continuation)")
+        return file_error("TL902", filename, _LONE_CONTINUATION_PROBLEM)
     return module
 
 
