@@ -9,12 +9,15 @@ import sys
 import click
 
 from torchlint import __version__
+from torchlint.add_noqa import add_noqa_files
+from torchlint.baseline import apply_baseline, write_baseline as write_baseline_file
 from torchlint.config import ConfigError, Options, resolve_settings
 from torchlint.diagnostics import Diagnostic
 from torchlint.docs import rule_page
 from torchlint.discovery import Discovery, PathError, display_name
 from torchlint.engine import check_files
 from torchlint.fix import fix_files
+from torchlint.git_diff import changed_rows
 from torchlint.output import OutputContext, format_names, render
 from torchlint.output.text import fix_listing, render_statistics, source_lines
 from torchlint.rules import all_rules, get_rule
@@ -88,6 +91,11 @@ def cli() -> None:
               help="Print a diff of what `--fix` would change; write nothing (exit 1 when there is a change).")
 @click.option("--show-fixes", is_flag=True, help="List what was fixed (or with `--diff`: would be), per file and rule.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit with status 1 when fixes were applied, too.")
+@click.option("--baseline", type=click.Path(dir_okay=False), help="Report only findings not in this baseline file.")
+@click.option("--write-baseline", type=click.Path(dir_okay=False),
+              help="Write the current findings to this baseline file, then exit.")
+@click.option("--diff-base", metavar="REF", help="Report only findings on rows changed since the git REF.")
+@click.option("--add-noqa", is_flag=True, help="Add a `# noqa: CODE` comment for every finding, then exit.")
 @click.option("--runtime", is_flag=True,
               help="Run the script (the single PATH; its arguments after `--`) instrumented and give each finding a verdict.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps", "logical:cuda", "logical:mps"]),
@@ -95,7 +103,7 @@ def cli() -> None:
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="With --runtime: stop the script after SECONDS.")
 def check(paths, select, ignore, extend_select, output_format, exit_zero, statistics, config_file, jobs,
           force_exclude, quiet, no_color, no_cache, fix, unsafe_fixes, diff, show_fixes, exit_non_zero_on_fix,
-          runtime, device, timeout) -> None:
+          baseline, write_baseline, diff_base, add_noqa, runtime, device, timeout) -> None:
     """Check PATHS (files or directories; default: the current directory).
 
     With --runtime: `torchlint check --runtime SCRIPT -- ARGS...` runs SCRIPT once, as
@@ -124,6 +132,8 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
             raise click.UsageError("--device and --timeout need --runtime")
         files = discovery.files(list(paths) or ["."])
         named = [(path, display_name(path)) for path in files]
+        if add_noqa:
+            _add_noqa(named, settings, jobs)
         if diff:
             changed = _diff(named, settings, jobs, unsafe_fixes, show_fixes, quiet)
             sys.exit(1 if changed and not exit_zero else 0)
@@ -138,6 +148,7 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
             source_lines.cache_clear()  # the source frames show the files as fixed
         else:
             diagnostics = check_files(named, settings, jobs, internal_errors, use_cache=not no_cache)
+    diagnostics = _narrow(diagnostics, baseline, write_baseline, diff_base)
     context = OutputContext(
         color=_use_color(no_color), rules=settings.rules, summary=not quiet, unsafe_fixes=unsafe_fixes,
         fixed=fixed, fix_listing=listing if output_format in ("full", "concise") or statistics else "",
@@ -160,6 +171,34 @@ def _exit_on_internal_errors(errors: list[str]) -> None:
         click.echo(f"torchlint: internal error: {error}", err=True)
     if errors:
         sys.exit(2)
+
+
+def _narrow(diagnostics: list[Diagnostic], baseline, write_baseline, diff_base) -> list[Diagnostic]:
+    """The findings to report: not in the baseline, on rows changed since the git ref."""
+    if write_baseline:
+        write_baseline_file(diagnostics, write_baseline)
+        click.echo(f"Wrote {len(diagnostics)} findings to the baseline {write_baseline}.", err=True)
+        sys.exit(0)
+    if diff_base:
+        changed = changed_rows(diff_base)
+        diagnostics = [d for d in diagnostics if changed.is_new(d)]
+    if baseline:
+        result = apply_baseline(diagnostics, baseline)
+        if result.gone:
+            click.echo(f"torchlint: {result.gone} baseline entries no longer occur (fixed or changed): "
+                       f"refresh {baseline} with --write-baseline", err=True)
+        diagnostics = result.new
+    return diagnostics
+
+
+def _add_noqa(named, settings, jobs) -> None:
+    """`--add-noqa`: write the comments, say how many, exit (2 when a file could not be handled)."""
+    results = add_noqa_files(named, settings, jobs)
+    _report_problems(results)
+    added = sum(result.added for result in results)
+    click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
+    _exit_on_internal_errors([result.internal_error for result in results if result.internal_error])
+    sys.exit(2 if any(problem.startswith("torchlint: error:") for r in results for problem in r.problems) else 0)
 
 
 def _report_problems(results) -> None:
