@@ -113,7 +113,7 @@ def test_rule_all_json_lists_every_rule(project):
 
     listed = json.loads(run_torchlint("rule", "--all", "--output-format", "json", cwd=project).stdout)
     assert [entry["code"] for entry in listed] == [rule.code for rule in all_rules()]
-    assert set(listed[0]) == {"code", "name", "summary", "severity", "default", "fixable"}
+    assert set(listed[0]) == {"code", "name", "summary", "severity", "default", "fixable", "runtime_only"}
 
 
 def test_version_and_no_color(project):

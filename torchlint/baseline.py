@@ -1,9 +1,9 @@
 """`--baseline FILE` / `--write-baseline FILE`: accept today's findings, report only new ones.
 
 A finding's key survives unrelated edits: its code, its file (relative to the baseline file's
-directory), the text of its row with blanks collapsed, and its index among the findings of the
-file with that same code and text. Row numbers are not part of it, so lines added above a
-finding do not make it new.
+directory), the text of its row without blanks (so that a formatter's spacing changes nothing),
+and its index among the findings of the file with that same code and text. Row numbers are not
+part of it, so lines added above a finding do not make it new.
 """
 
 from __future__ import annotations
@@ -30,6 +30,10 @@ def _row_text(diagnostic: Diagnostic) -> str:
     return " ".join(lines[row - 1].split()) if 0 < row <= len(lines) else ""
 
 
+def _without_blanks(text: str) -> str:
+    return "".join(text.split())
+
+
 def keys(diagnostics: list[Diagnostic], baseline_path: str) -> list[Key]:
     """The key of each finding, in the order given."""
     directory = os.path.dirname(os.path.abspath(baseline_path))
@@ -37,7 +41,7 @@ def keys(diagnostics: list[Diagnostic], baseline_path: str) -> list[Key]:
     result = []
     for diagnostic in diagnostics:
         file = os.path.relpath(os.path.abspath(diagnostic.filename), directory).replace(os.sep, "/")
-        stem = (diagnostic.code, file, _row_text(diagnostic))
+        stem = (diagnostic.code, file, _without_blanks(_row_text(diagnostic)))
         result.append((*stem, seen[stem]))
         seen[stem] += 1
     return result
@@ -45,8 +49,8 @@ def keys(diagnostics: list[Diagnostic], baseline_path: str) -> list[Key]:
 
 def write_baseline(diagnostics: list[Diagnostic], path: str) -> None:
     entries = [
-        {"code": code, "file": file, "line": line, "index": index, "message": diagnostic.message}
-        for diagnostic, (code, file, line, index) in zip(diagnostics, keys(diagnostics, path))
+        {"code": code, "file": file, "line": _row_text(diagnostic), "index": index, "message": diagnostic.message}
+        for diagnostic, (code, file, _, index) in zip(diagnostics, keys(diagnostics, path))
     ]
     text = json.dumps({"version": FORMAT_VERSION, "findings": entries}, indent=1) + "\n"
     directory = os.path.dirname(os.path.abspath(path))
@@ -66,7 +70,7 @@ def _read(path: str) -> Counter:
     try:
         with open(path, encoding="utf-8") as handle:
             document = json.load(handle)
-        return Counter((e["code"], e["file"], e["line"], e["index"]) for e in document["findings"])
+        return Counter((e["code"], e["file"], _without_blanks(e["line"]), e["index"]) for e in document["findings"])
     except OSError as error:
         raise ConfigError(f"cannot read baseline {path}: {error.strerror}") from None
     except (ValueError, KeyError, TypeError):

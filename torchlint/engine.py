@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 
 import libcst as cst
@@ -195,7 +196,7 @@ def check_file(
         key = cache_key(filename, data, settings) if cache else ""
         cached = cache.get(key, filename) if cache else None
         if cached is not None:
-            return cached
+            return settings.fix_policy.applied(cached)
         source = decode_source(data)
         if path.endswith(".ipynb"):
             notebook = notebook_source(source.text)
@@ -206,7 +207,8 @@ def check_file(
         return [file_error("TL902", filename, f"cannot read file: {error}")]
     if cache:
         cache.put(key, diagnostics)
-    return diagnostics
+    # After the cache: its entries hold the rules' own fixes, whatever the fix settings.
+    return settings.fix_policy.applied(diagnostics)
 
 
 def internal_error_text(display_name: str, error: Exception) -> str:
@@ -224,25 +226,36 @@ def _check_one(job: tuple[str, str, Settings, bool]) -> tuple[list[Diagnostic], 
         return [], internal_error_text(display_name, error)
 
 
-def map_files(worker, work: list, jobs: int | None = None) -> list:
-    """`worker` over each item of `work`, in order, in parallel processes when there are several."""
+def map_files(worker, work: list, jobs: int | None = None, on_done: Callable[[], None] | None = None) -> list:
+    """`worker` over each item of `work`, in order, in parallel processes when there are several;
+    `on_done()` after each item."""
     jobs = jobs or os.cpu_count() or 1
     if jobs <= 1 or len(work) < 4:
-        return list(map(worker, work))
+        return _collect(map(worker, work), on_done)
     with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
-        return list(pool.map(worker, work, chunksize=max(1, len(work) // (jobs * 8))))
+        return _collect(pool.map(worker, work, chunksize=max(1, len(work) // (jobs * 8))), on_done)
+
+
+def _collect(results: Iterable, on_done: Callable[[], None] | None) -> list:
+    if on_done is None:
+        return list(results)
+    collected = []
+    for result in results:
+        collected.append(result)
+        on_done()
+    return collected
 
 
 def check_files(
     files: list[tuple[str, str]], settings: Settings, jobs: int | None = None, errors: list[str] | None = None,
-    *, use_cache: bool = False,
+    *, use_cache: bool = False, on_done: Callable[[], None] | None = None,
 ) -> list[Diagnostic]:
     """Check (path, display name) pairs, in parallel processes when there are several files.
 
     Internal errors are appended to `errors` when a list is given, else raised. With
     `use_cache`, results are kept in `.torchlint_cache/` beside the configuration.
     """
-    results = map_files(_check_one, [(path, name, settings, use_cache) for path, name in files], jobs)
+    results = map_files(_check_one, [(path, name, settings, use_cache) for path, name in files], jobs, on_done)
     failures = [error for _, error in results if error is not None]
     if failures and errors is None:
         raise RuntimeError(failures[0])

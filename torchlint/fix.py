@@ -206,7 +206,7 @@ def fix_text(text: str, filename: str, settings: Settings, unsafe: bool = False)
     def candidates() -> list[Diagnostic]:
         starts = _row_starts(outcome.text)
         return order_fixes([
-            d for d in outcome.diagnostics
+            d for d in settings.fix_policy.applied(outcome.diagnostics)
             if is_applicable(d, unsafe) and _identity(outcome.text, starts, d) not in rejected
         ])
 
@@ -344,7 +344,7 @@ def fix_file(path: str, settings: Settings, display_name: str | None = None, *, 
         data = read_bytes(path)
         key = cache_key(filename, data, settings) if cache else ""
         cached = cache.get(key, filename) if cache else None
-        if cached is not None and not any(is_applicable(d, unsafe) for d in cached):
+        if cached is not None and not any(is_applicable(d, unsafe) for d in settings.fix_policy.applied(cached)):
             return FileFixResult(filename, cached, {})
         source = decode_source(data)
     except UnreadableFile as error:
@@ -386,7 +386,10 @@ def _fix_one(job: tuple) -> FileFixResult:
     path, display_name, settings, unsafe, write, diff, use_cache = job
     try:
         cache = ResultCache(settings.root) if use_cache else None
-        return fix_file(path, settings, display_name, unsafe=unsafe, write=write, diff=diff, cache=cache)
+        result = fix_file(path, settings, display_name, unsafe=unsafe, write=write, diff=diff, cache=cache)
+        # The cache keeps the rules' own fixes; the fix settings shape what is reported.
+        result.diagnostics = settings.fix_policy.applied(result.diagnostics)
+        return result
     except Exception as error:  # noqa: BLE001 - isolate one file's failure, by design
         return FileFixResult(display_name, [], {}, internal_error=internal_error_text(display_name, error))
 

@@ -42,3 +42,18 @@ def to_dict(diagnostic: Diagnostic) -> dict:
 
 def render(diagnostics: list[Diagnostic], context: OutputContext) -> str:
     return json.dumps([to_dict(d) for d in diagnostics], indent=2) + "\n"
+
+
+def render_statistics(diagnostics: list[Diagnostic], context: OutputContext) -> str:
+    """`--statistics --output-format json`: one object per rule, most frequent first (as ruff)."""
+    from torchlint.output.text import is_fixable
+
+    counts: dict[str, list[Diagnostic]] = {}
+    for diagnostic in diagnostics:
+        counts.setdefault(diagnostic.code, []).append(diagnostic)
+    rows = [
+        {"code": code, "name": found[0].name, "count": len(found),
+         "fixable": any(is_fixable(d, context) for d in found)}
+        for code, found in sorted(counts.items(), key=lambda item: (-len(item[1]), item[0]))
+    ]
+    return json.dumps(rows, indent=2) + "\n"
