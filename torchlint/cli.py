@@ -1,4 +1,4 @@
-"""The command line: `torchlint check` and `torchlint rule`."""
+"""The command line: `torchlint check`, `torchlint rule` and `torchlint server`."""
 
 from __future__ import annotations
 
@@ -256,6 +256,17 @@ def rule(code, show_all, output_format) -> None:
         click.echo(json.dumps({**rule_summary(found), "doc": found.doc()}, indent=2))
     else:
         click.echo(rule_page(found), nl=False)
+
+
+@cli.command()
+def server() -> None:
+    """Run the language server (LSP) on stdin and stdout, for editors (needs `torchlint[server]`)."""
+    from torchlint.server import ServerUnavailable, run_server
+
+    try:
+        run_server()
+    except ServerUnavailable as error:
+        raise click.UsageError(str(error)) from None
 
 
 def main() -> None:

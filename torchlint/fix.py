@@ -236,6 +236,16 @@ def fix_text(text: str, filename: str, settings: Settings, unsafe: bool = False)
     return _settled(outcome)
 
 
+def fix_one(text: str, filename: str, diagnostic: Diagnostic) -> str | None:
+    """The text with this one finding's fix applied (an editor's quick fix), checked like a pass of
+    `fix_text`; None when the fix does not apply to the text or its result would not be valid."""
+    new_text, applied = apply_fixes(text, [diagnostic])
+    if not applied:
+        return None
+    _, problem = _parse(new_text, filename, lambda: _compile_error(text, filename) is None)
+    return new_text if problem is None else None
+
+
 def _settled(outcome: FixOutcome) -> FixOutcome:
     outcome.text = _keep_final_newline(outcome.original, outcome.text)
     return outcome
