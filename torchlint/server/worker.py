@@ -38,10 +38,6 @@ def load_rules() -> None:
     all_rules()
 
 
-def check_text(text: str, filename: str, settings: Settings) -> list[Diagnostic]:
-    return check_source(text, filename, settings)
-
-
 def check_cells(cells: list[str], filename: str, settings: Settings) -> list[Diagnostic]:
     """The findings of a notebook's code cells checked together, each on its cell (`cell` is the
     1-based position in `cells`, rows are relative to the cell). The cells are mapped to one Python
