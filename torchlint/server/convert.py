@@ -6,13 +6,12 @@ the code units the client negotiated (UTF-16 by default), so each conversion nee
 
 from __future__ import annotations
 
-import re
-
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
 from torchlint.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
 from torchlint.rules import get_rule
+from torchlint.server.reparse import rows_with_breaks, touched_rows
 from torchlint.sources import LINE_BREAK
 
 SOURCE = "torchlint"
@@ -64,31 +63,23 @@ def row_edit(rows: list[str], row: int, new_line: str, codec: PositionCodec) -> 
     return types.TextEdit(range=text_range(rows, Location(row, 1), end, codec), new_text=new_line)
 
 
-def _rows_with_breaks(text: str) -> list[str]:
-    parts = re.split(f"({LINE_BREAK.pattern})", text)
-    return ["".join(pair) for pair in zip(parts[::2], [*parts[1::2], ""])]
-
-
 def changed_rows_edit(old: str, new: str, codec: PositionCodec) -> types.TextEdit | None:
     """One edit that turns `old` into `new`, replacing only the rows between what they share at
     their start and at their end (so that the editor keeps the cursor and folds elsewhere)."""
     if old == new:
         return None
-    before, after = _rows_with_breaks(old), _rows_with_breaks(new)
-    common_start = 0
-    while common_start < min(len(before), len(after)) and before[common_start] == after[common_start]:
-        common_start += 1
-    common_end = 0
-    limit = min(len(before), len(after)) - common_start
-    while common_end < limit and before[-1 - common_end] == after[-1 - common_end]:
-        common_end += 1
-    start = types.Position(line=common_start, character=0)
-    if common_end:
-        end = types.Position(line=len(before) - common_end, character=0)
-    else:  # up to the end of the text: its last row has no line break
-        end = types.Position(line=len(before) - 1, character=codec.client_num_units(before[-1]))
+    before, after = rows_with_breaks(old), rows_with_breaks(new)
+    first, end = touched_rows(before, after)
+    if end < len(before):
+        end_position = types.Position(line=end, character=0)
+    elif not before or LINE_BREAK.search(before[-1]):
+        end_position = types.Position(line=len(before), character=0)
+    else:  # the old text's last row, which has no line break
+        end_position = types.Position(line=len(before) - 1, character=codec.client_num_units(before[-1]))
+    kept_at_end = len(before) - end
     return types.TextEdit(
-        range=types.Range(start=start, end=end), new_text="".join(after[common_start: len(after) - common_end])
+        range=types.Range(start=types.Position(line=first, character=0), end=end_position),
+        new_text="".join(after[first: len(after) - kept_at_end]),
     )
 
 

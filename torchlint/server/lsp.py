@@ -20,7 +20,6 @@ from pygls.uris import to_fs_path, uri_scheme
 from torchlint import __version__
 from torchlint.config import UNSUPPRESSIBLE
 from torchlint.diagnostics import Applicability, Diagnostic
-from torchlint.engine import check_source
 from torchlint.fix import is_applicable
 from torchlint.server import worker
 from torchlint.server.convert import (
@@ -190,7 +189,7 @@ class TorchlintServer(LanguageServer):
     async def _check_text(self, uri: str, is_current) -> None:
         document = self.workspace.get_text_document(uri)
         text, version = document.source, document.version
-        diagnostics = await self._check(self._path(uri), check_source, text)
+        diagnostics = await self._check(self._path(uri), worker.check_text, text)
         if not is_current():
             self._log(f"torchlint: dropped the findings of version {version} of {uri}: a newer version arrived")
             return
@@ -264,7 +263,7 @@ class TorchlintServer(LanguageServer):
             return findings
         if uri not in self.python_documents:
             return None
-        diagnostics = await self._check(self._path(uri), check_source, text)
+        diagnostics = await self._check(self._path(uri), worker.check_text, text)
         return Findings(text, diagnostics, self._to_lsp(text, diagnostics))
 
     async def code_action(self, params: types.CodeActionParams) -> list[types.CodeAction] | None:

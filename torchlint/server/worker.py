@@ -20,8 +20,10 @@ from torchlint.fix import fix_one, fix_text, is_applicable
 from torchlint.notebook import notebook_source
 from torchlint.noqa import line_suppresses
 from torchlint.rules import all_rules
+from torchlint.server.reparse import Trees
 from torchlint.sources import source_rows
 
+_TREES = Trees()
 # An existing `# noqa: CODES` comment, to extend with one more code.
 _NOQA_WITH_CODES = re.compile(r"#\s*noqa:\s*[A-Za-z]+\d+(?:[\s,]+[A-Za-z]+\d+)*", re.I)
 
@@ -36,6 +38,11 @@ def start_worker() -> None:
 def load_rules() -> None:
     """Import every rule now (the pool's warm-up), not during the first check."""
     all_rules()
+
+
+def check_text(text: str, filename: str, settings: Settings) -> list[Diagnostic]:
+    """`check_source`, parsing again only the statements changed since this worker last saw the file."""
+    return check_source(text, filename, settings, _TREES.parse(filename, text))
 
 
 def check_cells(cells: list[str], filename: str, settings: Settings) -> list[Diagnostic]:
