@@ -7,7 +7,7 @@ inserts a line near the middle, the way typing does, and waits for its findings)
 the median and maximum latency. The time includes the server's debounce (50 ms by default), the
 round trip through the worker process and the check itself; for scale it also prints how long
 one in-process `check_source` of the file takes. With --transcript, every message of the session
-(initialize to exit, also a code action and a hover request) is written to OUT, long strings cut.
+(initialize to exit, also the code actions for the whole file and a hover) is written to OUT, long strings cut.
 """
 
 from __future__ import annotations
@@ -124,11 +124,12 @@ async def session(path: Path, edits: int, pause: float) -> tuple[list[float], li
         await connection.diagnostics(uri, version)
         latencies.append(time.perf_counter() - start)
     if findings:
-        first = findings[0]
+        every_row = {"start": {"line": 0, "character": 0}, "end": {"line": len(text.splitlines()), "character": 0}}
         await connection.request("textDocument/codeAction", {
-            "textDocument": {"uri": uri}, "range": first["range"], "context": {"diagnostics": [first]},
+            "textDocument": {"uri": uri}, "range": every_row, "context": {"diagnostics": findings},
         })
-        await connection.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": first["range"]["start"]})
+        first = findings[0]["range"]["start"]
+        await connection.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": first})
     await connection.request("shutdown")
     connection.notify("exit")
     await process.wait()

@@ -241,10 +241,10 @@ class TorchlintServer(LanguageServer):
         documents = [self.workspace.get_text_document(cell.document) for cell in notebook.cells
                      if cell.kind == types.NotebookCellKind.Code]
         cells = [document for document in documents if document.language_id in (None, "python")]
-        texts = [cell.source for cell in cells]
+        texts, version = [cell.source for cell in cells], notebook.version
         diagnostics = await self._check(self._path(uri), worker.check_cells, texts)
         if not is_current():
-            self._log(f"torchlint: dropped the findings of version {notebook.version} of {uri}: a newer version arrived")
+            self._log(f"torchlint: dropped the findings of version {version} of {uri}: a newer version arrived")
             return
         per_cell: list[list[Diagnostic]] = [[] for _ in cells]
         for diagnostic in diagnostics:
