@@ -279,3 +279,19 @@ def test_a_fix_that_would_break_its_cell_is_not_applied_and_named_by_cell(tmp_pa
     assert [(d.code, d.cell, d.location.row) for d in result.diagnostics] == [("TL102", 3, 2)]
     assert len(result.problems) == 1
     assert result.problems[0].startswith("torchlint: error: nb.ipynb:cell 3:2:5: the TL102 fix was not applied")
+
+
+def test_a_cell_holding_nul_is_still_fixed(tmp_path) -> None:
+    path = tmp_path / "nb.ipynb"
+    text = nbformat_text(notebook("import torch\n" + LEGACY + "  # \x00"))
+    path.write_text(text)
+    result = fix_file(str(path), SETTINGS, "nb.ipynb")
+    assert result.written and path.read_text() == text.replace(LEGACY, "x = torch.empty(3)")
+
+
+def test_a_null_source_is_an_empty_cell() -> None:
+    text = nbformat_text(notebook("import torch", LEGACY))
+    document = json.loads(text)
+    document["cells"][1]["source"] = None
+    assert [(d.code, d.cell) for d in check_notebook(json.dumps(document), "nb.ipynb", SETTINGS)] == []
+    assert read_notebook(json.dumps(document)).cells[0].source == ""

@@ -19,11 +19,6 @@ from torchlint.notebook.ipython import MaskedCell, mask_cell
 from torchlint.notebook.jsontext import SourceSpan, replace_sources, row_of, source_spans
 from torchlint.sources import LINE_BREAK, UnreadableFile
 
-# Ends the last row of each cell in the text fixes are applied to: no edit may cross it, so the
-# cells can be told apart again after any edit.
-CELL_END = "\x00"
-
-
 @dataclass(frozen=True)
 class CodeCell:
     number: int  # 1-based position among all the notebook's cells (markdown ones too)
@@ -55,7 +50,7 @@ class Notebook:
 
 
 def _source_text(source) -> str:
-    return "".join(source) if isinstance(source, list) else str(source)
+    return "".join(source) if isinstance(source, list) else str(source or "")
 
 
 def read_notebook(raw: str) -> Notebook:

@@ -1,5 +1,6 @@
-"""Fixing a notebook: `fix_text` works on the code cells joined into one text (each cell's last row
-ended by `CELL_END`), which has the rows and columns of the Python view it checks; the fixed
+"""Fixing a notebook: `fix_text` works on the code cells joined into one text, each cell's last
+row ended by a character no cell holds (no edit may cross it, so the cells can be told apart
+after any edit); that text has the rows and columns of the Python view it checks. The fixed
 cells go back into the JSON text, every other byte kept."""
 
 from __future__ import annotations
@@ -9,11 +10,11 @@ from dataclasses import replace
 from torchlint.config import Settings
 from torchlint.diagnostics import Diagnostic
 from torchlint.engine import check_source
-from torchlint.notebook import CELL_END, PythonView, edit_cells, python_view, read_notebook
+from torchlint.notebook import PythonView, edit_cells, python_view, read_notebook
 from torchlint.notebook.check import notebook_view
 from torchlint.sources import UnreadableFile
 
-_SEPARATOR = CELL_END + "\n"
+_CELL_ENDS = ("\x00", "\x01", "\ue000", "\uf8ff")  # control or private-use characters
 
 
 class NotebookText:
@@ -21,15 +22,17 @@ class NotebookText:
 
     def __init__(self, raw: str, filename: str) -> None:
         self.notebook = read_notebook(raw)
-        if any(CELL_END in cell.source for cell in self.notebook.cells):
-            raise UnreadableFile("a cell holds a NUL character")  # the joined cells could not be split
+        cell_end = next((end for end in _CELL_ENDS if all(end not in c.source for c in self.notebook.cells)), None)
+        if cell_end is None:
+            raise UnreadableFile("its cells hold every character that could separate them")
+        self.separator = cell_end + "\n"
         # Cells that do not parse stay out of the Python view as they were; a fix that breaks
         # another cell makes the view unparsable, so it is not applied.
         _, _, self.broken = notebook_view(self.notebook.cells, filename)
-        self.joined = "".join(cell.source + _SEPARATOR for cell in self.notebook.cells)
+        self.joined = "".join(cell.source + self.separator for cell in self.notebook.cells)
 
     def sources(self, text: str) -> list[str]:
-        return text.split(_SEPARATOR)[:-1]
+        return text.split(self.separator)[:-1]
 
     def view(self, text: str) -> PythonView:
         return python_view(self.notebook.cells, self.sources(text), frozenset(self.broken))
