@@ -10,7 +10,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 CELLS = [
     ["%matplotlib inline\n", "import torch\n", "import torch.nn.functional as F\n"],
-    ["!echo hello\n", "files = !ls\n", "a = torch.Tensor(2, 3)\n", "print('files is', files)"],
+    ["!echo hello\n", "files = !ls\n", "a = torch.Tensor(2, 3)\n", "print('files is', files)\n", "display(a.shape)"],
     ["%%time\n", "pred, target = torch.randn(8, 1), torch.randn(8)\n", "loss = F.mse_loss(pred, target)"],
     ["%%bash\n", "echo never\n"],
     ["if False:\n", "    b = torch.Tensor(5)\n", "raise ValueError('stop here')"],
@@ -54,5 +54,6 @@ def test_ipython_commands_are_skipped_with_a_note_and_a_raising_cell_stops_the_r
         "torchlint: nb.ipynb: cell 5, row 3: raised; the cells after it did not run",
     ]
     assert "files is None" in result.stdout and "never" not in result.stdout
+    assert "torch.Size([2, 3])" in result.stdout  # `display` needs no import, as in a kernel
     assert "ValueError: stop here" in result.stderr
     assert "nb.ipynb:cell 2:3:5: TL102 [confirmed]" in result.stdout

@@ -93,6 +93,12 @@ def _notes(masked: MaskedCell) -> list[tuple[int, str]]:
     return notes
 
 
+def _display(*objects, **_options) -> None:
+    """IPython's `display`, which a kernel provides without an import: the plain-text form."""
+    for value in objects:
+        print(repr(value))
+
+
 def _note(path: str, number: int, where: str, text: str) -> None:
     sys.stderr.write(f"torchlint: {path}: cell {number}{where}: {text}\n")
 
@@ -119,6 +125,7 @@ def run_cells(script: str, sites: list[Site], namespace: dict) -> None:
     cells, view = _cells(path)
     _remember_rows(path, "".join(cell.source + "\n" for cell in cells))
     namespace.pop("__file__", None)  # a kernel's namespace has none
+    namespace["display"] = _display
     for cell, masked, first_row in zip(cells, view.cells, view.first_rows):
         for row, text in _notes(masked):
             _note(script, cell.number, f", row {row}", text)
