@@ -19,6 +19,7 @@ from torchlint.notebook.ipython import MaskedCell, mask_cell
 from torchlint.notebook.jsontext import SourceSpan, replace_sources, row_of, source_spans
 from torchlint.sources import LINE_BREAK, UnreadableFile
 
+
 @dataclass(frozen=True)
 class CodeCell:
     number: int  # 1-based position among all the notebook's cells (markdown ones too)
