@@ -3,9 +3,12 @@ each finding is published on its cell, with a range relative to the cell."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from lsprotocol import types
 
+from tests.conftest import run_torchlint
 from tests.server.lsp_client import EditorClient, apply_workspace_edit
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -13,7 +16,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 CELLS = [
     (types.NotebookCellKind.Code, "import torch\n%matplotlib inline"),
     (types.NotebookCellKind.Markup, "# torch.Tensor(3) in prose is no finding"),
-    (types.NotebookCellKind.Code, "data = [1, 2]\nx = torch.Tensor(3)"),
+    (types.NotebookCellKind.Code, "!nvidia-smi\ndata = [1, 2]\nx = torch.Tensor(3)"),
 ]
 
 
@@ -66,7 +69,7 @@ async def test_findings_land_on_their_cell_with_cell_relative_ranges(editor: Edi
     assert per_cell[0] == []  # the magic is masked, not a syntax error
     [finding] = per_cell[2]
     assert finding.code == "TL102"
-    assert finding.range == types.Range(start=types.Position(1, 4), end=types.Position(1, 19))
+    assert finding.range == types.Range(start=types.Position(2, 4), end=types.Position(2, 19))
 
 
 async def test_cells_are_checked_together_and_a_change_rechecks(editor: EditorClient, workspace):
@@ -87,16 +90,36 @@ async def test_syntax_error_in_a_cell_is_one_tl901_on_that_cell(editor: EditorCl
     assert [(d.code, d.range.start.line) for d in per_cell[1]] == [("TL901", 0)]
 
 
+async def cell_actions(editor: EditorClient, notebook: Notebook, index: int, finding) -> dict[str, types.CodeAction]:
+    actions = await editor.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=notebook.cell_uris[index]), range=finding.range,
+        context=types.CodeActionContext(diagnostics=[finding]),
+    ))
+    return {action.title: action for action in actions}
+
+
+async def test_quick_fix_on_a_cell_matches_check_fix_of_the_notebook(editor: EditorClient, workspace, tmp_path):
+    notebook, per_cell = await Notebook.open(editor, workspace / "fix.ipynb", CELLS)
+    [finding] = per_cell[2]
+    actions = await cell_actions(editor, notebook, 2, finding)
+    assert "Fix all torchlint findings" not in actions  # fix-all is for Python files
+    fixed = apply_workspace_edit(CELLS[2][1], notebook.cell_uris[2], actions["Replace with `torch.empty(...)` (TL102)"].edit)
+    on_disk = tmp_path / "fix.ipynb"
+    on_disk.write_text(json.dumps({"cells": [
+        {"cell_type": "code" if kind == types.NotebookCellKind.Code else "markdown", "source": text,
+         "metadata": {}, **({"outputs": [], "execution_count": None} if kind == types.NotebookCellKind.Code else {})}
+        for kind, text in CELLS
+    ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    run_torchlint("check", "--fix", "--no-cache", str(on_disk), cwd=tmp_path)
+    assert fixed == json.loads(on_disk.read_text(encoding="utf-8"))["cells"][2]["source"] != CELLS[2][1]
+
+
 async def test_noqa_action_on_a_cell_edits_that_cell(editor: EditorClient, workspace):
     notebook, per_cell = await Notebook.open(editor, workspace / "noqa.ipynb", CELLS)
     [finding] = per_cell[2]
-    actions = await editor.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=notebook.cell_uris[2]), range=finding.range,
-        context=types.CodeActionContext(diagnostics=[finding]),
-    ))
-    assert [action.title for action in actions] == ["Disable TL102 for this line"]  # no fixes in notebooks
-    new_text = apply_workspace_edit(CELLS[2][1], notebook.cell_uris[2], actions[0].edit)
-    assert new_text == "data = [1, 2]\nx = torch.Tensor(3)  # noqa: TL102"
+    actions = await cell_actions(editor, notebook, 2, finding)
+    new_text = apply_workspace_edit(CELLS[2][1], notebook.cell_uris[2], actions["Disable TL102 for this line"].edit)
+    assert new_text == "!nvidia-smi\ndata = [1, 2]\nx = torch.Tensor(3)  # noqa: TL102"
     since = len(editor.published)
     notebook.change_cell(2, new_text)
     assert await editor.published_for(notebook.cell_uris[2], since) == []

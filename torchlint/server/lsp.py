@@ -289,7 +289,8 @@ class TorchlintServer(LanguageServer):
             return []
         unsafe = self.options.unsafe_fixes
         offers = await self.pool.call(
-            worker.line_actions, findings.text, str(self._path(uri)), [diagnostic for diagnostic, _ in chosen], unsafe
+            worker.line_actions, findings.text, str(self._path(uri)), [diagnostic for diagnostic, _ in chosen], unsafe,
+            findings.in_notebook,
         )
         rows, codec = source_rows(findings.text), self.workspace.position_codec
         actions = []

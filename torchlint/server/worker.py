@@ -17,7 +17,8 @@ from torchlint.config import Settings
 from torchlint.diagnostics import Diagnostic
 from torchlint.engine import check_source
 from torchlint.fix import fix_one, fix_text, is_applicable
-from torchlint.notebook import notebook_source
+from torchlint.notebook.check import check_notebook
+from torchlint.notebook.ipython import mask_cell
 from torchlint.noqa import line_suppresses
 from torchlint.rules import all_rules
 from torchlint.server.reparse import Trees
@@ -47,10 +48,10 @@ def check_text(text: str, filename: str, settings: Settings) -> list[Diagnostic]
 
 def check_cells(cells: list[str], filename: str, settings: Settings) -> list[Diagnostic]:
     """The findings of a notebook's code cells checked together, each on its cell (`cell` is the
-    1-based position in `cells`, rows are relative to the cell). The cells are mapped to one Python
-    text exactly as an .ipynb file on disk is."""
-    notebook = notebook_source(json.dumps({"cells": [{"cell_type": "code", "source": cell} for cell in cells]}))
-    return [notebook.locate(diagnostic) for diagnostic in check_source(notebook.text, filename, settings)]
+    1-based position in `cells`, rows and fixes relative to the cell): exactly as the cells of an
+    .ipynb file on disk are checked."""
+    return check_notebook(json.dumps({"cells": [{"cell_type": "code", "source": cell} for cell in cells]}),
+                          filename, settings)
 
 
 def fix_all(text: str, filename: str, settings: Settings, unsafe: bool) -> str:
@@ -58,11 +59,14 @@ def fix_all(text: str, filename: str, settings: Settings, unsafe: bool) -> str:
     return fix_text(text, filename, settings, unsafe).text
 
 
-def line_actions(text: str, filename: str, diagnostics: list[Diagnostic], unsafe: bool) -> list[tuple[bool, str | None]]:
-    """For each finding: whether its fix can be offered (it applies and its result is valid code),
-    and its row with a `# noqa` for its code added (None when a comment cannot go there)."""
+def line_actions(text: str, filename: str, diagnostics: list[Diagnostic], unsafe: bool,
+                 in_notebook: bool = False) -> list[tuple[bool, str | None]]:
+    """For each finding: whether its fix can be offered (it applies and its result is valid code;
+    a notebook cell's is judged with its IPython syntax masked, which keeps rows and columns), and
+    its row with a `# noqa` for its code added (None when a comment cannot go there)."""
+    python = mask_cell(text).python if in_notebook else text
     return [
-        (is_applicable(diagnostic, unsafe) and fix_one(text, filename, diagnostic) is not None,
+        (is_applicable(diagnostic, unsafe) and fix_one(python, filename, diagnostic) is not None,
          noqa_line(text, diagnostic.noqa_row or diagnostic.location.row, diagnostic.code))
         for diagnostic in diagnostics
     ]
