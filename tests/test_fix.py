@@ -417,17 +417,5 @@ def test_diff_only_writes_nothing(tmp_path) -> None:
     assert result.fixed == {"TL201": 3, "TL102": 1}
 
 
-def test_a_notebook_is_never_written(tmp_path) -> None:
-    import json
-
-    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-            "source": ["import torch\n", "c = torch.Tensor([1, 2])\n"]}
-    data = json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
-    path = _write(tmp_path, "m.ipynb", data)
-    result = fix_file(str(path), SETTINGS)
-    assert _codes(result.diagnostics) == ["TL102"] and result.diagnostics[0].fix is None
-    assert path.read_bytes() == data and not result.written
-
-
 if sys.platform == "win32":  # pragma: no cover - permissions and links behave differently there
     pytestmark = pytest.mark.skip(reason="POSIX file semantics")

@@ -19,6 +19,7 @@ import tempfile
 from dataclasses import dataclass
 
 from torchlint.diagnostics import Diagnostic
+from torchlint.runtime.notebook import NotebookFindings, is_notebook
 
 __all__ = ["RuntimeReport", "RuntimeUnavailable", "run_script", "DEVICES"]
 
@@ -88,6 +89,9 @@ def run_script(
     resolved = resolve_device(device)
     from torchlint.runtime.verdicts import judge_all, sites_for
 
+    notebook = NotebookFindings(script) if is_notebook(script) else None
+    if notebook is not None:
+        findings = notebook.for_run(findings)
     sites = sites_for(findings)
     with tempfile.TemporaryDirectory(prefix="torchlint-runtime-") as workdir:
         output = os.path.join(workdir, "observed.json")
@@ -106,6 +110,8 @@ def run_script(
         timed_out, status = _run_child([sys.executable, "-m", "torchlint.runtime.child", config_path], env, timeout)
         observed = _read(output)
     diagnostics = judge_all(findings, sites, observed)
+    if notebook is not None:
+        diagnostics = notebook.by_cell(diagnostics)
     return RuntimeReport(
         diagnostics=diagnostics,
         exit_status=status,

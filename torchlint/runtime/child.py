@@ -9,6 +9,7 @@ Ctrl-C, on `sys.exit` and on an uncaught exception, plus every few seconds while
 from __future__ import annotations
 
 import builtins
+import functools
 import importlib.abc
 import importlib.machinery
 import json
@@ -19,6 +20,7 @@ import traceback
 import types
 
 from torchlint.runtime.frames import UserFiles
+from torchlint.runtime.notebook import is_notebook, run_cells
 from torchlint.runtime.probes import PROBE_NAME, Site, compile_probed
 from torchlint.runtime.recorder import Recorder
 
@@ -125,14 +127,18 @@ def main(argv: list[str]) -> int:
         setattr(builtins, PROBE_NAME, Probe(rec, {s.id: s.code for s in sites}))
         sys.meta_path.insert(0, _ProbeFinder(sites_by_file))
 
-        with open(script, "rb") as handle:
-            source = handle.read().decode("utf-8")
-        code, _ = compile_probed(source, script, sites_by_file.get(os.path.realpath(script), []))
+        script_sites = sites_by_file.get(os.path.realpath(script), [])
+        if is_notebook(script):
+            run = functools.partial(run_cells, config["script"], script_sites)
+        else:
+            with open(script, "rb") as handle:
+                source = handle.read().decode("utf-8")
+            run = functools.partial(exec, compile_probed(source, script, script_sites)[0])
         main_module = types.ModuleType("__main__")
         main_module.__dict__.update(__file__=script, __builtins__=builtins, __cached__=None, __spec__=None)
         sys.modules["__main__"] = main_module
         with mode:
-            exec(code, main_module.__dict__)
+            run(main_module.__dict__)
     except SystemExit as exit_:
         status = _exit_code(exit_.code)
     except KeyboardInterrupt as error:
