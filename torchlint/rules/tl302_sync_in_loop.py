@@ -131,7 +131,7 @@ class SyncInLoop(Rule):
             return
         self.report(
             node,
-            f"`{_shown(node)}` synchronises with the device on every iteration of this {_describe(self, found)}; "
+            f"`{_shown(node)}` synchronises with the device on every iteration of this {_describe(found)}; "
             "accumulate on the device (`.detach()`) and read the value once after the loop or every N steps",
         )
 
@@ -295,7 +295,7 @@ def _shown(call: cst.Call) -> str:
     return f"{call.func.value}(...)" if isinstance(call.func, cst.Name) else f".{call.func.attr.value}()"
 
 
-def _describe(rule: SyncInLoop, repetition: _Repetition) -> str:
+def _describe(repetition: _Repetition) -> str:
     node = repetition.node
     if repetition.elements:
         walk = repetition.walk
