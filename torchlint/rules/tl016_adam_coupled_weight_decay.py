@@ -50,6 +50,8 @@ class AdamCoupledWeightDecay(Rule):
     The best `weight_decay` value differs between the two schemes (decoupled decay is scaled by
     the learning rate, so typical values are 10 to 100 times larger), so retune it after the fix.
     A bare `Adam` name is fixed only when `AdamW` is imported too.
+
+    Bug left in place: no. Computation changed: yes, by design (the regularisation changes).
     """
 
     code = "TL016"

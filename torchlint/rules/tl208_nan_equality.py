@@ -49,6 +49,9 @@ class NanEquality(Rule):
     (`torch.isnan(x)`, `~torch.isnan(x)`) or a Python number (`math.isnan(x)`,
     `not math.isnan(x)`, when `math` is imported); for values of unknown type (a NumPy array, a
     pandas column) the message names the test and no fix is offered.
+
+    Bug left in place: no. Computation changed: yes, by design: the test now finds NaNs (the old
+    one was constant).
     """
 
     code = "TL208"

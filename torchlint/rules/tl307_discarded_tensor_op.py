@@ -73,6 +73,10 @@ class DiscardedTensorOp(Rule):
     did not (on a leaf that requires grad, on a tensor autograd saved for backward, on an
     expanded view), or change a tensor that other names share. Operations without an in-place
     variant get no fix: assign the result.
+
+    Bug left in place: no where the in-place variant was meant; where the author meant `y = x.op()`
+    with `x` unchanged, the fix changes `x`, which is why it is unsafe. Computation changed: yes,
+    by design.
     """
 
     code = "TL307"

@@ -5,6 +5,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from torchlint.analysis.module_attributes import first_parameter
+from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import dotted_name, method_name, method_receiver
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
@@ -60,7 +61,7 @@ class ModuleInitWithoutSuper(Rule):
         classdef = self.ctx.enclosing(cst.ClassDef)
         if not isinstance(classdef, cst.ClassDef) or node not in classdef.body.body:
             return
-        if not self.ctx.module_classes.is_module(classdef):
+        if not self._certainly_module(classdef, depth=0):
             return
         instance = first_parameter(node)
         if instance is None:
@@ -82,6 +83,19 @@ class ModuleInitWithoutSuper(Rule):
                 f"`{classdef.name.value}.__init__` never calls `super().__init__()`: the module has no "
                 "parameter, buffer or submodule registry and fails at its first use; call it first",
             )
+
+    def _certainly_module(self, classdef: cst.ClassDef, depth: int) -> bool:
+        """A base is a `torch.nn` module class, or a class of this file that certainly is one. (A
+        class with unknown bases that defines `forward` may be a Module for other rules, but its
+        unknown base may just as well be a plain class whose `__init__` needs no call.)"""
+        for base in classdef.bases:
+            qualified = self.ctx.qualified_name(base.value)
+            if qualified is not None and is_torch_module_class(qualified):
+                return True
+            local = self.ctx.loops.index.classes.get(dotted_name(base.value) or "")
+            if local is not None and local is not classdef and depth < 4 and self._certainly_module(local, depth + 1):
+                return True
+        return False
 
     def _registration(self, expression: cst.CSTNode, instance: str) -> str | None:
         """What `expression` registers on the instance: 'assigning submodule `self.fc`'..."""
@@ -140,12 +154,15 @@ def _is_name(expr: cst.BaseExpression | None, name: str) -> bool:
 
 
 def _is_init_call(expression: cst.CSTNode, instance: str) -> bool:
-    """`super().__init__(...)`, `super(Net, self).__init__(...)`, `nn.Module.__init__(self, ...)`."""
+    """`super().__init__(...)`, `super(Net, self).__init__(...)`, `nn.Module.__init__(self, ...)`;
+    also `nn.Module.__init__()` without `self`, the spelling of transformers' modular templates."""
     if not isinstance(expression, cst.Call) or method_name(expression) != "__init__":
         return False
     receiver = method_receiver(expression)
     if isinstance(receiver, cst.Call) and _is_name(receiver.func, "super"):
         return True
+    if isinstance(receiver, cst.Attribute) and dotted_name(receiver) is not None:
+        return True  # `nn.Module.__init__(...)`: a class's __init__, whatever the arguments
     return bool(expression.args) and _is_name(expression.args[0].value, instance)
 
 
