@@ -183,7 +183,7 @@ def test_form_feed_and_line_separator_are_not_line_breaks() -> None:
 
 def _patch_tl102_fix(monkeypatch: pytest.MonkeyPatch, make) -> None:
     """Make the real TL102 rule offer `make(original fix text)` instead of its fix (a buggy rule)."""
-    original = LegacyTensorConstructor._fix
+    original = LegacyTensorConstructor._data_fix
 
     def patched(self, node, name, on_cuda):
         spec = original(self, node, name, on_cuda)
@@ -192,7 +192,7 @@ def _patch_tl102_fix(monkeypatch: pytest.MonkeyPatch, make) -> None:
         ((target, replacement),) = spec.replacements
         return FixSpec(spec.message, ((target, make(replacement, self.ctx.code_for(node))),), spec.applicability)
 
-    monkeypatch.setattr(LegacyTensorConstructor, "_fix", patched)
+    monkeypatch.setattr(LegacyTensorConstructor, "_data_fix", patched)
 
 
 def test_a_fix_that_would_not_parse_is_dropped_and_the_others_applied(monkeypatch: pytest.MonkeyPatch) -> None:
