@@ -8,6 +8,7 @@ tag is and how devices are emulated).
 from __future__ import annotations
 
 import dis
+import os
 import sys
 import weakref
 
@@ -26,12 +27,24 @@ TAG = logical.TAG
 class Probe:
     """The `__torchlint__` builtin the probed code calls (see probes.py)."""
 
-    def __init__(self, rec: Recorder, site_codes: dict[int, str]) -> None:
+    def __init__(self, rec: Recorder, sites: list) -> None:
         self.rec = rec
-        self.checks = {site: check_for(code) for site, code in site_codes.items()}
+        self.sites = {site.id: site for site in sites}
+        self.checks = {site.id: check_for(site.code) for site in sites}
 
     def mark(self, site: int) -> None:
         self.rec.reached.add(site)
+
+    def iterate(self, site: int) -> None:
+        """An iteration of the loop that holds the TL302 site `site` begins."""
+        rec = self.rec
+        count = rec.iterations.get(site)
+        if count is None:
+            flagged = self.sites[site]
+            filename = os.path.realpath(flagged.filename)
+            for row in range(flagged.row, flagged.end_row + 1):
+                rec.loop_rows[(filename, row)] = site
+        rec.iterations[site] = (count or 0) + 1
 
     def value(self, site: int):
         self.rec.reached.add(site)
@@ -203,8 +216,6 @@ class Runtime(TorchFunctionMode):
             self.special[func] = self._convert
         if self.kind is not None:
             self.special.update(logical.property_handlers(self.kind))
-            self.special[_T.pin_memory] = lambda func, args, kwargs: args[0]
-            self.special[_T.is_pinned] = lambda func, args, kwargs: False
 
     # -- dispatch ---------------------------------------------------------------------------
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -352,6 +363,30 @@ class Runtime(TorchFunctionMode):
             )
             self.discards[code] = found
         return found
+
+
+COMPILE_NOTE = (
+    "torch.compile ran its models and functions eagerly: logical devices cannot run compiled "
+    "code, so the calls were checked uncompiled (use --device cpu or a GPU to run them compiled)"
+)
+
+
+def install_compile_note(rec: Recorder) -> None:
+    """Under logical devices, `torch.compile` returns its usual wrapper with TorchDynamo disabled
+    (Dynamo would query the real CUDA runtime): the code runs eagerly, checked, and the user is
+    told once."""
+    original = torch.compile
+
+    def compile_eagerly(*args, **kwargs):
+        import torch._dynamo
+
+        torch._dynamo.config.disable = True
+        if COMPILE_NOTE not in rec.notes:
+            rec.notes.append(COMPILE_NOTE)
+        return original(*args, **kwargs)
+
+    compile_eagerly.__wrapped__ = original
+    torch.compile = compile_eagerly
 
 
 def install_warnings(rec: Recorder, files: UserFiles) -> None:

@@ -199,6 +199,11 @@ def install(kind: str) -> None:
 
     torch.load = load
 
+    # Pinned memory needs the real accelerator, and DataLoader pins in a thread of its own, where
+    # the function mode (thread-local) does not reach: pinning is a no-op on the class itself.
+    torch.Tensor.pin_memory = _pin_memory
+    torch.Tensor.is_pinned = _is_pinned
+
     accelerator = torch.device(kind)
     if hasattr(torch, "accelerator"):
         import contextlib
@@ -225,6 +230,14 @@ def install(kind: str) -> None:
         _stub_cuda()
     else:
         _stub_mps()
+
+
+def _pin_memory(self, device=None):
+    return self
+
+
+def _is_pinned(self, device=None):
+    return False
 
 
 def _tag_tree(value, kind: str) -> None:
