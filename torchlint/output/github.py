@@ -14,6 +14,18 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def _level(diagnostic: Diagnostic) -> str:
+    """A finding the run proved wrong is a notice, not an error or a warning."""
+    return "notice" if diagnostic.runtime == "refuted" else diagnostic.severity.value
+
+
+def _message(diagnostic: Diagnostic) -> str:
+    if diagnostic.runtime is None:
+        return f"{diagnostic.code} {diagnostic.message}"
+    observed = f" ({diagnostic.runtime_detail})" if diagnostic.runtime_detail else ""
+    return f"{diagnostic.code} [{diagnostic.runtime}] {diagnostic.message}{observed}"
+
+
 def render(diagnostics: list[Diagnostic], context: OutputContext) -> str:
     root = repository_root()
     lines = []
@@ -30,5 +42,5 @@ def render(diagnostics: list[Diagnostic], context: OutputContext) -> str:
         if single_line:
             properties.append(("endColumn", str(d.end_location.column)))
         rendered = ",".join(f"{key}={_escape_property(value)}" for key, value in properties)
-        lines.append(f"::{d.severity.value} {rendered}::{_escape_data(f'{d.code} {d.message}')}")
+        lines.append(f"::{_level(d)} {rendered}::{_escape_data(_message(d))}")
     return "".join(line + "\n" for line in lines)

@@ -39,6 +39,18 @@ def _fingerprint(diagnostic: Diagnostic, path: str, seen: Counter) -> str:
     return f"{digest}:{seen[digest]}"
 
 
+def _invocation(run: dict) -> dict:
+    """The `--runtime` run record as SARIF's invocation of the checked program."""
+    command = [run["script"]] if run["script"] else ["-m", run["module"]]
+    return {
+        "commandLine": " ".join(["python", *command, *run["args"]]),
+        "arguments": run["args"],
+        "exitCode": run["exit_status"],
+        "executionSuccessful": run["exit_status"] == 0 and not run["timed_out"],
+        "properties": {"torchlintRun": run},
+    }
+
+
 def render(diagnostics: list[Diagnostic], context: OutputContext) -> str:
     root = repository_root()
     rules = sorted({*context.rules}, key=lambda rule: rule.code)
@@ -64,6 +76,10 @@ def render(diagnostics: list[Diagnostic], context: OutputContext) -> str:
         }
         if d.code in index:
             result["ruleIndex"] = index[d.code]
+        if d.runtime is not None:
+            if d.runtime == "refuted":
+                result["level"] = "note"  # the run proved the finding wrong
+            result["properties"] = {"runtimeVerdict": d.runtime, "runtimeObserved": d.runtime_detail}
         results.append(result)
     log = {
         "$schema": _SCHEMA,
@@ -76,6 +92,7 @@ def render(diagnostics: list[Diagnostic], context: OutputContext) -> str:
             }},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
             "results": results,
+            **({"invocations": [_invocation(context.run)]} if context.run else {}),
         }],
     }
     return json.dumps(log, indent=2) + "\n"

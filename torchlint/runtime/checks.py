@@ -481,3 +481,30 @@ class MpsCpuFallback(Check):
     message = "An operator fell back from MPS to the CPU"
     adds_findings = True
     warning = re.compile(r"is not currently supported on the MPS backend and will fall back to run on the CPU")
+
+
+class _TrainingHealth(Check):
+    """Events from health.py's global hooks; there is no static site, so every event is a
+    finding (name, message and severity come from the rule files tl603-tl606)."""
+
+    adds_findings = True
+
+
+@register
+class NonFiniteValues(_TrainingHealth):
+    code = "TL603"
+
+
+@register
+class ParameterNeverLearns(_TrainingHealth):
+    code = "TL604"
+
+
+@register
+class StepWithoutGradients(_TrainingHealth):
+    code = "TL605"
+
+
+@register
+class UnscaledPixelInput(_TrainingHealth):
+    code = "TL606"

@@ -145,6 +145,7 @@ class Instrumentation:
 
     def install_torch(self) -> None:
         from torchlint.runtime import logical
+        from torchlint.runtime.health import TrainingHealth
         from torchlint.runtime.instrument import GradTracker, Runtime, install_compile_note
 
         device = self.config["device"]
@@ -157,6 +158,7 @@ class Instrumentation:
 
             torch.cuda.set_sync_debug_mode("warn")
         GradTracker(self.rec, self.files).install()
+        TrainingHealth(self.rec, self.files).install()
         self.mode = Runtime(self.rec, self.files, device)
 
     def compile(self, path: str):

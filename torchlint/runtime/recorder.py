@@ -112,16 +112,17 @@ class Recorder:
 
     def maybe_flush(self) -> None:
         if time.monotonic() - self._last_flush > FLUSH_INTERVAL:
-            self.flush()
+            self.flush(final=False)
 
-    def flush(self) -> None:
+    def flush(self, final: bool = True) -> None:
+        """Write the file; `final` when the process is ending (some checks judge only then)."""
         if self._flushing:
             return
         self._flushing = True
         try:
             for hook in self.end_hooks:
                 try:
-                    hook()
+                    hook(final)
                 except Exception:  # noqa: BLE001 - a check never breaks the user's program
                     pass
             data = json.dumps(self.to_json())
