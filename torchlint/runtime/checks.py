@@ -35,6 +35,7 @@ class RunFacts:
     """What the parent knows about the whole run when it judges a site."""
 
     steps: int = 0  # optimizer steps
+    iteration_steps: int = 0  # the steps of the optimizer that stepped most (one per iteration)
     device: str = "cpu"  # the resolved --device
     iterations: dict = field(default_factory=dict)  # str(loop id) -> iterations run
 
@@ -140,6 +141,7 @@ class MissingZeroGrad(Check):
     same `p.grad` with `_version` one higher, so nothing cleared it (instrument.GradTracker)."""
 
     code = "TL001"
+    adds_findings = True  # a loop whose zero_grad() the static side saw, but that does not run
 
     def describe_absence(self, events, run):
         return f"gradients were cleared between optimizer steps ({run.steps} steps observed)"
@@ -362,6 +364,13 @@ class SyncInLoop(Check):
         # In most iterations: `if step % 100 == 0: print(loss.item())` is not.
         return event["count"] >= 2 and event["intervals"] >= max(2, _intervals(event, run) / 2)
 
+    def judge(self, site, events, run):
+        verdict, detail = super().judge(site, events, run)
+        loop = site.get("loop_iterations")
+        if verdict == REFUTED and loop is not None and loop < 2:
+            return NOT_OBSERVED, f"the loop ran {loop} iteration{'s' if loop != 1 else ''}: too few to show a sync in each"
+        return verdict, detail
+
     def describe(self, events, run):
         e = max(events, key=lambda e: e["count"])
         return f"{e['detail']}: {e['count']} syncs in {e['intervals']} of {_intervals_text(e, run)}"
@@ -375,7 +384,7 @@ class SyncInLoop(Check):
 
 def _intervals(event: dict, run: RunFacts) -> int:
     loop = event.get("loop")
-    return run.iterations.get(str(loop), 0) if loop is not None else run.steps + 1
+    return run.iterations.get(str(loop), 0) if loop is not None else run.iteration_steps + 1
 
 
 def _intervals_text(event: dict, run: RunFacts) -> str:

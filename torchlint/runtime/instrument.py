@@ -158,7 +158,7 @@ class GradTracker:
             grad = p.grad
             if grad is not None:
                 self.after_step[id(p)] = (weakref.ref(grad), grad._version, position)
-        self.rec.step()
+        self.rec.step(id(opt))
 
     def _accumulated(self, p) -> None:
         self.zeroed.pop(id(p), None)
@@ -208,6 +208,8 @@ class Runtime(TorchFunctionMode):
         self.kind = logical.logical_kind(device)  # "cuda"/"mps" when emulated, else None
         self.real_accelerator = device in ("cuda", "mps")
         self.discards: dict = {}  # code object -> offsets of calls whose result is popped
+        self.device_reads: dict = {}  # see logical.property_handlers
+        self.left_behind: set = set()  # positions of discarded .to() calls whose receiver stayed
         self.error_checks = [c for c in CHECKS.values() if c.error is not None]
         self.special = {}
         for func in SYNCS:
@@ -215,7 +217,7 @@ class Runtime(TorchFunctionMode):
         for func in CONVERSIONS:
             self.special[func] = self._convert
         if self.kind is not None:
-            self.special.update(logical.property_handlers(self.kind))
+            self.special.update(logical.property_handlers(self.kind, self.device_reads))
 
     # -- dispatch ---------------------------------------------------------------------------
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -285,7 +287,11 @@ class Runtime(TorchFunctionMode):
                 out._tl_dev = origin  # where this CPU data was created, for reports
         elif not args or not isinstance(args[0], Tensor):
             if func in logical.FACTORIES and isinstance(out, Tensor):
-                frame = sys._getframe(2)
+                read = self.device_reads.get(id(device))
+                if read is not None and read[0] is device:
+                    out._tl_dev = read[1]  # `device=x.device`: on the CPU because `x` is
+                    return out
+                frame = self.files.caller(2)
                 if self.files.is_user_code(frame.f_code):
                     out._tl_dev = self.files.position(frame)
         return out
@@ -310,7 +316,10 @@ class Runtime(TorchFunctionMode):
     def _mixed(self, func, cpu_tensor) -> None:
         origin = getattr(cpu_tensor, TAG, None)
         name = getattr(func, "__name__", None) or repr(func)
-        if origin is not None:
+        if origin is not None and tuple(origin) in self.left_behind:
+            detail = f"the result of this .to() was discarded, so the tensor stayed on the CPU; combined with {self.kind} tensors in {name}()"
+            self.rec.event("TL301", tuple(origin), detail)
+        elif origin is not None:
             detail = f"created on the CPU here, combined with {self.kind} tensors in {name}()"
             self.rec.event("TL301", tuple(origin), detail)
         else:
@@ -331,7 +340,7 @@ class Runtime(TorchFunctionMode):
     def _count_sync(self, what: str, depth: int = 3) -> None:
         # Only syncs the user's code asks for directly: those inside libraries (GradScaler's
         # found-inf check) are not the user's to move.
-        frame = sys._getframe(depth)
+        frame = self.files.caller(depth)
         if self.files.is_user_code(frame.f_code):
             self.rec.event("TL302", self.files.position(frame), f"host sync: {what}")
 
@@ -347,19 +356,26 @@ class Runtime(TorchFunctionMode):
                 self._count_sync(".cpu()")
             out = self._call(func, args, kwargs)
         if out is not tensor:
-            frame = sys._getframe(2)
+            frame = self.files.caller(2)
             if self.files.is_user_code(frame.f_code) and frame.f_lasti in self._discarded_calls(frame.f_code):
                 name = getattr(func, "__name__", "to")
-                self.rec.event("TL304", self.files.position(frame), f"the result of .{name}() is discarded; the tensor is unchanged")
+                position = self.files.position(frame)
+                self.rec.event("TL304", position, f"the result of .{name}() is discarded; the tensor is unchanged")
+                if self.kind is not None and getattr(tensor, TAG, None).__class__ is not str:
+                    tensor._tl_dev = position  # a later mix is this line's doing
+                    self.left_behind.add(position)
         return out
 
     def _discarded_calls(self, code) -> frozenset:
         found = self.discards.get(code)
         if found is None:
             instructions = list(dis.get_instructions(code))
+            # Every offset up to the POP_TOP: while a Python function (a site probe's wrapper)
+            # runs, the caller's f_lasti points into the call's inline cache, not at the call.
             found = frozenset(
-                ins.offset for ins, nxt in zip(instructions, instructions[1:])
+                offset for ins, nxt in zip(instructions, instructions[1:])
                 if ins.opname.startswith("CALL") and nxt.opname == "POP_TOP"
+                for offset in range(ins.offset, nxt.offset, 2)
             )
             self.discards[code] = found
         return found

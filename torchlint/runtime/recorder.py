@@ -38,6 +38,7 @@ class Recorder:
         self.refuted: dict[int, str] = {}  # site id -> detail (a probe saw it not happen)
         self.events: dict[tuple[str, Position], dict] = {}
         self.steps = 0  # optimizer steps so far
+        self.steps_by_optimizer: dict[int, int] = {}  # id(optimizer) -> its steps
         self.exception: str | None = None
         self.exit_status: int | None = None
         self._last_flush = time.monotonic()
@@ -87,8 +88,9 @@ class Recorder:
             entry["last"] = current
             entry["intervals"] += 1
 
-    def step(self) -> None:
+    def step(self, optimizer: int) -> None:
         self.steps += 1
+        self.steps_by_optimizer[optimizer] = self.steps_by_optimizer.get(optimizer, 0) + 1
         self.maybe_flush()
 
     def iterate(self, loop: int) -> None:
@@ -102,6 +104,8 @@ class Recorder:
             "refuted": {str(k): v for k, v in self.refuted.items()},
             "events": list(self.events.values()),
             "steps": self.steps,
+            # A loop that steps several optimizers makes one iteration per step of each.
+            "iteration_steps": max(self.steps_by_optimizer.values(), default=0),
             "iterations": {str(k): v for k, v in self.iterations.items()},
             "exception": self.exception,
             "exit_status": self.exit_status,
@@ -138,7 +142,7 @@ class Recorder:
 def merge(observations: list[dict]) -> dict:
     """One view of the run from the files of all its processes."""
     merged: dict = {
-        "reached": set(), "confirmed": {}, "refuted": {}, "events": {}, "steps": 0, "iterations": {},
+        "reached": set(), "confirmed": {}, "refuted": {}, "events": {}, "steps": 0, "iteration_steps": 0, "iterations": {},
         "exception": None, "exit_status": None, "loaded": set(), "notes": [],
     }
     for observed in observations:
@@ -155,6 +159,7 @@ def merge(observations: list[dict]) -> dict:
                 known["count"] += event["count"]
                 known["intervals"] += event["intervals"]
         merged["steps"] += observed.get("steps", 0)
+        merged["iteration_steps"] += observed.get("iteration_steps", 0)
         for loop, count in observed.get("iterations", {}).items():
             merged["iterations"][loop] = merged["iterations"].get(loop, 0) + count
         merged["loaded"].update(observed.get("loaded", []))

@@ -56,7 +56,10 @@ def _overlaps(site: Site, start: Location, end: Location | None) -> bool:
 def judge_all(
     findings: list[Diagnostic], sites: list[Site], observed: dict, device: str, main_file: str | None = None
 ) -> list[Diagnostic]:
-    run = RunFacts(steps=observed.get("steps", 0), device=device, iterations=observed.get("iterations", {}))
+    run = RunFacts(
+        steps=observed.get("steps", 0), iteration_steps=observed.get("iteration_steps", 0), device=device,
+        iterations=observed.get("iterations", {}),
+    )
     loaded = set(observed.get("loaded", ()))
     if main_file is not None:
         loaded.add(main_file)
@@ -82,6 +85,7 @@ def judge_all(
         if site.filename not in loaded:
             continue
         state = {
+            "loop_iterations": observed.get("iterations", {}).get(str(site.id)),
             "reached": site.id in reached,
             "confirmed": confirmed.get(site.id),
             "refuted": refuted.get(site.id),
