@@ -121,9 +121,10 @@ def test_discarded_to_on_tensor_confirmed_on_module_refuted(script):
     findings = [finding(path, "TL304", "model.to(device)"), finding(path, "TL304", "x.to(device)")]
     report = run_script(str(path), [], findings, device="logical:cuda")
     assert [d.runtime for d in report.diagnostics[:2]] == ["refuted", "confirmed"]
-    # The discarded move also leaves x on the CPU: logical devices see the mix it causes.
+    # The discarded move also leaves x on the CPU: logical devices see the mix it causes, and
+    # blame the line that left it behind.
     mixes = [d for d in report.diagnostics if d.code == "TL301"]
-    assert [d.location.row for d in mixes] == [finding(path, "X", "torch.randn(2, 3)").location.row]
+    assert [d.location.row for d in mixes] == [finding(path, "X", "x.to(device)").location.row]
 
 
 def test_local_module_with_findings_is_probed(script):

@@ -247,16 +247,21 @@ class LogOfSoftmax(Check):
     data_dependent = True
 
     def after_call(self, rec, site, func, args, kwargs, result):
-        import torch
-
-        if not _is_tensor(result) or not result.is_floating_point():
-            return
-        with torch.no_grad():
-            bad = int(torch.isneginf(result).sum())
+        bad = _count_where(result, lambda t: t.isneginf())
         if bad:
             rec.confirm(site, f"log produced -inf in {bad} of {result.numel()} elements")
-        else:
+        elif bad is not None:
             rec.refute(site, "no probability underflowed to 0 in this run, so log() gave no -inf")
+
+
+def _count_where(result, test) -> int | None:
+    """How many elements of a floating-point tensor `result` pass `test` (None for anything else)."""
+    import torch
+
+    if not _is_tensor(result) or not result.is_floating_point():
+        return None
+    with torch.no_grad():
+        return int(test(result).sum())
 
 
 @register
@@ -299,13 +304,9 @@ class ManualLogSumExp(Check):
     data_dependent = True
 
     def after_call(self, rec, site, func, args, kwargs, result):
-        import torch
-
-        if _is_tensor(result) and result.is_floating_point():
-            with torch.no_grad():
-                bad = int((~torch.isfinite(result)).sum())
-            if bad:
-                rec.confirm(site, f"exp() overflowed: {bad} of {result.numel()} results are not finite")
+        bad = _count_where(result, lambda t: ~t.isfinite())
+        if bad:
+            rec.confirm(site, f"exp() overflowed: {bad} of {result.numel()} results are not finite")
 
     def describe_absence(self, events, run):
         return "no exp() overflowed in this run"
