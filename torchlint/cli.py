@@ -154,8 +154,7 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
     else:
         if device != "auto" or timeout is not None or module or fail_on or run_record:
             raise click.UsageError("--device, --timeout, -m, --fail-on and --run-record need --runtime")
-        if script_args is not None:
-            raise click.UsageError("arguments after `--` are a script's: they need --runtime")
+        paths = (*paths, *(script_args or ()))  # without --runtime, `--` only ends the options
         files = discovery.files(list(paths) or ["."])
         named = [(path, display_name(path)) for path in files]
         if diff:
