@@ -12,6 +12,7 @@ only.
 from __future__ import annotations
 
 import sys
+import warnings
 import weakref
 
 import torch
@@ -60,6 +61,8 @@ class TrainingHealth:
 
         register_optimizer_step_pre_hook(self._pre_step)
         register_module_forward_pre_hook(self._forward_pre)
+        # PyTorch warns that torch.compile meets a global module hook: that hook is this one.
+        warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
         self._remember_construction()
         self.rec.end_hooks.append(self.report)
 

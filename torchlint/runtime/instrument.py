@@ -87,7 +87,8 @@ class GradTracker:
     """TL001/TL002 from global optimizer step hooks and per-parameter accumulation hooks.
 
     After a step, the first accumulation into a parameter's gradient that finds the same `p.grad`
-    object with `_version` one higher means nothing cleared it (TL001). A step whose parameters
+    object with `_version` one higher means nothing cleared it; when the same optimizer steps
+    again with that gradient, the carried-over gradient reached an update (TL001). A step whose parameters
     all still hold the gradients left by a zeroing saw no gradients (TL002). Gradient
     accumulation, `set_to_none=True` (a new object) and `set_to_none=False` (`zero_()` bumps the
     version once more) all pass.
@@ -98,6 +99,7 @@ class GradTracker:
         self.files = files
         self.hooked: dict[int, weakref.ref] = {}  # id(p) -> p (tensors compare by value)
         self.after_step: dict[int, tuple] = {}  # id(p) -> (weakref to grad, version, position)
+        self.carried: dict[int, tuple] = {}  # id(p) -> position of the step it was carried over
         self.zeroed: dict[int, tuple] = {}  # id(p) -> position of the zeroing call
 
     def install(self) -> None:
@@ -140,6 +142,7 @@ class GradTracker:
         position = self.files.here()
         for p in params:
             self.zeroed[id(p)] = position
+            self.carried.pop(id(p), None)
 
     def _pre_step(self, opt, args, kwargs) -> None:
         params = [p for p in _params(opt) if p.requires_grad]
@@ -148,6 +151,12 @@ class GradTracker:
             self.rec.event(
                 "TL002", self.zeroed[id(params[0])],
                 "optimizer.step() ran with every gradient unchanged since zero_grad()",
+            )
+        carried = [self.carried.pop(id(p)) for p in params if id(p) in self.carried]
+        if carried:
+            self.rec.event(
+                "TL001", carried[0],
+                "a gradient was carried over an optimizer step: it was accumulated into, not cleared",
             )
         for p in params:
             self.zeroed.pop(id(p), None)
@@ -168,10 +177,7 @@ class GradTracker:
         old = entry[0]()
         grad = p.grad
         if old is not None and grad is old and grad._version == entry[1] + 1:
-            self.rec.event(
-                "TL001", entry[2],
-                "a gradient was carried over an optimizer step: it was accumulated into, not cleared",
-            )
+            self.carried[id(p)] = entry[2]  # a bug once the next step uses it
 
 
 def _params(opt) -> list:
