@@ -1,4 +1,4 @@
-"""The command line: `torchlint check` and `torchlint rule`."""
+"""The command line: `torchlint check`, `torchlint rule` and `torchlint server`."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from torchlint.discovery import Discovery, PathError, display_name
 from torchlint.engine import check_files
 from torchlint.fix import fix_files
 from torchlint.output import OutputContext, format_names, render
-from torchlint.output.text import fix_listing, render_statistics, source_lines
+from torchlint.output.text import fix_listing, forget_sources, render_statistics
 from torchlint.rules import all_rules, get_rule
 
 
@@ -168,7 +168,7 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
             fixed = sum(sum(result.fixed.values()) for result in results)
             if show_fixes:
                 listing = fix_listing([(result.filename, result.fixed) for result in results], "Fixed")
-            source_lines.cache_clear()  # the source frames show the files as fixed
+            forget_sources()  # the source frames show the files as fixed
         else:
             diagnostics = check_files(named, settings, jobs, internal_errors, use_cache=not no_cache)
     context = OutputContext(
@@ -337,6 +337,17 @@ def rule(code, show_all, output_format) -> None:
         click.echo(json.dumps({**rule_summary(found), "doc": found.doc()}, indent=2))
     else:
         click.echo(rule_page(found), nl=False)
+
+
+@cli.command()
+def server() -> None:
+    """Run the language server (LSP) on stdin and stdout, for editors (needs `torchlint[server]`)."""
+    from torchlint.server import ServerUnavailable, run_server
+
+    try:
+        run_server()
+    except ServerUnavailable as error:
+        raise click.UsageError(str(error)) from None
 
 
 def main() -> None:

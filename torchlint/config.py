@@ -18,7 +18,7 @@ from torchlint.rules import all_rules
 
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".venv", "venv", "env", "build", "dist", "__pycache__", "node_modules",
-    "site-packages", ".tox", ".nox", ".eggs", "*.egg-info",
+    "site-packages", ".tox", ".nox", ".eggs", "*.egg-info", ".ipynb_checkpoints",
 )
 # Findings about the file itself: always on, never suppressed.
 UNSUPPRESSIBLE = frozenset({"TL901", "TL902"})
@@ -125,11 +125,13 @@ class Options:
     select: list[str] | None = None
     ignore: list[str] | None = None
     extend_select: list[str] | None = None
+    # Read no configuration file: the defaults and these options only (like ruff's `--isolated`).
+    isolated: bool = False
 
 
 def resolve_settings(options: Options, cwd: Path | None = None) -> Settings:
     cwd = cwd or Path.cwd()
-    path = Path(options.config) if options.config else find_pyproject(cwd)
+    path = Path(options.config) if options.config else None if options.isolated else find_pyproject(cwd)
     table = load_table(path) if path else {}
     origin = str(path) if path else "settings"
     root = str(path.parent.resolve()) if path else str(cwd)

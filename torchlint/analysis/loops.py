@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchlint.analysis.imports import ImportTable
-from torchlint.analysis.names import dotted_name, nested_statement_lists, positional_args
+from torchlint.analysis.names import argument, dotted_name, nested_statement_lists, positional_args
 from torchlint.walker import child_nodes
 
 Loop = cst.For | cst.While
@@ -57,6 +57,8 @@ class Kind(enum.Enum):
     CLIP = "clip"
     NEEDS_GRAD = "needs grad"  # autograd.grad, requires_grad_(), enable_grad(): code that wants gradients
     OPTIMIZER_CREATED = "optimizer created"  # `opt = torch.optim.SGD(...)` inside the loop
+    EVAL_MODE = "eval mode"  # `model.eval()`, `model.train(False)`: target is the module
+    TRAIN_MODE = "train mode"  # `model.train()`, `model.train(True)`
 
 
 class Role(enum.Enum):
@@ -333,6 +335,10 @@ _GRAD_FUNCTIONS = frozenset(
      "torch.autograd.functional.jacobian", "torch.autograd.functional.vjp", "torch.autograd.functional.hessian"}
 )
 _CLEARING_WORDS = ("zero_grad", "reset_grad", "clear_grad", "zero_grads")
+# `nn.Module` methods that return the module itself.
+_SELF_RETURNING_MODULE_METHODS = frozenset(
+    {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval", "requires_grad_", "to_empty"}
+)
 # Objects whose `backward(loss)` method back-propagates its argument.
 _BACKWARD_OWNERS = ("accelerator", "fabric", "engine", "trainer", "strategy", "precision", "plugin")
 
@@ -611,6 +617,9 @@ class _Scanner:
         """Emits the event of a method call; True when the call is not a local-function call."""
         analysis = self.analysis
         has_args = bool(call.args)
+        if method in ("eval", "train") and not _is_self(receiver):
+            self._mode_switch(call, method, receiver)
+            return True
         if method == "backward":
             if _is_super(receiver) or _is_function_class(receiver):
                 return True
@@ -657,6 +666,20 @@ class _Scanner:
             self.emit(kind, call, _first_argument(call))
             return True
         return not _is_self(receiver)
+
+    def _mode_switch(self, call: cst.Call, method: str, receiver: cst.BaseExpression) -> None:
+        """`model.eval()` / `model.train(mode)`: a module switched between training and evaluation."""
+        # `model.to(device).train()`: the module methods in between return the module itself.
+        while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) \
+                and receiver.func.attr.value in _SELF_RETURNING_MODULE_METHODS:
+            receiver = receiver.func.value
+        mode = argument(call, 0, "mode") if method == "train" else None
+        if method == "eval" and not call.args:
+            self.emit(Kind.EVAL_MODE, call, receiver)
+        elif method == "train" and (not call.args or _is_true(mode)):
+            self.emit(Kind.TRAIN_MODE, call, receiver)
+        elif method == "train" and isinstance(mode, cst.Name) and mode.value == "False":
+            self.emit(Kind.EVAL_MODE, call, receiver)
 
 
 def _first_argument(call: cst.Call) -> cst.BaseExpression | None:

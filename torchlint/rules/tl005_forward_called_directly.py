@@ -53,6 +53,9 @@ class ForwardCalledDirectly(Rule):
     ## Fix safety
     The fix rewrites `m.forward(x)` to `m(x)` and is unsafe: the module's hooks start running,
     which is the point, but changes what the call does when hooks are registered.
+
+    Bug left in place: no, the hooks run. Computation changed: only where forward or full hooks are
+    registered (they now run, as they were meant to).
     """
 
     code = "TL005"

@@ -38,6 +38,9 @@ class LogOfSoftmax(Rule):
     ## Fix safety
     The fix is safe: the result is equal wherever the old expression was finite, and finite where
     it was `-inf`. It is offered when the softmax or sigmoid is written inside the log call.
+
+    Bug left in place: no. Computation changed: only where the old expression underflowed to `-inf`
+    (now finite) or lost precision.
     """
 
     code = "TL201"

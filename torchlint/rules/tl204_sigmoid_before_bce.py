@@ -46,6 +46,9 @@ class SigmoidBeforeBce(Rule):
     `F.binary_cross_entropy_with_logits(x, y, ...)` (the same parameters in the same order). It is
     safe: the value is equal where the old one was accurate, and exact where the old one saturated.
     It is offered only for the functional form with the sigmoid written inline.
+
+    Bug left in place: no. Computation changed: only where the old sigmoid saturated (now exact) or
+    lost precision.
     """
 
     code = "TL204"

@@ -19,6 +19,7 @@ import tempfile
 from dataclasses import dataclass
 
 from torchlint.diagnostics import Diagnostic
+from torchlint.runtime.notebook import NotebookFindings, is_notebook
 
 __all__ = ["RuntimeReport", "RuntimeUnavailable", "run_script", "DEVICES"]
 
@@ -94,6 +95,9 @@ def run_script(
     from torchlint.runtime.recorder import merge
     from torchlint.runtime.verdicts import judge_all, sites_for
 
+    notebook = NotebookFindings(script) if is_notebook(script) else None
+    if notebook is not None:
+        findings = notebook.for_run(findings)
     sites = sites_for(findings)
     roots = [os.getcwd()] if script is None else [os.path.dirname(os.path.abspath(script)), os.getcwd()]
     with tempfile.TemporaryDirectory(prefix="torchlint-runtime-") as workdir:
@@ -119,6 +123,8 @@ def run_script(
         observed = merge([_read(os.path.join(output, name)) for name in sorted(os.listdir(output))])
     main_file = None if script is None else os.path.realpath(script)
     diagnostics = judge_all(findings, sites, observed, resolved, main_file)
+    if notebook is not None:
+        diagnostics = notebook.by_cell(diagnostics)
     return RuntimeReport(
         diagnostics=diagnostics,
         exit_status=status,

@@ -27,6 +27,7 @@ import traceback
 import types
 
 from torchlint.runtime.frames import UserFiles
+from torchlint.runtime.notebook import is_notebook, run_cells
 from torchlint.runtime.probes import PROBE_NAME, Site, compile_probed
 from torchlint.runtime.recorder import Recorder
 
@@ -294,11 +295,15 @@ def main(argv: list[str]) -> int:
 
 
 def _run_script(instrumentation: Instrumentation, script: str) -> None:
-    code = instrumentation.compile(script)
     main_module = types.ModuleType("__main__")
     main_module.__dict__.update(__file__=script, __builtins__=builtins, __cached__=None, __spec__=None)
     sys.modules["__main__"] = main_module
-    exec(code, main_module.__dict__)
+    if is_notebook(script):
+        # The notes name the notebook as the user did (`script` is its absolute path).
+        sites = instrumentation.sites_by_file.get(os.path.realpath(script), [])
+        run_cells(instrumentation.config["script"], sites, main_module.__dict__)
+    else:
+        exec(instrumentation.compile(script), main_module.__dict__)
 
 
 def _exit_code(code) -> int:
