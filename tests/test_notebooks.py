@@ -21,7 +21,8 @@ from torchlint.rules import all_rules
 
 SETTINGS = Settings(rules=tuple(rule for rule in all_rules() if rule.default_enabled and not rule.runtime_only))
 SCHEMA = Path(__file__).resolve().parent / "data" / "sarif" / "sarif-schema-2.1.0.json"
-LEGACY = "x = torch.Tensor(3)"  # TL102, fixed to `torch.empty(3)`
+LEGACY = "x = torch.Tensor([3])"  # TL102
+FIXED = "x = torch.tensor([3], dtype=torch.float32)"  # its safe fix
 
 
 def notebook(*sources: str, markdown_first: bool = True) -> dict:
@@ -72,7 +73,7 @@ def test_only_logical_line_starts_are_masked() -> None:
 
 
 def test_python_cell_magics_keep_their_body_and_others_are_masked_whole() -> None:
-    assert findings("import torch", "%%time\n" + LEGACY, "%%bash\nx = torch.Tensor(3)") == [("TL102", 3, 2, 5)]
+    assert findings("import torch", "%%time\n" + LEGACY, "%%bash\nx = torch.Tensor([3])") == [("TL102", 3, 2, 5)]
     assert mask_cell("%%writefile a.py\nimport os\n").python == "________________\n         \n"
 
 
@@ -108,9 +109,9 @@ def test_text_output_names_the_cell_and_shows_its_source(project_notebook) -> No
     result = run_torchlint("check", "nb.ipynb", "--no-color", cwd=project_notebook)
     blocks = result.stdout.split("\n\n")
     assert blocks[0].splitlines()[0].startswith("nb.ipynb:cell 2:5:5: TL102 [*] ")
-    assert blocks[0].splitlines()[2:4] == ["5 | x = torch.Tensor(3)", "  |     ^^^^^^^^^^^^^^^ TL102"]
+    assert blocks[0].splitlines()[2:4] == ["5 | x = torch.Tensor([3])", "  |     ^^^^^^^^^^^^^^^^^ TL102"]
     assert blocks[1].splitlines()[0].startswith("nb.ipynb:cell 3:2:5: TL102 [*] ")
-    assert blocks[1].splitlines()[2] == "2 | x = torch.Tensor(3)"
+    assert blocks[1].splitlines()[2] == "2 | x = torch.Tensor([3])"
 
 
 def _legacy_rows(project: Path) -> list[int]:
@@ -135,8 +136,8 @@ def test_sarif_carries_the_cell(project_notebook) -> None:
     results = log["runs"][0]["results"]
     regions = [r["locations"][0]["physicalLocation"]["region"] for r in results]
     assert [region["properties"] for region in regions] == [
-        {"cell": 2, "row": 5, "column": 5, "endRow": 5, "endColumn": 20},
-        {"cell": 3, "row": 2, "column": 5, "endRow": 2, "endColumn": 20},
+        {"cell": 2, "row": 5, "column": 5, "endRow": 5, "endColumn": 22},
+        {"cell": 3, "row": 2, "column": 5, "endRow": 2, "endColumn": 22},
     ]
     assert [(region["startLine"], region["endLine"]) for region in regions] == [(row, row) for row in _legacy_rows(project_notebook)]
     assert results[0]["message"]["text"].endswith("(cell 2, row 5, column 5)")
@@ -147,7 +148,8 @@ def test_json_output_is_sorted_by_cell_with_cell_relative_fixes(project_notebook
     found = json.loads(result.stdout)
     assert [(d["cell"], d["location"]["row"]) for d in found] == [(2, 5), (3, 2)]
     assert found[1]["fix"]["edits"] == [
-        {"content": "torch.empty(3)", "location": {"row": 2, "column": 5}, "end_location": {"row": 2, "column": 20}}
+        {"content": "torch.tensor([3], dtype=torch.float32)", "location": {"row": 2, "column": 5},
+         "end_location": {"row": 2, "column": 22}}
     ]
 
 
@@ -174,7 +176,7 @@ def test_fix_changes_only_the_fixed_cell_sources(tmp_path, name, text) -> None:
     result = fix_file(str(path), SETTINGS, "nb.ipynb")
     written = path.read_bytes().decode()
     assert result.written and result.fixed == {"TL102": 2} and result.diagnostics == []
-    assert written == text.replace(LEGACY, "x = torch.empty(3)")
+    assert written == text.replace(LEGACY, FIXED)
     assert json.loads(written)["cells"][1]["outputs"] == json.loads(text)["cells"][1]["outputs"]
 
 
@@ -183,7 +185,7 @@ def test_fix_keeps_a_byte_order_mark(tmp_path) -> None:
     text = nbformat_text(notebook("import torch\n" + LEGACY))
     path.write_bytes(b"\xef\xbb\xbf" + text.encode())
     fix_file(str(path), SETTINGS, "nb.ipynb")
-    assert path.read_bytes() == b"\xef\xbb\xbf" + text.replace("torch.Tensor(3)", "torch.empty(3)").encode()
+    assert path.read_bytes() == b"\xef\xbb\xbf" + text.replace("torch.Tensor([3])", "torch.tensor([3], dtype=torch.float32)").encode()
 
 
 def test_diff_shows_the_changed_cells_and_writes_nothing(project_notebook) -> None:
@@ -192,9 +194,9 @@ def test_diff_shows_the_changed_cells_and_writes_nothing(project_notebook) -> No
     assert (project_notebook / "nb.ipynb").read_text() == before
     assert result.returncode == 1
     assert result.stdout == (
-        "--- nb.ipynb:cell 2\n+++ nb.ipynb:cell 2\n@@ -2,4 +2,4 @@\n \n \n \n-x = torch.Tensor(3)\n+x = torch.empty(3)\n"
-        "--- nb.ipynb:cell 3\n+++ nb.ipynb:cell 3\n@@ -1,2 +1,2 @@\n %matplotlib inline\n-x = torch.Tensor(3)\n"
-        "+x = torch.empty(3)\n"
+        "--- nb.ipynb:cell 2\n+++ nb.ipynb:cell 2\n@@ -2,4 +2,4 @@\n \n \n \n-x = torch.Tensor([3])\n+x = torch.tensor([3], dtype=torch.float32)\n"
+        "--- nb.ipynb:cell 3\n+++ nb.ipynb:cell 3\n@@ -1,2 +1,2 @@\n %matplotlib inline\n-x = torch.Tensor([3])\n"
+        "+x = torch.tensor([3], dtype=torch.float32)\n"
     )
 
 
@@ -205,7 +207,7 @@ def test_fix_leaves_cells_that_do_not_parse_and_their_finding(tmp_path) -> None:
     result = fix_file(str(path), SETTINGS, "nb.ipynb")
     assert [(d.code, d.cell) for d in result.diagnostics] == [("TL901", 3)]
     head, _, tail = text.rpartition(LEGACY)
-    assert path.read_text() == head + "x = torch.empty(3)" + tail
+    assert path.read_text() == head + FIXED + tail
 
 
 def test_a_fix_never_touches_ipython_syntax_nor_leaves_its_cell() -> None:
@@ -254,7 +256,7 @@ def test_nbformat_3_worksheets_are_read_and_fixed(tmp_path) -> None:
     path = tmp_path / "nb.ipynb"
     path.write_text(text)
     fix_file(str(path), SETTINGS, "nb.ipynb")
-    assert path.read_text() == text.replace(LEGACY, "x = torch.empty(3)")
+    assert path.read_text() == text.replace(LEGACY, FIXED)
 
 
 def test_a_notebook_that_is_not_json_is_one_tl902(tmp_path) -> None:
@@ -286,7 +288,7 @@ def test_a_cell_holding_nul_is_still_fixed(tmp_path) -> None:
     text = nbformat_text(notebook("import torch\n" + LEGACY + "  # \x00"))
     path.write_text(text)
     result = fix_file(str(path), SETTINGS, "nb.ipynb")
-    assert result.written and path.read_text() == text.replace(LEGACY, "x = torch.empty(3)")
+    assert result.written and path.read_text() == text.replace(LEGACY, FIXED)
 
 
 def test_a_null_source_is_an_empty_cell() -> None:

@@ -19,6 +19,8 @@ LEGACY = textwrap.dedent("""\
 
     x = torch.Tensor(3)
 """)
+# A legacy constructor given values: the one TL102 finding with a (safe) fix.
+FIXABLE = LEGACY.replace("torch.Tensor(3)", "torch.Tensor([3.0])")
 CLEAN = textwrap.dedent("""\
     import torch
 
@@ -100,7 +102,7 @@ async def test_syntax_error_mid_edit_is_one_tl901_and_the_server_goes_on(editor:
 
 
 async def test_hover_on_a_finding_shows_the_rule_summary_and_its_fix(editor: EditorClient, workspace):
-    document, diagnostics = await Document.open(editor, workspace / "hover.py", LEGACY)
+    document, diagnostics = await Document.open(editor, workspace / "hover.py", FIXABLE)
     hover = await editor.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=document.uri), position=types.Position(2, 8),
     ))
@@ -117,7 +119,7 @@ async def test_hover_on_a_finding_shows_the_rule_summary_and_its_fix(editor: Edi
 
 
 async def test_quick_fix_applied_to_the_buffer_matches_check_fix(editor: EditorClient, workspace, tmp_path):
-    document, diagnostics = await Document.open(editor, workspace / "quickfix.py", LEGACY)
+    document, diagnostics = await Document.open(editor, workspace / "quickfix.py", FIXABLE)
     actions = await document.code_actions(diagnostics[0], only=[types.CodeActionKind.QuickFix])
     fix = next(action for action in actions if action.is_preferred)
     assert fix.kind == types.CodeActionKind.QuickFix
@@ -125,7 +127,7 @@ async def test_quick_fix_applied_to_the_buffer_matches_check_fix(editor: EditorC
     assert list(fix.diagnostics) == [diagnostics[0]]
     assert await document.apply(fix) == []
     ast.parse(document.text)
-    assert document.text == cli_fix(tmp_path, LEGACY) != LEGACY
+    assert document.text == cli_fix(tmp_path, FIXABLE) != FIXABLE
 
 
 async def test_fix_all_matches_check_fix(editor: EditorClient, workspace, tmp_path):
@@ -133,7 +135,7 @@ async def test_fix_all_matches_check_fix(editor: EditorClient, workspace, tmp_pa
         import torch
 
         def scores(x):
-            a = torch.Tensor(3)
+            a = torch.Tensor([3.0])
             y = x.permute(0, 2, 1).view(4, -1)
             return torch.log(torch.softmax(y, dim=1)), a
     """)

@@ -99,19 +99,21 @@ async def cell_actions(editor: EditorClient, notebook: Notebook, index: int, fin
 
 
 async def test_quick_fix_on_a_cell_matches_check_fix_of_the_notebook(editor: EditorClient, workspace, tmp_path):
-    notebook, per_cell = await Notebook.open(editor, workspace / "fix.ipynb", CELLS)
+    # Values given to the legacy constructor: the TL102 finding with a (safe) fix.
+    cells = [(kind, text.replace("torch.Tensor(3)", "torch.Tensor([3.0])")) for kind, text in CELLS]
+    notebook, per_cell = await Notebook.open(editor, workspace / "fix.ipynb", cells)
     [finding] = per_cell[2]
     actions = await cell_actions(editor, notebook, 2, finding)
     assert "Fix all torchlint findings" not in actions  # fix-all is for Python files
-    fixed = apply_workspace_edit(CELLS[2][1], notebook.cell_uris[2], actions["Replace with `torch.empty(...)` (TL102)"].edit)
+    fixed = apply_workspace_edit(cells[2][1], notebook.cell_uris[2], actions["Replace with `torch.tensor(...)` (TL102)"].edit)
     on_disk = tmp_path / "fix.ipynb"
     on_disk.write_text(json.dumps({"cells": [
         {"cell_type": "code" if kind == types.NotebookCellKind.Code else "markdown", "source": text,
          "metadata": {}, **({"outputs": [], "execution_count": None} if kind == types.NotebookCellKind.Code else {})}
-        for kind, text in CELLS
+        for kind, text in cells
     ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
     run_torchlint("check", "--fix", "--no-cache", str(on_disk), cwd=tmp_path)
-    assert fixed == json.loads(on_disk.read_text(encoding="utf-8"))["cells"][2]["source"] != CELLS[2][1]
+    assert fixed == json.loads(on_disk.read_text(encoding="utf-8"))["cells"][2]["source"] != cells[2][1]
 
 
 async def test_noqa_action_on_a_cell_edits_that_cell(editor: EditorClient, workspace):
