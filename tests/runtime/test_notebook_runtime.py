@@ -31,7 +31,7 @@ def _run(tmp_path, *args):
 
 def test_cells_run_in_one_namespace_with_verdicts_by_cell(tmp_path):
     result = _run(tmp_path, "--output-format", "json")
-    verdicts = [(d["code"], d["cell"], d["location"]["row"], d["location"]["column"], d["runtime"])
+    verdicts = [(d["code"], d["cell"], d["location"]["row"], d["location"]["column"], d["runtime"]["verdict"])
                 for d in json.loads(result.stdout)]
     assert verdicts == [
         ("TL102", 2, 3, 5, "confirmed"),  # `torch` imported by cell 1: one namespace

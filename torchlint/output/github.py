@@ -15,6 +15,18 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def _level(diagnostic: Diagnostic) -> str:
+    """A finding the run proved wrong is a notice, not an error or a warning."""
+    return "notice" if diagnostic.runtime == "refuted" else diagnostic.severity.value
+
+
+def _message(diagnostic: Diagnostic) -> str:
+    if diagnostic.runtime is None:
+        return f"{diagnostic.code} {diagnostic.message}"
+    observed = f" ({diagnostic.runtime_detail})" if diagnostic.runtime_detail else ""
+    return f"{diagnostic.code} [{diagnostic.runtime}] {diagnostic.message}{observed}"
+
+
 def render(diagnostics: list[Diagnostic], context: OutputContext) -> str:
     root = repository_root()
     lines = []
@@ -35,7 +47,7 @@ def _annotation(d: Diagnostic, root) -> str:
     properties.append(("endLine", str(d.end_location.row)))
     if single_line:
         properties.append(("endColumn", str(d.end_location.column)))
-    return _command(d, properties, f"{d.code} {d.message}")
+    return _command(d, properties, _message(d))
 
 
 def _cell_annotation(d: Diagnostic, root) -> str:
@@ -48,9 +60,9 @@ def _cell_annotation(d: Diagnostic, root) -> str:
         ("line", str(first)),
         ("endLine", str(last)),
     ]
-    return _command(d, properties, f"{d.code} {d.message} ({cell_label(d)})")
+    return _command(d, properties, f"{_message(d)} ({cell_label(d)})")
 
 
 def _command(d: Diagnostic, properties: list[tuple[str, str]], message: str) -> str:
     rendered = ",".join(f"{key}={_escape_property(value)}" for key, value in properties)
-    return f"::{d.severity.value} {rendered}::{_escape_data(message)}"
+    return f"::{_level(d)} {rendered}::{_escape_data(message)}"

@@ -40,6 +40,18 @@ def _fingerprint(diagnostic: Diagnostic, path: str, seen: Counter) -> str:
     return f"{digest}:{seen[digest]}"
 
 
+def _invocation(run: dict) -> dict:
+    """The `--runtime` run record as SARIF's invocation of the checked program."""
+    command = [run["script"]] if run["script"] else ["-m", run["module"]]
+    return {
+        "commandLine": " ".join(["python", *command, *run["args"]]),
+        "arguments": run["args"],
+        "exitCode": run["exit_status"],
+        "executionSuccessful": run["exit_status"] == 0 and not run["timed_out"],
+        "properties": {"torchlintRun": run},
+    }
+
+
 def _region(d: Diagnostic) -> dict:
     """The finding's lines; for a notebook cell, the JSON file's rows that hold them, with the
     position within the cell in the region's properties."""
@@ -80,6 +92,10 @@ def render(diagnostics: list[Diagnostic], context: OutputContext) -> str:
         }
         if d.code in index:
             result["ruleIndex"] = index[d.code]
+        if d.runtime is not None:
+            if d.runtime == "refuted":
+                result["level"] = "note"  # the run proved the finding wrong
+            result["properties"] = {"runtimeVerdict": d.runtime, "runtimeObserved": d.runtime_detail}
         results.append(result)
     log = {
         "$schema": _SCHEMA,
@@ -92,6 +108,7 @@ def render(diagnostics: list[Diagnostic], context: OutputContext) -> str:
             }},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
             "results": results,
+            **({"invocations": [_invocation(context.run)]} if context.run else {}),
         }],
     }
     return json.dumps(log, indent=2) + "\n"
