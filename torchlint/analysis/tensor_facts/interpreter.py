@@ -445,7 +445,9 @@ class Interpreter:
                 and getattr(element.slice.value, "value", "None") == "None")
             for element in node.slice
         )
-        return replace(receiver, layout=layout, scalar=receiver.scalar if only_slices else None, origin=receiver.origin)
+        has_slice = any(isinstance(element.slice, cst.Slice) for element in node.slice)
+        scalar = False if has_slice else (receiver.scalar if only_slices else None)
+        return replace(receiver, layout=layout, scalar=scalar, origin=receiver.origin)
 
     def _indexed_layout(self, node: cst.Subscript, receiver: TensorFacts) -> Layout | None:
         """`x[:, None]`, `x[..., None]`: size-1 insertions; any other indexing: layout unknown."""
@@ -567,16 +569,19 @@ class Interpreter:
         if isinstance(func, cst.Name):
             return self._named_call(call, func.value, args, env)
         callee = self.eval(func, env)
+        return self._call_value(call, callee, args)
+
+    def _call_value(self, call: cst.Call, callee: Value, args) -> Value:
         if isinstance(callee, ModuleValue):
             return self._module_call(call, callee, args)
+        if isinstance(callee, TensorFacts) and callee.maybe and callee.device is not Device.UNKNOWN:
+            # `net = net.to(device)` then `net(x)`: tensors are not callable, so it is a module.
+            return self._module_call(call, ModuleValue(callee.device), args)
         return UNKNOWN
 
     def _named_call(self, call: cst.Call, name: str, args, env: Env) -> Value:
         if name in env or self.model.outer_binds(self.scope, name):
-            callee = self._name(cst.Name(name), env)
-            if isinstance(callee, ModuleValue):
-                return self._module_call(call, callee, args)
-            return UNKNOWN
+            return self._call_value(call, self._name(call.func, env), args)
         if self.model.is_module_class(name):
             return ModuleValue(Device.DEFAULT, name)
         summary = self.model.function_summary(name)
@@ -684,6 +689,8 @@ class Interpreter:
                 continue
             if isinstance(value, Sequence) and isinstance(arg.value, (cst.Tuple, cst.List)):
                 found.extend((element.value, item) for element, item in zip(arg.value.elements, value.items))
+            elif isinstance(value, (Sequence, Iterable)):
+                found.append((arg.value, element_of(value)))  # `torch.stack(torch.meshgrid(...))`
             else:
                 found.append((arg.value, value))
         return found
@@ -702,7 +709,8 @@ class Interpreter:
         rank = facts.rank if operands and all(isinstance(value, TensorFacts) and value.rank == facts.rank for _, value in operands) else None
         if rule is Rule.MESHGRID:
             item = replace(facts, layout=None, scalar=False)
-            count = len(operands) if isinstance(args[0][1], Sequence) and len(args) == 1 else len(args)
+            positional = [value for arg, value in args if arg.keyword is None]
+            count = len(operands) if len(positional) == 1 and isinstance(positional[0], Sequence) else len(positional)
             return Sequence((item,) * count)
         if rank is not None:
             rank += rule is Rule.STACK
@@ -713,12 +721,13 @@ class Interpreter:
             if registration_of(call) is not None:
                 self.model.register(self.scope, call, args[1][1] if len(args) > 1 else UNKNOWN)
                 return UNKNOWN
+            self.model.note_self_call(self.scope, name, [value for arg, value in args if arg.keyword is None and not arg.star])
             summary = self.model.method_summary(self.scope, name)
             if summary is not None:
                 return self._from_summary(summary, call)
             attribute = self.eval(call.func, env)
-            if isinstance(attribute, ModuleValue):
-                return self._module_call(call, attribute, args)
+            if isinstance(attribute, (ModuleValue, TensorFacts)):
+                return self._call_value(call, attribute, args)
         if isinstance(receiver, ModuleValue):
             return self._module_method(call, name, receiver, args)
         op = METHOD_OPS.get(name)
@@ -900,8 +909,10 @@ class Interpreter:
                 return replace(data, requires_grad=self._requires_grad(call), maybe=False)
             elif isinstance(data, (Sequence, Iterable)) and sizes and isinstance(sizes[0], (cst.List, cst.Tuple, cst.ListComp)):
                 scalar = False
+            elif isinstance(data, TensorFacts):
+                return replace(data, device=device, origin=call if device is Device.CPU else None, maybe=False)
             else:
-                return TensorFacts(device=device or Device.UNKNOWN, requires_grad=self._requires_grad(call))
+                scalar = None  # a list, an array or a number held in a variable
         elif qualified in SIZE_FACTORIES:
             if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
                 sizes = [element.value for element in sizes[0].elements]

@@ -23,7 +23,7 @@ import libcst as cst
 from torchlint.analysis.dataflow import assigned_names
 from torchlint.analysis.names import nested_statement_lists, suite_statements
 from torchlint.analysis.tensor_facts.domain import (
-    NUMBER, UNKNOWN, Device, ModuleValue, Number, TensorFacts, Value,
+    NUMBER, UNKNOWN, Device, ModuleValue, Number, TensorFacts, Value, join,
 )
 from torchlint.analysis.tensor_facts.interpreter import Env, Interpreter
 from torchlint.analysis.module_attributes import registration_of
@@ -79,6 +79,8 @@ class TensorModel:
         # Per Module class: attributes registered by name (buffers) and assigned `nn.Parameter`s.
         self._registered: dict[int, dict[str, Value]] = {}
         self._parameters: dict[int, set[str]] = {}
+        # (id(classdef), method name) -> positional argument values of each `self.<method>(...)`.
+        self._self_calls: dict[tuple[int, str], list[list[Value]]] = {}
         self._top_functions: dict[str, cst.FunctionDef] | None = None
         self._methods: dict[int, cst.ClassDef] = {}
         self._module_names: set[str] | None = None
@@ -126,12 +128,21 @@ class TensorModel:
         if not placed:
             return
         for node, facts in operands:
-            if facts.origin is None or facts.scalar is not False or facts.device not in (Device.DEFAULT, Device.CPU):
+            if facts.origin is None or facts.device not in (Device.DEFAULT, Device.CPU):
+                continue
+            # A 0-dim CPU tensor combines with any device; a factory says its rank, `.cpu()` may not.
+            if facts.scalar is True or (facts.scalar is None and facts.device is Device.DEFAULT):
                 continue
             partner, partner_facts = placed[0]
             found = self._conflicts.setdefault(id(facts.origin), [])
             if all(existing is not partner for existing, _ in found):
                 found.append((partner, partner_facts.device))
+
+    def note_self_call(self, scope: Scope, method: str, arguments: list[Value]) -> None:
+        """`self.<method>(...)` in a Module method: its arguments seed the method's parameters."""
+        if scope.in_module_class:
+            calls = self._self_calls.setdefault((id(scope.classdef), method), [])
+            calls.append(arguments)
 
     def outer_value(self, scope: Scope, name: str) -> Value:
         """A name the scope does not bind: from the enclosing function, else the module's top level."""
@@ -245,10 +256,14 @@ class TensorModel:
     def _interpret(self, scope: Scope) -> None:
         if scope.final_env is not None or scope.running:
             return
+        # Seeding a Module helper interprets `forward()` first, which may interpret this scope.
+        seed = self._seed(scope)
+        if scope.final_env is not None:
+            return
         scope.running = True
         interpreter = Interpreter(self, scope)
         try:
-            end = interpreter.run(self._seed(scope))
+            end = interpreter.run(seed)
         finally:
             scope.running = False
         scope.final_env = end if end is not None else {}
@@ -274,8 +289,15 @@ class TensorModel:
         name = function.name.value
         on_module = scope.in_module_class and name != "__init__"
         evidence = None
+        # A `forward()` takes its first input as a tensor (or a batch of them), whatever it does with it.
+        first_input = next((p.name.value for p in every if p.name.value != scope.self_name), None) if (
+            on_module and name == "forward") else None
+        from_calls = self._call_site_arguments(scope) if on_module and name != "forward" else {}
         for param in every:
             param_name = param.name.value
+            if param_name in from_calls:
+                env[param_name] = from_calls[param_name]
+                continue
             if param_name == scope.self_name:
                 env[param_name] = ModuleValue(Device.MODULE, scope.classdef.name.value) if scope.in_module_class else UNKNOWN
                 continue
@@ -289,12 +311,29 @@ class TensorModel:
             elif written is None and (param.default is None or _is_none(param.default)):
                 if evidence is None:
                     evidence = _tensor_evidence(function)
-                env[param_name] = TensorFacts(device=device) if param_name in evidence else UNKNOWN
+                used_as_tensor = param_name in evidence or (param_name == first_input and param.default is None)
+                env[param_name] = TensorFacts(device=device) if used_as_tensor else UNKNOWN
             elif isinstance(param.default, (cst.Integer, cst.Float)):
                 env[param_name] = NUMBER
             else:
                 env[param_name] = UNKNOWN
         return env
+
+    def _call_site_arguments(self, scope: Scope) -> dict[str, Value]:
+        """Parameter values of a Module helper method, joined over its calls from `forward()`."""
+        forward = next((m for m in self._class_methods(scope.classdef) if m.name.value == "forward"), None)
+        if forward is None or forward is scope.node:
+            return {}
+        self._interpret(self._scope_of(forward, scope.classdef, None))
+        calls = self._self_calls.get((id(scope.classdef), scope.node.name.value))
+        if not calls:
+            return {}
+        params = [p.name.value for p in (*scope.node.params.posonly_params, *scope.node.params.params)][1:]
+        found: dict[str, Value] = {}
+        for arguments in calls:
+            for param, value in zip(params, arguments):
+                found[param] = join(found[param], value) if param in found else value
+        return {param: value for param, value in found.items() if isinstance(value, TensorFacts)}
 
     # The file's functions and classes ----------------------------------------------------
 
