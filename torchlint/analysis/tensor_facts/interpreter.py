@@ -314,7 +314,15 @@ class Interpreter:
             return self._comparison(expr, env)
         if isinstance(expr, cst.IfExp):
             self.eval(expr.test, env)
-            return join(self.eval(expr.body, env), self.eval(expr.orelse, env))
+            body, orelse = self.eval(expr.body, env), self.eval(expr.orelse, env)
+            if isinstance(body, DeviceValue) or isinstance(orelse, DeviceValue):
+                # `"cuda" if torch.cuda.is_available() else "cpu"`: the accelerator where there is one.
+                return DeviceValue(Device.ACCELERATOR)
+            return join(body, orelse)
+        if isinstance(expr, (cst.SimpleString, cst.FormattedString)):
+            text = string_value(expr)
+            kind = device_string_kind(text) if text is not None else None
+            return DeviceValue(kind) if kind is not None else UNKNOWN
         if isinstance(expr, cst.BooleanOperation):
             return join(self.eval(expr.left, env), self.eval(expr.right, env))
         if isinstance(expr, (cst.Tuple, cst.List)):
@@ -580,10 +588,12 @@ class Interpreter:
         return UNKNOWN
 
     def _named_call(self, call: cst.Call, name: str, args, env: Env) -> Value:
-        if name in env or self.model.outer_binds(self.scope, name):
-            return self._call_value(call, self._name(call.func, env), args)
+        if name in env:
+            return self._call_value(call, env[name], args)
         if self.model.is_module_class(name):
             return ModuleValue(Device.DEFAULT, name)
+        if self.model.outer_binds(self.scope, name):
+            return self._call_value(call, self._name(call.func, env), args)
         summary = self.model.function_summary(name)
         if summary is not None:
             return self._from_summary(summary, call)

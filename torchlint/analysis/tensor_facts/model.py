@@ -130,9 +130,8 @@ class TensorModel:
         for node, facts in operands:
             if facts.origin is None or facts.device not in (Device.DEFAULT, Device.CPU):
                 continue
-            # A 0-dim CPU tensor combines with any device; a factory says its rank, `.cpu()` may not.
-            if facts.scalar is True or (facts.scalar is None and facts.device is Device.DEFAULT):
-                continue
+            if facts.scalar is not False:
+                continue  # a 0-dim CPU tensor combines with a tensor on any device
             partner, partner_facts = placed[0]
             found = self._conflicts.setdefault(id(facts.origin), [])
             if all(existing is not partner for existing, _ in found):

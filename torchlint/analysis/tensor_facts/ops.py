@@ -94,7 +94,7 @@ SHARED_OPS: dict[str, Op] = {
         "atan sinh cosh erf erfc erfinv clamp clip clamp_min clamp_max round floor ceil trunc frac sign "
         "sgn square pow reciprocal nan_to_num logical_not bitwise_not add sub subtract "
         "mul multiply div divide true_divide floor_divide remainder fmod maximum minimum fmax fmin atan2 "
-        "hypot lerp logaddexp addcmul addcdiv flip sigmoid_ relu_ clamp_ add_ sub_ mul_ div_ masked_fill_ fill_ zero_ exp_ log_ "
+        "hypot lerp logaddexp addcmul addcdiv flip sigmoid_ relu_ clamp_ add_ sub_ mul_ div_ masked_fill_ zero_ exp_ log_ "
         "pow_ sqrt_ neg_ abs_ tanh_ uniform_ normal_ bernoulli_ clone dropout heaviside xlogy "
         "logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor renorm polar angle "
         "real imag conj isnan isinf isfinite isneginf isposinf signbit logit softplus",
@@ -163,7 +163,7 @@ METHOD_OPS: dict[str, Op] = {
     **_table(Rule.SAME_DEVICE, "new_zeros new_ones new_empty new_full new_tensor", combines=False),
     # `*_as` ops read only the other tensor's shape or dtype; `copy_` copies across devices.
     **_table(Rule.SAME_DEVICE, "view_as reshape_as expand_as type_as copy_ requires_grad_ "
-             "pin_memory repeat contiguous_ index_put_ masked_scatter_ scatter_ scatter_add_ "
+             "pin_memory repeat fill_ contiguous_ index_put_ masked_scatter_ scatter_ scatter_add_ "
              "index_add_ index_fill_ index_copy_ put_ share_memory_ float_power", combines=False),
     **{name: Op(Rule.CONVERT, combines=False, dtype=dtype) for name, dtype in _DTYPE_CONVERSIONS.items()},
 }
