@@ -251,3 +251,29 @@ def test_conflicts_are_recorded_against_the_factory() -> None:
 
     walk_with_probe(source, ask)
     assert [device for _, device in conflicts] == [Device.ACCELERATOR]
+
+
+def test_in_place_ops_and_expand_as() -> None:
+    source = """
+    import torch
+    def f(y: torch.Tensor):
+        w = torch.zeros(3).requires_grad_()
+        probe(w)
+        probe(w.fill_(1.0))
+        probe(torch.zeros(3).expand_as(y))
+    """
+    grad, filled, expanded = probed(source)
+    assert grad.requires_grad and filled.requires_grad
+    assert expanded.layout.ops[-1][0] == "expand"
+
+
+def test_a_plain_class_keeps_its_attributes_where_they_were_made() -> None:
+    source = """
+    import torch.nn as nn
+    class Agent:
+        def __init__(self):
+            self.policy = nn.Linear(4, 2)
+        def act(self, state):
+            probe(self.policy)
+    """
+    assert only(source) == ModuleValue(Device.DEFAULT, "torch.nn.Linear")

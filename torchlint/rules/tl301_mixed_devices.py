@@ -94,12 +94,13 @@ class MixedDevices(Rule):
             return f"`{dotted_name(func) or 'factory'}(...)` creates a tensor on {where}"
         if qualified is not None:
             return None
-        if isinstance(func, cst.Attribute) and func.attr.value in ("cpu", "to"):
+        if isinstance(func, cst.Attribute) and (
+            func.attr.value == "cpu" or (func.attr.value == "to" and "cpu" in self.ctx.code_for(call))
+        ):
             written = self.ctx.code_for(call).strip()
             return f"`{written}` puts the tensor on the CPU" if len(written) <= 40 else "`.cpu()` puts the tensor on the CPU"
-        if isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
-            written = dotted_name(func)
-            return f"`{written}(...)` returns a tensor on the default device (CPU)"
+        if self.ctx.tensors.is_same_file_callable(call):
+            return f"`{dotted_name(func)}(...)` returns a tensor on the default device (CPU)"
         return None
 
     def _remedy(self, call: cst.Call) -> str:

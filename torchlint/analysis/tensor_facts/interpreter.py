@@ -30,7 +30,7 @@ from torchlint.analysis.tensor_facts.ops import (
     FUNCTION_OPS, METHOD_OPS, NOT_TENSOR_METHODS, NUMBER_ATTRIBUTES, RANK_PRESERVING_LAYERS, TENSOR_ATTRIBUTES, Op,
     Rule,
 )
-from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS
+from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS, requires_grad_true
 from torchlint.walker import child_nodes
 from torchlint.analysis.values import (
     DATA_FACTORIES, DTYPE_NAMES, LIKE_FACTORIES, NOT_TENSOR_FUNCTIONS, SIZE_FACTORIES, TENSOR_NAMESPACES,
@@ -498,7 +498,7 @@ class Interpreter:
         return replace(self.combine(operands, node, Rule.ELEMENTWISE), dtype="bool", requires_grad=False)
 
     def _binary(self, left_node, right_node, operator, node, env: Env) -> Value:
-        left = self.eval(left_node, env) if node is not left_node else UNKNOWN
+        left = self.eval(left_node, env)
         right = self.eval(right_node, env)
         if isinstance(left, Number) and isinstance(right, Number):
             return NUMBER
@@ -656,7 +656,7 @@ class Interpreter:
             device = self._explicit_device(call)
             if device is not None:
                 return TensorFacts(device=device, layout=source.layout, scalar=source.scalar)
-            return replace(source, requires_grad=self._requires_grad(call))
+            return replace(source, requires_grad=requires_grad_true(call))
         if qualified == "torch.from_numpy":
             return self._on_default_device(call, TensorFacts(scalar=False))
         if qualified in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
@@ -797,9 +797,17 @@ class Interpreter:
             return replace(receiver, dtype=op.dtype)
         if rule is Rule.DETACH:
             return replace(receiver, requires_grad=False)
+        if rule is Rule.KEEP:
+            return receiver
+        if rule is Rule.REQUIRES_GRAD:
+            flag = call.args[0].value if call.args else None
+            return replace(receiver, requires_grad=not (isinstance(flag, cst.Name) and flag.value == "False"))
         if rule is Rule.SAME_DEVICE:
             return TensorFacts(device=receiver.device, origin=receiver.origin, requires_grad=False)
         if rule in (Rule.REORDER, Rule.VIEW, Rule.RESHAPE, Rule.CONTIGUOUS, Rule.UNSQUEEZE, Rule.SQUEEZE, Rule.FLATTEN, Rule.UNFLATTEN):
+            if name == "expand_as":
+                other = args[0][1] if args and isinstance(args[0][1], TensorFacts) else None
+                return replace(receiver, layout=self._expanded_as(receiver, other, args[0][0].value if args else None))
             return replace(receiver, layout=self._reshaped(call, rule, name, receiver))
         if rule is Rule.SPLIT:
             return self._split(call, name, receiver)
@@ -811,16 +819,28 @@ class Interpreter:
             return self._reduced(call, name, receiver)
         if rule is Rule.REDUCE:
             return self._reduced(call, name, receiver)
-        if rule is Rule.WHERE and name == "where" and not any(arg.keyword is None for arg, _ in args):
-            return Sequence(()) if False else UNKNOWN
+        if rule is Rule.WHERE and not any(arg.keyword is None for arg, _ in args):
+            return UNKNOWN  # `torch.where(cond)`: a tuple of index tensors
         facts = self.combine(operands, call, Rule.MATMUL if rule is Rule.MATMUL else Rule.ELEMENTWISE, op.combines)
         if rule is Rule.OTHER:
-            return replace(facts, layout=None, scalar=None if facts.scalar is not False else None)
+            return replace(facts, layout=None, scalar=None)
         if rule is Rule.COMPARE:
             return replace(facts, dtype="bool", requires_grad=False)
         if rule is Rule.RECOMPUTE:
             return replace(facts, layout=Layout(facts.rank, None, ()) if facts.rank is not None else Layout(None, None, ()))
         return facts
+
+    def _expanded_as(self, receiver: TensorFacts, other: TensorFacts | None, other_node) -> Layout | None:
+        """`x.expand_as(y)`: broadcast to y's shape (sizes named after y where unknown)."""
+        if other is None or other.rank is None or other_node is None:
+            return None
+        shape = self._shape(other)
+        written = arg_code(self.ctx, other_node)
+        sizes = tuple(
+            item.code if isinstance(item, Number) and item.code else f"{written}.size({index})"
+            for index, item in enumerate(shape.items if isinstance(shape, Sequence) else [NUMBER] * other.rank)
+        )
+        return (receiver.layout or Layout(None, None, ())).then(("expand", sizes))
 
     def _size_of(self, receiver: TensorFacts, call: cst.Call) -> Value:
         shape = self._shape(receiver)
@@ -916,7 +936,7 @@ class Interpreter:
             if qualified == "torch.scalar_tensor" or isinstance(data, Number):
                 scalar, layout = True, Layout(0, (), ())
             elif isinstance(data, TensorFacts) and device is None:
-                return replace(data, requires_grad=self._requires_grad(call), maybe=False)
+                return replace(data, requires_grad=requires_grad_true(call), maybe=False)
             elif isinstance(data, (Sequence, Iterable)) and sizes and isinstance(sizes[0], (cst.List, cst.Tuple, cst.ListComp)):
                 scalar = False
             elif isinstance(data, TensorFacts):
@@ -939,7 +959,7 @@ class Interpreter:
                 layout = Layout(2, None, ())
         elif qualified in LEGACY_CONSTRUCTORS and not sizes:
             scalar = None
-        facts = TensorFacts(layout=layout, scalar=scalar, dtype=self._dtype_kwarg(call), requires_grad=self._requires_grad(call))
+        facts = TensorFacts(layout=layout, scalar=scalar, dtype=self._dtype_kwarg(call), requires_grad=requires_grad_true(call))
         if device is not None:
             return replace(facts, device=device, origin=call if device is Device.CPU else None)
         return self._on_default_device(call, facts)
@@ -952,11 +972,6 @@ class Interpreter:
     def _dtype_kwarg(self, call: cst.Call) -> str | None:
         arg = keyword_arg(call, "dtype")
         return self.ctx.qualified_name(arg.value) if arg is not None else None
-
-    @staticmethod
-    def _requires_grad(call: cst.Call) -> bool:
-        arg = keyword_arg(call, "requires_grad")
-        return arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "True"
 
     def _explicit_device(self, call: cst.Call) -> Device | None:
         arg = keyword_arg(call, "device")

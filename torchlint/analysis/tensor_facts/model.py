@@ -116,6 +116,18 @@ class TensorModel:
                     self._interpret(self._scope_of(method, scope.classdef, None))
         return self._conflicts.get(id(origin), [])
 
+    def is_same_file_callable(self, call: cst.Call) -> bool:
+        """`helper(...)` of a top-level function, or `self.helper(...)` of the enclosing class's method."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            return func.value in self._functions()
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            classdef = self.ctx.enclosing_class()
+            return classdef is not None and any(
+                method.name.value == func.attr.value for method in self._class_methods(classdef)
+            ) and func.value.value == (self._current_scope().self_name or "")
+        return False
+
     def single_dims(self) -> set[str]:
         scope = self._current_scope()
         self._interpret(scope)
@@ -379,6 +391,9 @@ class TensorModel:
                 continue
             attribute = name[len(prefix):]
             if attribute in registered or attribute in assigned_elsewhere:
+                continue
+            if not self.ctx.module_classes.is_module(classdef):
+                attributes[attribute] = value  # a plain class's attributes stay where they were made
                 continue
             attributes[attribute] = self._as_attribute(value, attribute in self._parameters.get(key, set()))
         for attribute, value in registered.items():

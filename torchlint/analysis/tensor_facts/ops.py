@@ -13,7 +13,7 @@ Rules:
 - REDUCE: drops `dim` (keeps it with `keepdim=True`); no `dim` gives a 0-dim tensor.
 - REDUCE_TUPLE: REDUCE with `dim`, but returning (values, indices): `max(dim=1)`, `topk`, `sort`.
 - MATMUL: rank = max of the operand ranks; a fresh contiguous tensor.
-- REORDER: permute/transpose/t/swapaxes/movedim/expand: the layout records the reordering.
+- REORDER: permute/transpose/t/swapaxes/movedim/expand/expand_as: the layout records the reordering.
 - VIEW / RESHAPE: the size arguments give the new rank and sizes; reshape copies when it must.
 - CONTIGUOUS: a fresh base with the same sizes.
 - UNSQUEEZE / SQUEEZE / FLATTEN / UNFLATTEN: rank changes that the layout follows.
@@ -26,7 +26,8 @@ Rules:
 - MOVE: `.to(...)`, `.cuda()`, `.cpu()`: the interpreter resolves the target.
 - NUMBER: a Python number (`.item()`, `.dim()`, `.size(1)`).
 - SHAPE: `.size()` without arguments: a tuple of numbers.
-- DETACH: no longer requires grad.
+- DETACH: no longer requires grad; REQUIRES_GRAD: `requires_grad_()` (off with `False`).
+- KEEP: returns the receiver (in-place ops such as `copy_`, `fill_`).
 - OTHER: a tensor on the device of the operands; nothing known of its shape.
 - SAME_DEVICE: a tensor on the receiver's device, shape unknown, operands not checked.
 """
@@ -63,6 +64,8 @@ class Rule(enum.Enum):
     NUMBER = "number"
     SHAPE = "shape"
     DETACH = "detach"
+    REQUIRES_GRAD = "requires_grad"
+    KEEP = "keep"
     OTHER = "other"
     SAME_DEVICE = "same_device"
 
@@ -161,14 +164,17 @@ METHOD_OPS: dict[str, Op] = {
     **_table(Rule.SHAPE, "size", combines=False),
     **_table(Rule.DETACH, "detach_", combines=False),
     **_table(Rule.SAME_DEVICE, "new_zeros new_ones new_empty new_full new_tensor", combines=False),
-    # `*_as` ops read only the other tensor's shape or dtype; `copy_` copies across devices.
-    **_table(Rule.SAME_DEVICE, "view_as reshape_as expand_as type_as copy_ requires_grad_ "
-             "pin_memory repeat fill_ contiguous_ index_put_ masked_scatter_ scatter_ scatter_add_ "
-             "index_add_ index_fill_ index_copy_ put_ share_memory_ float_power", combines=False),
+    # `*_as` ops read only the other tensor's shape or dtype.
+    **_table(Rule.SAME_DEVICE, "view_as reshape_as repeat", combines=False),
+    **_table(Rule.REORDER, "expand_as", combines=False),
+    # In-place ops that return their receiver; `copy_` copies across devices, `fill_` takes a value.
+    **_table(Rule.KEEP, "copy_ fill_ pin_memory share_memory_ index_put_ masked_scatter_ scatter_ "
+             "scatter_add_ index_add_ index_fill_ index_copy_ put_ retain_grad", combines=False),
+    **_table(Rule.REQUIRES_GRAD, "requires_grad_", combines=False),
     **{name: Op(Rule.CONVERT, combines=False, dtype=dtype) for name, dtype in _DTYPE_CONVERSIONS.items()},
 }
-METHOD_OPS["expand_as"] = Op(Rule.SAME_DEVICE, combines=False)
 METHOD_OPS["type"] = Op(Rule.CONVERT, combines=False)
+METHOD_OPS["type_as"] = Op(Rule.CONVERT, combines=False)
 
 # Tensor attributes that are tensors, and the reordering the two transposing ones do.
 TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag", "grad"})
