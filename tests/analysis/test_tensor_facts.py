@@ -257,6 +257,7 @@ def test_in_place_ops_and_expand_as() -> None:
     source = """
     import torch
     def f(y: torch.Tensor):
+        b, n = y.shape
         w = torch.zeros(3).requires_grad_()
         probe(w)
         probe(w.fill_(1.0))
