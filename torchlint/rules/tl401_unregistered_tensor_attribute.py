@@ -4,6 +4,7 @@ import libcst as cst
 
 from torchlint.analysis.module_attributes import ClassFrames
 from torchlint.analysis.names import dotted_name, method_receiver, positional_args
+from torchlint.analysis.tensor_facts.domain import TensorFacts
 from torchlint.analysis.tensors import PARAMETER_CLASSES, TENSOR_FACTORIES
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
@@ -112,6 +113,8 @@ class UnregisteredTensorAttribute(Rule):
         function = self.ctx.enclosing_function()
         if function is None or function.name.value != "__init__" or self.ctx.guards.in_version_gate(node):
             return
+        if not self._holds_tensor(node.value):
+            return  # `(4 ** torch.arange(n)).tolist()`: a list made with a tensor
         written = self.ctx.code_for(factory.func)
         frame.candidates.append(
             (
@@ -154,6 +157,11 @@ class UnregisteredTensorAttribute(Rule):
             return None
         first = positional_args(call)[:1]
         return first[0].value if first else None
+
+    def _holds_tensor(self, value: cst.BaseExpression) -> bool:
+        if isinstance(value, cst.IfExp):
+            return self._holds_tensor(value.body) or self._holds_tensor(value.orelse)
+        return isinstance(self.ctx.tensors.facts(value), TensorFacts)
 
     def _is_parameter(self, value: cst.BaseExpression) -> bool:
         return isinstance(value, cst.Call) and self.ctx.callee(value) in PARAMETER_CLASSES
