@@ -122,6 +122,15 @@ class Interpreter:
             env = dict(env)
             env[statement.name.value] = UNKNOWN
             return env
+        if isinstance(statement, cst.Match):
+            self.eval(statement.subject, env)
+            ends = [self._block(suite_statements(case.body), dict(env)) for case in statement.cases]
+            last = statement.cases[-1].pattern if statement.cases else None
+            catch_all = isinstance(last, cst.MatchAs) and last.pattern is None
+            merged: Env | None = None if catch_all else env  # else no case may match
+            for end in ends:
+                merged = join_envs(merged, end)
+            return merged
         return env
 
     def _small(self, small: cst.CSTNode, env: Env) -> Env:
@@ -320,6 +329,8 @@ class Interpreter:
                 return DeviceValue(Device.ACCELERATOR)
             return join(body, orelse)
         if isinstance(expr, (cst.SimpleString, cst.FormattedString)):
+            for child in _expression_children(expr):
+                self.eval(child, env)
             text = string_value(expr)
             kind = device_string_kind(text) if text is not None else None
             return DeviceValue(kind) if kind is not None else UNKNOWN
