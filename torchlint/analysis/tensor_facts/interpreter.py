@@ -51,6 +51,11 @@ _MODULE_FLUENT = frozenset(
 )
 _NUMBER_BUILTINS = frozenset({"len", "int", "float", "round", "abs", "ord", "hash", "sum", "max", "min"})
 _SEQUENCE_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set"})
+# Keyword arguments of torch ops that are operands (a tensor there must be on the op's device).
+_OPERAND_KEYWORDS = frozenset(
+    {"other", "mask", "input", "weight", "target", "index", "value", "bias", "tensor", "tensors", "end",
+     "mat2", "vec2", "tensor1", "tensor2", "pos_weight"}
+)
 _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 _MODEL_FACTORIES = ("torchvision.models.", "timm.create_model", "timm.models.")
 
@@ -822,7 +827,9 @@ class Interpreter:
             return replace(receiver, layout=self._reshaped(call, rule, name, receiver))
         if rule is Rule.SPLIT:
             return self._split(call, name, receiver)
-        operands = [(receiver_node, receiver), *self._tensor_args([(arg, value) for arg, value in args if arg.keyword is None or arg.keyword.value in ("other", "mask", "input", "weight", "target", "index", "value", "bias", "tensor", "tensors", "end", "mat2", "vec2", "tensor1", "tensor2")])]
+        operands = [(receiver_node, receiver), *self._tensor_args(
+            [(arg, value) for arg, value in args if arg.keyword is None or arg.keyword.value in _OPERAND_KEYWORDS]
+        )]
         tensor_operands = sum(isinstance(value, TensorFacts) for _, value in operands)
         if rule is Rule.REDUCE_TUPLE:
             if tensor_operands > 1:
