@@ -150,8 +150,9 @@ class TensorModel:
                 found.append((partner, partner_facts.device))
 
     def note_self_call(self, scope: Scope, method: str, arguments: list[Value]) -> None:
-        """`self.<method>(...)` in a Module method: its arguments seed the method's parameters."""
-        if scope.in_module_class:
+        """`self.<method>(...)` in `forward()`: its arguments seed the method's parameters (calls
+        from `__init__` run while the module is still on the CPU)."""
+        if scope.in_module_class and isinstance(scope.node, cst.FunctionDef) and scope.node.name.value == "forward":
             calls = self._self_calls.setdefault((id(scope.classdef), method), [])
             calls.append(arguments)
 
