@@ -315,7 +315,9 @@ class TensorModel:
                 continue
             annotation = self.ctx.qualified_name(param.annotation.annotation) if param.annotation is not None else None
             written = param.annotation.annotation if param.annotation is not None else None
-            device = Device.MODULE if on_module else Device.UNKNOWN
+            # Other methods get the module's device through their calls from `forward()` only: one
+            # called from `__init__` sees CPU tensors.
+            device = Device.MODULE if on_module and name == "forward" else Device.UNKNOWN
             if annotation in _TENSOR_ANNOTATIONS:
                 env[param_name] = TensorFacts(device=device)
             elif isinstance(written, cst.Name) and written.value in _NUMBER_ANNOTATIONS:
