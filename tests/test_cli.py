@@ -10,7 +10,7 @@ BAD = textwrap.dedent(
     import torch
     import torch.nn.functional as F
 
-    x = torch.Tensor(3, 4)
+    x = torch.Tensor([3, 4])
     y = F.softmax(x)
     """
 )
@@ -28,10 +28,10 @@ def test_findings_exit_one_with_ruff_like_text(project):
     result = run_torchlint("check", "--no-color", cwd=project)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("bad.py:4:5: TL102 [*] `torch.Tensor(...)` with integers")
-    assert "4 | x = torch.Tensor(3, 4)" in lines
-    assert "  |     ^^^^^^^^^^^^^^^^^^ TL102" in lines
-    assert "  = help: Replace with `torch.empty(...)`" in lines
+    assert lines[0].startswith("bad.py:4:5: TL102 [*] `torch.Tensor(...)` is a legacy constructor")
+    assert "4 | x = torch.Tensor([3, 4])" in lines
+    assert "  |     ^^^^^^^^^^^^^^^^^^^^ TL102" in lines
+    assert "  = help: Replace with `torch.tensor(...)`" in lines
     # The TL202 fix is unsafe: counted apart, as `--unsafe-fixes` would offer it.
     assert lines[-1] == "Found 2 findings (1 fixable; 1 more with `--unsafe-fixes`)."
 
@@ -80,7 +80,7 @@ def test_statistics_counts_per_code(project):
 
 
 def test_noqa_comments(project):
-    source = BAD.replace("x = torch.Tensor(3, 4)", "x = torch.Tensor(3, 4)  # noqa: TL102")
+    source = BAD.replace("x = torch.Tensor([3, 4])", "x = torch.Tensor([3, 4])  # noqa: TL102")
     source = source.replace("y = F.softmax(x)", "y = F.softmax(x)  # noqa")
     (project / "a.py").write_text(source)
     (project / "b.py").write_text("# torchlint: noqa\n" + BAD)

@@ -20,8 +20,9 @@ def test_stdin_with_the_files_own_configuration(project) -> None:
     assert result.stdout.startswith("src/train.py:2:5: TL102 ")
     ignored = run_torchlint("check", "-", "--stdin-filename", "tests/t.py", cwd=project, stdin=LEGACY)
     assert ignored.returncode == 0, ignored.stdout
-    fixed = run_torchlint("check", "-", "--fix", cwd=project, stdin=LEGACY)
-    assert (fixed.returncode, fixed.stdout) == (0, "import torch\nx = torch.empty(3)\n")
+    values = LEGACY.replace("torch.Tensor(3)", "torch.Tensor([3.0])")  # a TL102 with a safe fix
+    fixed = run_torchlint("check", "-", "--fix", cwd=project, stdin=values)
+    assert (fixed.returncode, fixed.stdout) == (0, "import torch\nx = torch.tensor([3.0], dtype=torch.float32)\n")
 
 
 def test_no_files_found_is_said_on_stderr(project) -> None:

@@ -11,7 +11,8 @@ import pytest
 from tests.conftest import run_torchlint
 from torchlint.config import Options, resolve_settings
 
-BAD = "import torch\nimport torch.nn.functional as F\nx = torch.Tensor(3)\ny = F.softmax(x)\n"
+# TL102 on values (a safe fix) and TL202 (an unsafe fix).
+BAD = "import torch\nimport torch.nn.functional as F\nx = torch.Tensor([3.0])\ny = F.softmax(x)\n"
 
 
 def found(result) -> list[tuple[str, str, bool]]:
@@ -36,7 +37,7 @@ def test_fix_keys_have_ruffs_meaning(project: Path) -> None:
     assert run_torchlint("check", "--no-fix", cwd=project).returncode == 1
     assert (project / "a.py").read_text() == BAD
     assert run_torchlint("check", cwd=project).returncode == 0
-    assert "torch.empty(3)" in (project / "a.py").read_text()
+    assert "torch.tensor([3.0], dtype=torch.float32)" in (project / "a.py").read_text()
 
 
 @pytest.mark.parametrize("pyproject, expected", [

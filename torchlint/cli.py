@@ -1,4 +1,4 @@
-"""The command line: `torchlint check` and `torchlint rule`."""
+"""The command line: `torchlint check`, `torchlint rule` and `torchlint server`."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from torchlint.git_diff import changed_rows
 from torchlint.progress import Progress
 from torchlint.output import OutputContext, format_names, render
 from torchlint.output.json import render_statistics as render_statistics_json
-from torchlint.output.text import fix_listing, render_statistics, source_lines
+from torchlint.output.text import fix_listing, forget_sources, render_statistics
 from torchlint.rules import all_rules, get_rule
 from torchlint.sources import UnreadableFile, decode_source
 
@@ -83,7 +83,24 @@ def cli() -> None:
     """torchlint: find PyTorch pitfalls in Python code."""
 
 
-@cli.command(short_help="Check files and directories for PyTorch pitfalls (or fix them, or run a script).")
+class _CheckCommand(click.Command):
+    """`check`: what follows `--` is the script's (with --runtime), never torchlint's paths."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            split = args.index("--")
+            ctx.meta["script_args"] = args[split + 1:]
+            args = args[:split]
+        runtime = "--runtime" in args  # before parsing, which consumes `args`
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as error:
+            if runtime:
+                error.message += f"; arguments for the script go after `--`: torchlint check --runtime SCRIPT -- {error.option_name} ..."
+            raise
+
+
+@cli.command(cls=_CheckCommand, short_help="Check files and directories for PyTorch pitfalls (or fix them, or run a script).")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--select", help="Comma-separated rule codes or prefixes to enable (replaces the default set).")
 @click.option("--ignore", help="Comma-separated rule codes or prefixes to disable.")
@@ -119,18 +136,27 @@ def cli() -> None:
 @click.option("--add-noqa", is_flag=True, help="Add a `# noqa: CODE` comment for every finding, then exit.")
 @click.option("--runtime", is_flag=True,
               help="Run the script (the single PATH; its arguments after `--`) instrumented and give each finding a verdict.")
+@click.option("-m", "--module", "module", metavar="MODULE",
+              help="With --runtime: run `python -m MODULE` (e.g. pytest) instead of a script; its arguments after `--`.")
+@click.option("--fail-on", "fail_on", metavar="VERDICTS",
+              help="With --runtime: only findings with these verdicts fail the run (comma-separated: "
+                   "confirmed, refuted, not-observed, not-reached). Default: every finding.")
+@click.option("--run-record", "run_record", type=click.Path(dir_okay=False), metavar="FILE",
+              help="With --runtime: write the run record (script, arguments, exit status, timed out, device, verdict counts) as JSON to FILE.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps", "logical:cuda", "logical:mps"]),
               default="auto", show_default=True, help="With --runtime: where the script's tensors go.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="With --runtime: stop the script after SECONDS.")
 def check(paths, select, ignore, extend_select, output_format, exit_zero, statistics, config_values, isolated,
           show_settings, jobs, force_exclude, quiet, color, no_color, stdin_filename, no_cache, fix, unsafe_fixes,
           diff, show_fixes, exit_non_zero_on_fix, baseline, write_baseline, diff_base, progress, add_noqa, runtime,
-          device, timeout) -> None:
+          module, fail_on, run_record, device, timeout) -> None:
     """Check PATHS (files or directories; default: the current directory).
 
-    With --runtime: `torchlint check --runtime SCRIPT -- ARGS...` runs SCRIPT once, as
-    `python SCRIPT ARGS` would, and marks each finding confirmed, refuted or not-reached.
+    With --runtime: `torchlint check --runtime SCRIPT -- ARGS...` (or `--runtime -m MODULE -- ARGS...`)
+    runs the script once, as `python SCRIPT ARGS` would, and gives each finding in the files it ran
+    a verdict: confirmed, refuted, not observed in this run, or not-reached.
     """
+    script_args = click.get_current_context().meta.get("script_args")
     resolver = SettingsResolver(_options(config_values, isolated, select, ignore, extend_select))
     settings = resolver.default
     if show_settings:
@@ -146,17 +172,24 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
     internal_errors: list[str] = []
     fixed = None
     listing = ""
+    run = None
     if runtime:
         if fix or diff:
             raise click.UsageError("--fix and --diff cannot be combined with --runtime")
         # Machine-readable output owns stdout: the script's stdout goes to stderr then.
         keep_stdout = output_format in ("full", "concise") and not statistics
-        diagnostics, script_failed = _check_runtime(
-            paths, settings, discovery, jobs, device, timeout, keep_stdout, internal_errors
+        target = _runtime_target(paths, module, script_args)
+        diagnostics, run = _check_runtime(
+            target, settings, discovery, jobs, device, timeout, keep_stdout, internal_errors
         )
+        script_failed = run["timed_out"] or run["exit_status"] != 0
+        if run_record:
+            with open(run_record, "w", encoding="utf-8") as handle:
+                json.dump(run, handle, indent=2)
     else:
-        if device != "auto" or timeout is not None:
-            raise click.UsageError("--device and --timeout need --runtime")
+        if device != "auto" or timeout is not None or module or fail_on or run_record:
+            raise click.UsageError("--device, --timeout, -m, --fail-on and --run-record need --runtime")
+        paths = (*paths, *(script_args or ()))  # without --runtime, `--` only ends the options
         files = [] if paths == ("-",) else discovery.files(list(paths) or ["."])
         if not files and paths != ("-",):
             click.echo(f"torchlint: warning: no Python files found under {', '.join(paths or ['.'])}", err=True)
@@ -177,7 +210,7 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
             fixed = sum(sum(result.fixed.values()) for result in results)
             if show_fixes:
                 listing = fix_listing([(result.filename, result.fixed) for result in results], "Fixed")
-            source_lines.cache_clear()  # the source frames show the files as fixed
+            forget_sources()  # the source frames show the files as fixed
         else:
             meter = Progress(len(named), requested=progress)
             diagnostics = sorted(_per_settings(resolver, named, lambda group, group_settings: check_files(
@@ -188,6 +221,7 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
     context = OutputContext(
         color=_use_color("never" if no_color else color), rules=settings.rules, summary=not quiet, unsafe_fixes=unsafe_fixes,
         fixed=fixed, fix_listing=listing if output_format in ("full", "concise") or statistics else "",
+        run=run,
     )
     if listing and not context.fix_listing:
         click.echo(listing, err=True)  # keep machine-readable output parseable
@@ -195,9 +229,12 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
         output = (render_statistics_json if output_format == "json" else render_statistics)(diagnostics, context)
     else:
         output = render(output_format, diagnostics, context)
+    if script_failed and not diagnostics and output_format in ("full", "concise") and not statistics:
+        output = "" if quiet else "No findings in the code that ran, but the script did not finish.\n"
     click.echo(output, nl=False, color=context.color)  # click strips colour off a pipe otherwise
     _exit_on_internal_errors(internal_errors)
-    failed = bool(diagnostics) or script_failed or (exit_non_zero_on_fix and bool(fixed))
+    failing = diagnostics if not runtime else [d for d in diagnostics if d.runtime in _fail_verdicts(fail_on)]
+    failed = bool(failing) or script_failed or (exit_non_zero_on_fix and bool(fixed))
     sys.exit(1 if failed and not exit_zero else 0)
 
 
@@ -301,15 +338,48 @@ def _diff(named, resolver, jobs, unsafe_fixes: bool, show_fixes: bool, quiet: bo
     return any(result.diff for result in results)
 
 
-def _check_runtime(paths, settings, discovery, jobs, device, timeout, keep_stdout, internal_errors):
-    """Static findings for the script's directory, then one instrumented run of the script."""
-    from torchlint.runtime import RuntimeUnavailable, run_script
+FAIL_ON = {"confirmed": "confirmed", "refuted": "refuted", "not-observed": "not observed in this run",
+           "not-reached": "not-reached"}
 
+
+def _fail_verdicts(fail_on: str | None) -> set[str]:
+    if fail_on is None:
+        return set(FAIL_ON.values())
+    chosen = _codes(fail_on) or []
+    unknown = [name for name in chosen if name not in FAIL_ON]
+    if unknown:
+        raise click.UsageError(f"--fail-on: unknown verdict {unknown[0]!r}; choose from {', '.join(FAIL_ON)}")
+    return {FAIL_ON[name] for name in chosen}
+
+
+def _runtime_target(paths, module, script_args) -> dict:
+    """What --runtime runs: a script or a module, and the arguments it gets (those after `--`)."""
+    args = list(script_args or [])
+    if module:
+        if paths:
+            raise click.UsageError(
+                f"with -m {module}, {paths[0]} would not be checked or run: put the module's arguments "
+                f"after `--` (torchlint check --runtime -m {module} -- {' '.join(paths)})"
+            )
+        return {"script": None, "module": module, "args": args}
     if not paths or not os.path.isfile(paths[0]):
         raise click.UsageError("--runtime needs the script to run as the single PATH (its arguments after `--`)")
-    script, script_args = paths[0], list(paths[1:])
-    files = discovery.files([os.path.dirname(os.path.abspath(script))])
-    if os.path.abspath(script) not in {os.path.abspath(f) for f in files}:
+    if len(paths) > 1:
+        raise click.UsageError(
+            f"--runtime runs one script; {' '.join(paths[1:])} would be its arguments: put them after `--` "
+            f"(torchlint check --runtime {paths[0]} -- {' '.join(paths[1:])})"
+        )
+    return {"script": paths[0], "module": None, "args": args}
+
+
+def _check_runtime(target, settings, discovery, jobs, device, timeout, keep_stdout, internal_errors):
+    """Static findings for the script's directory (or the working directory with -m), then one
+    instrumented run; returns the judged findings and the run record."""
+    from torchlint.runtime import RuntimeUnavailable, run_script
+
+    script = target["script"]
+    files = discovery.files([os.path.dirname(os.path.abspath(script)) if script else "."])
+    if script and os.path.abspath(script) not in {os.path.abspath(f) for f in files}:
         files.append(script)
     findings = check_files([(path, display_name(path)) for path in files], settings, jobs, internal_errors)
     sys.stdout.flush()
@@ -317,25 +387,36 @@ def _check_runtime(paths, settings, discovery, jobs, device, timeout, keep_stdou
     if saved is not None:
         os.dup2(2, 1)  # the child inherits file descriptor 1
     try:
-        report = run_script(script, script_args, findings, device=device, timeout=timeout)
+        report = run_script(script, target["args"], findings, device=device, timeout=timeout, module=target["module"])
     except (RuntimeUnavailable, ValueError) as error:
         raise click.UsageError(str(error)) from None
     finally:
         if saved is not None:
             os.dup2(saved, 1)
             os.close(saved)
-    # Runtime-only findings follow --select/--ignore like the rest; codes the static side does
-    # not know yet (no rule file) are kept.
+    # Runtime-only findings follow --select/--ignore like the rest.
     enabled = {rule.code for rule in settings.rules}
-    known = {rule.code for rule in all_rules()}
-    diagnostics = sorted(
-        (d for d in report.diagnostics if d.code in enabled or d.code not in known), key=lambda d: d.sort_key()
-    )
+    diagnostics = sorted((d for d in report.diagnostics if d.code in enabled), key=lambda d: d.sort_key())
+    what = script or f"-m {target['module']}"
+    for note in report.notes:
+        click.echo(f"torchlint: note: {note}", err=True)
     if report.timed_out:
-        click.echo(f"torchlint: {script} timed out after {timeout:g} s; verdicts cover what ran", err=True)
+        click.echo(f"torchlint: {what} timed out after {timeout:g} s; verdicts cover what ran", err=True)
     elif report.exit_status != 0:
-        click.echo(f"torchlint: {script} exited with status {report.exit_status}; verdicts cover what ran", err=True)
-    return diagnostics, report.timed_out or report.exit_status != 0
+        click.echo(f"torchlint: {what} exited with status {report.exit_status}; verdicts cover what ran", err=True)
+    return diagnostics, _run_record(target, device, report, diagnostics)
+
+
+def _run_record(target, device, report, diagnostics) -> dict:
+    verdicts: dict[str, int] = {}
+    for d in diagnostics:
+        verdicts[d.runtime] = verdicts.get(d.runtime, 0) + 1
+    return {
+        "script": target["script"], "module": target["module"], "args": target["args"],
+        "exit_status": report.exit_status, "timed_out": report.timed_out,
+        "device": device, "resolved_device": report.device, "notes": list(report.notes),
+        "verdicts": verdicts,
+    }
 
 
 def rule_summary(rule) -> dict:
@@ -375,6 +456,17 @@ def rule(code, show_all, output_format) -> None:
         click.echo(json.dumps({**rule_summary(found), "doc": found.doc()}, indent=2))
     else:
         click.echo(rule_page(found), nl=False)
+
+
+@cli.command()
+def server() -> None:
+    """Run the language server (LSP) on stdin and stdout, for editors (needs `torchlint[server]`)."""
+    from torchlint.server import ServerUnavailable, run_server
+
+    try:
+        run_server()
+    except ServerUnavailable as error:
+        raise click.UsageError(str(error)) from None
 
 
 def main() -> None:

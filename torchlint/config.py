@@ -22,7 +22,7 @@ from torchlint.torch_requirement import declared_torch_version
 
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".venv", "venv", "env", "build", "dist", "__pycache__", "node_modules",
-    "site-packages", ".tox", ".nox", ".eggs", "*.egg-info",
+    "site-packages", ".tox", ".nox", ".eggs", "*.egg-info", ".ipynb_checkpoints",
 )
 # Findings about the file itself: always on, never suppressed.
 UNSUPPRESSIBLE = frozenset({"TL901", "TL902"})

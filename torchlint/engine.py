@@ -19,7 +19,6 @@ from torchlint.config import UNSUPPRESSIBLE, Settings
 from torchlint.analysis.names import nested_statement_lists
 from torchlint.context import FileContext, FixSpec, PendingReport
 from torchlint.diagnostics import Diagnostic, Edit, Fix, Location
-from torchlint.notebook import notebook_source
 from torchlint.positions import StatementPositions
 from torchlint.rule import Rule
 from torchlint.rules import all_rules, get_rule
@@ -71,7 +70,7 @@ def file_error(rule_code: str, filename: str, message: str, row: int = 1, column
     )
 
 
-def _syntax_error(source: str, filename: str, error: cst.ParserSyntaxError) -> Diagnostic:
+def syntax_error(source: str, filename: str, error: cst.ParserSyntaxError) -> Diagnostic:
     # CPython's parser gives the clearer message and location; libcst's is the fallback for
     # code that CPython accepts but this libcst cannot parse.
     try:
@@ -162,7 +161,7 @@ def check_source(source: str, filename: str, settings: Settings, module: cst.Mod
     try:
         module = module if module is not None else cst.parse_module(source)
     except cst.ParserSyntaxError as error:
-        return [_syntax_error(source, filename, error)]
+        return [syntax_error(source, filename, error)]
     except RecursionError:
         return [file_error("TL901", filename, "SyntaxError: too deeply nested to parse")]
     # After parsing: a file-level noqa never hides that the file is broken.
@@ -199,8 +198,9 @@ def check_file(
             return settings.fix_policy.applied(cached)
         source = decode_source(data)
         if path.endswith(".ipynb"):
-            notebook = notebook_source(source.text)
-            diagnostics = [notebook.locate(d) for d in check_source(notebook.text, filename, settings)]
+            from torchlint.notebook.check import check_notebook  # it checks its cells with this module
+
+            diagnostics = check_notebook(source.text, filename, settings)
         else:
             diagnostics = check_source(source.text, filename, settings)
     except UnreadableFile as error:

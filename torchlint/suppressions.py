@@ -75,6 +75,14 @@ def may_hold_torchlint_noqa(source: str) -> bool:
     return _MAY_MATTER.search(source) is not None
 
 
+def comment_suppresses(comment: str, code: str) -> bool:
+    """Does a `# noqa` in this comment's text suppress `code`?"""
+    return any(
+        match.group("codes") is None or code in split_codes(match.group("codes"))
+        for match in _LINE_DIRECTIVE.finditer(comment)
+    )
+
+
 def _comment_directives(token: tokenize.TokenInfo) -> tuple[Directive, ...]:
     row, column = token.start
     return tuple(

@@ -1,4 +1,9 @@
-"""JSON: one array of objects with ruff's fields (plus `runtime`)."""
+"""JSON: one array of objects with ruff's fields (plus `runtime`).
+
+`runtime` is null in static mode; with `--runtime` it is `{"verdict": ..., "observed": ...}`. The
+array stays ruff's shape, so the run record (exit status, timed out, device) is not in it: it is
+written with `--run-record FILE`, and SARIF carries it as its invocation.
+"""
 
 from __future__ import annotations
 
@@ -36,7 +41,9 @@ def to_dict(diagnostic: Diagnostic) -> dict:
         "url": rule.url() if rule else None,
         "noqa_row": diagnostic.noqa_row,
         "cell": diagnostic.cell,
-        "runtime": diagnostic.runtime,
+        "runtime": None if diagnostic.runtime is None else {
+            "verdict": diagnostic.runtime, "observed": diagnostic.runtime_detail,
+        },
     }
 
 
