@@ -95,7 +95,7 @@ def run_script(
     from torchlint.runtime.recorder import merge
     from torchlint.runtime.verdicts import judge_all, sites_for
 
-    notebook = NotebookFindings(script) if is_notebook(script) else None
+    notebook = NotebookFindings(script) if script is not None and is_notebook(script) else None
     if notebook is not None:
         findings = notebook.for_run(findings)
     sites = sites_for(findings)
