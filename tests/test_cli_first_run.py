@@ -43,9 +43,9 @@ def test_color_options_and_variables(project) -> None:
 
 
 def test_statistics_in_json(project) -> None:
-    (project / "a.py").write_text(LEGACY + "y = torch.LongTensor(2)\n")
+    (project / "a.py").write_text(LEGACY + "y = torch.LongTensor([2])\n")
     result = run_torchlint("check", "--statistics", "--output-format", "json", cwd=project)
-    assert json.loads(result.stdout) == [
+    assert json.loads(result.stdout) == [  # integers have no automatic fix, values do
         {"code": "TL102", "name": "legacy-tensor-constructor", "count": 2, "fixable": True}
     ]
 

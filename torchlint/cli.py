@@ -458,7 +458,7 @@ def rule(code, show_all, output_format) -> None:
         click.echo(rule_page(found), nl=False)
 
 
-@cli.command()
+@cli.command(short_help="Run the language server (LSP) on stdio, for editors.")
 def server() -> None:
     """Run the language server (LSP) on stdin and stdout, for editors (needs `torchlint[server]`)."""
     from torchlint.server import ServerUnavailable, run_server
