@@ -22,8 +22,8 @@ from torchlint.cache import cache_key, project_directory
 from torchlint.config import Options, resolve_settings
 from torchlint.fix import fix_files
 
-BAD = "import torch\nx = torch.Tensor(3)\n"
-FIXED = "import torch\nx = torch.empty(3)\n"
+BAD = "import torch\nx = torch.Tensor([3.0])\n"  # a TL102 with a safe fix
+FIXED = "import torch\nx = torch.tensor([3.0], dtype=torch.float32)\n"
 
 
 def _codes(result) -> list[tuple[str, str]]:

@@ -16,6 +16,7 @@ from torchlint.analysis.guards import Guards
 from torchlint.analysis.imports import ImportTable
 from torchlint.analysis.loops import LoopAnalysis
 from torchlint.analysis.modules import ModuleClasses
+from torchlint.analysis.tensor_facts.model import TensorModel
 from torchlint.analysis.values import ValueKinds
 from torchlint.diagnostics import Applicability
 
@@ -68,6 +69,11 @@ class FileContext:
         self.kinds = ValueKinds(self)
         self.guards = Guards(self.ancestors, self.module)
         self.self_attributes = SelfAttributes(self.ancestors)
+
+    @cached_property
+    def tensors(self) -> TensorModel:
+        """Tensor facts (`torchlint/analysis/tensor_facts/`), interpreted per function when first asked."""
+        return TensorModel(self)
 
     @cached_property
     def loops(self) -> LoopAnalysis:

@@ -97,9 +97,10 @@ def _context():
 
 
 def map_bounded(worker: Callable, work: list, processes: int, time_limit: float,
-                lost: Callable[[object, str], object]) -> list:
+                lost: Callable[[object, str], object], on_done: Callable[[], None] | None = None) -> list:
     """`worker` over each item of `work` (results in order) in `processes` worker processes.
-    An item whose worker takes longer than `time_limit` seconds or dies gets `lost(item, why)`."""
+    An item whose worker takes longer than `time_limit` seconds or dies gets `lost(item, why)`;
+    `on_done()` after each item (a progress meter)."""
     context = _context()
     results: list = [None] * len(work)
     pending = deque(enumerate(work))
@@ -122,6 +123,8 @@ def map_bounded(worker: Callable, work: list, processes: int, time_limit: float,
                         results[index] = result
                         busy.remove(current)
                         idle.append(current)
+                        if on_done is not None:
+                            on_done()
                         continue
                     except (EOFError, OSError):
                         why = current.why_stopped(time_limit)
@@ -131,6 +134,8 @@ def map_bounded(worker: Callable, work: list, processes: int, time_limit: float,
                     why = f"it took longer than {time_limit:g} s to check"
                 if why is not None:
                     results[current.index] = lost(work[current.index], why)
+                    if on_done is not None:
+                        on_done()
                     current.kill()
                     busy.remove(current)
                     if pending:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from torchlint.analysis.layouts import Layouts, shape_args, view_merge_breaks
+from torchlint.analysis.layouts import shape_args, view_merge_breaks
+from torchlint.analysis.tensor_facts.domain import TensorFacts
 from torchlint.config import Settings
 from torchlint.context import FileContext
 from torchlint.engine import _collect_top_level_imports, _ImportCollector
@@ -19,17 +20,17 @@ from torchlint.walker import Walker
 class _Recorder:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
-        self.layouts = Layouts(ctx)
         self.verdicts: list[bool] = []
-
-    def leave_Assign(self, node: cst.Assign) -> None:
-        self.layouts.leave_Assign(node)
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "view":
-            layout = self.layouts.layout(node.func.value)
+            facts = self.ctx.tensors.facts(node.func.value)
+            layout = facts.layout if isinstance(facts, TensorFacts) else None
             args = shape_args(node)
-            self.verdicts.append(layout is not None and args is not None and view_merge_breaks(self.ctx, layout, args))
+            self.verdicts.append(
+                layout is not None and args is not None
+                and view_merge_breaks(self.ctx, layout, args, self.ctx.tensors.single_dims())
+            )
 
 
 def verdicts(source: str) -> list[bool]:
@@ -104,6 +105,7 @@ def test_unknown_merges_stay_silent() -> None:
         "    e = x.t().view(-1)\n"
         "    return x.transpose(1, 2).view(b, -1)\n"
     )
-    # `.t()` may be on a 1-D tensor (a no-op); the last view merges the swapped dims 1 and 2 into
-    # the -1 whatever the rank of x, so it is reported without knowing the rank.
-    assert verdicts(source) == [False, False, False, True]
+    # `.t()` is written for matrices (on a vector it is a no-op nobody writes), so its flattening
+    # view is reported; the last view merges the swapped dims 1 and 2 into the -1 whatever the
+    # rank of x, so it is reported without knowing the rank.
+    assert verdicts(source) == [False, False, True, True]

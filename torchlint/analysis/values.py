@@ -39,6 +39,7 @@ import libcst as cst
 
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import keyword_arg, positional_args
+from torchlint.analysis.tensor_facts.domain import Device
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS
 
 if TYPE_CHECKING:
@@ -51,25 +52,6 @@ class Kind(enum.Enum):
     NUMBER = "number"  # a Python int/float/bool
     DEVICE = "device"  # torch.device, `x.device`, "cuda:0"
     UNKNOWN = "unknown"
-
-
-class Device(enum.Enum):
-    UNKNOWN = "unknown"
-    # Created by a factory without `device=` (or `torch.from_numpy`): on the default device, CPU.
-    DEFAULT = "default"
-    # Explicitly placed on the CPU (`.cpu()`, `device="cpu"`).
-    CPU = "cpu"
-    # Explicitly on an accelerator: `.cuda()`, `"cuda"`/`"mps"`, `torch.device("cuda")`, or a
-    # device chosen as `"cuda" if torch.cuda.is_available() else "cpu"`.
-    ACCELERATOR = "accelerator"
-    # On the working device chosen at run time: `.to(device)` with a parameter or attribute named
-    # device, `device=x.device` for an `x` whose device is unknown (the GPU when there is one).
-    TARGET = "target"
-
-    @property
-    def is_placed(self) -> bool:
-        """On the accelerator or the working device (not the default device)."""
-        return self in (Device.ACCELERATOR, Device.TARGET)
 
 
 @dataclass(frozen=True)
@@ -119,7 +101,7 @@ LIKE_FACTORIES = frozenset(
 )
 # torch functions in the top-level, functional, linalg, fft and special namespaces that do NOT
 # return one tensor (tuples, Python values, context managers, state).
-_NOT_TENSOR_FUNCTIONS = frozenset(
+NOT_TENSOR_FUNCTIONS = frozenset(
     {
         "device", "dtype", "Size", "no_grad", "enable_grad", "inference_mode", "set_grad_enabled",
         "autocast", "is_tensor", "is_storage", "is_floating_point", "is_complex", "is_nonzero",
@@ -140,7 +122,7 @@ _NOT_TENSOR_FUNCTIONS = frozenset(
         "lu_factor", "lu_factor_ex", "ldl_factor", "ldl_factor_ex", "solve_ex", "dropout_",
     }
 )
-_TENSOR_NAMESPACES = ("torch.", "torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
+TENSOR_NAMESPACES = ("torch.", "torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
 # Functions whose result can be a tuple depending on their arguments.
 _TUPLE_WHEN_DIM = frozenset({"max", "min", "median", "nanmedian", "mode"})
 
@@ -200,7 +182,7 @@ _TENSOR_ANNOTATIONS = frozenset(
      "torch.nn.parameter.Parameter"}
 )
 _NUMBER_ANNOTATIONS = frozenset({"int", "float", "bool", "complex"})
-_DTYPE_NAMES = frozenset(
+DTYPE_NAMES = frozenset(
     f"torch.{name}" for name in (
         "float", "float32", "float64", "double", "float16", "half", "bfloat16", "int", "int32", "int64",
         "long", "int16", "short", "int8", "uint8", "bool", "complex64", "complex128", "cfloat",
@@ -340,7 +322,7 @@ class ValueKinds:
         expr = self.resolve(expr)
         if isinstance(expr, cst.Attribute) and expr.attr.value == "dtype":
             return True
-        if self._ctx.qualified_name(expr) in _DTYPE_NAMES:
+        if self._ctx.qualified_name(expr) in DTYPE_NAMES:
             return True
         name = expr.value if isinstance(expr, cst.Name) else (
             expr.attr.value if isinstance(expr, cst.Attribute) else None
@@ -543,10 +525,10 @@ class ValueKinds:
             qualified.startswith("torchvision.models.") and qualified.rsplit(".", 1)[-1][:1].islower()
         ):
             return MODULE_INFO
-        for namespace in _TENSOR_NAMESPACES:
+        for namespace in TENSOR_NAMESPACES:
             if qualified.startswith(namespace):
                 rest = qualified[len(namespace):]
-                if "." in rest or not rest[:1].islower() or rest.startswith("_") or rest in _NOT_TENSOR_FUNCTIONS:
+                if "." in rest or not rest[:1].islower() or rest.startswith("_") or rest in NOT_TENSOR_FUNCTIONS:
                     continue
                 return self._torch_op(call, rest)
         return UNKNOWN_INFO

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.layouts import Layouts, shape_args, view_merge_breaks
+from torchlint.analysis.layouts import shape_args, view_merge_breaks
+from torchlint.analysis.tensor_facts.domain import TensorFacts
 from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.rule import Rule
@@ -11,14 +12,25 @@ from torchlint.rule import Rule
 class ViewAfterPermute(Rule):
     """
     ## What it does
-    Flags `.view(...)` on the result of `.permute`, `.transpose`, `.t()`, `.T`, `.mT`,
-    `.swapaxes`, `.movedim` or `.expand` (in a chain or through local variables) when the view
-    merges dimensions that are no longer adjacent and in order in memory.
+    Flags `.view(...)` on a tensor reordered by `permute`, `transpose`, `t()`, `.T`, `.mT`,
+    `swapaxes`/`swapdims`, `movedim`/`moveaxis` or `expand`/`expand_as` (method or function
+    form: `torch.permute(x, dims)`, `torch.transpose(x, 0, 1)`) when the view merges dimensions
+    that are no longer adjacent and in order in memory, for every size greater than 1 of the
+    merged dimensions.
+
+    The tensor is followed through local variables, branches, loops and ops that keep the
+    layout (softmax, dropout, arithmetic with numbers), and its rank is recovered from the code:
+    `B, T, C = x.size()`, `x.view(B, T, H, D)`, matmul (`@`), reductions, `torch.cat`/`stack`,
+    rank-keeping layers (`nn.Linear`, `nn.Dropout`...). So the merge-heads line
+    `(att @ v).transpose(1, 2).view(B, T, C)` is found when `att` and `v` come from
+    `view(B, T, H, D).transpose(1, 2)`, and `x.view(-1)` after any reordering of two or more
+    dims merges them all (`x.t().view(-1)`, `x.T.view(6)`).
 
     Views that only split dimensions or keep the rank, merges of dimensions that stayed adjacent
-    and in order (`x.permute(0, 2, 3, 1).view(b, -1, c)`), size-1 dimensions, and views after a
-    `.contiguous()` or `.reshape()` are not reported; neither is a view whose merged dimensions
-    cannot be told from the code.
+    and in order (`x.permute(0, 2, 3, 1).view(b, -1, c)`), dimensions the code shows to have size
+    1 (`unsqueeze`, `[None]`, a literal `1`, after `squeeze`), and views after a `.contiguous()`
+    or `.reshape()` are not reported; neither is a view whose merged dimensions cannot be told
+    from the code.
 
     ## Why is this bad?
     `view` never copies: it needs the merged dimensions to be laid out contiguously. After a
@@ -41,6 +53,11 @@ class ViewAfterPermute(Rule):
     ## Fix safety
     The fix renames `.view(` to `.reshape(`, which returns the same values (copying only when a
     view is impossible). It is safe: the code it replaces could only raise.
+
+    Bug left in place: no, the reshape merges the same dims the view was asked to. Computation
+    changed: no; where the view would have raised, `reshape` copies, so writes through the result
+    no longer reach the original tensor, which no working code relied on (the original line
+    raised).
     """
 
     code = "TL101"
@@ -49,33 +66,17 @@ class ViewAfterPermute(Rule):
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self._layouts = Layouts(ctx)
-
-    def leave_Assign(self, node: cst.Assign) -> None:
-        self._layouts.leave_Assign(node)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._layouts.visit_FunctionDef(node)
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._layouts.leave_FunctionDef(node)
-
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in ("view", "reshape"):
-            return
-        layout = self._layouts.layout(func.value)
-        if func.attr.value == "reshape":
-            self._layouts.note_shape_call(node, layout)
+        if not isinstance(func, cst.Attribute) or func.attr.value != "view":
             return
         args = shape_args(node)
         if args is None or (len(args) == 1 and self.ctx.kinds.is_dtype(args[0])):
             return
-        breaks = layout is not None and view_merge_breaks(self.ctx, layout, args, self._layouts.single_dims)
-        self._layouts.note_shape_call(node, layout)
-        if not breaks:
+        facts = self.ctx.tensors.facts(func.value)
+        if not isinstance(facts, TensorFacts) or facts.layout is None:
+            return
+        if not view_merge_breaks(self.ctx, facts.layout, args, self.ctx.tensors.single_dims()):
             return
         self.report(
             node,

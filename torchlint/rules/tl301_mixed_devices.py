@@ -2,43 +2,44 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.names import dotted_name
-from torchlint.analysis.values import Device, ValueInfo
+from torchlint.analysis.names import dotted_name, keyword_arg
+from torchlint.analysis.tensor_facts.domain import Device, ModuleValue
+from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS
+from torchlint.analysis.values import DATA_FACTORIES, SIZE_FACTORIES
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
-_ARITHMETIC = (
-    cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power,
-    cst.MatrixMultiply, cst.BitAnd, cst.BitOr, cst.BitXor,
-)
-_COMPARISONS = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
-# torch functions whose tensor arguments must share a device.
-_COMBINING_FUNCTIONS = frozenset(
-    f"torch.{name}" for name in (
-        "cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "matmul", "mm", "bmm",
-        "add", "sub", "subtract", "mul", "multiply", "div", "divide", "maximum", "minimum", "where",
-        "einsum", "cdist", "dot", "outer", "atan2", "lerp", "addmm", "baddbmm", "eq", "ne", "lt", "gt",
-        "le", "ge", "logical_and", "logical_or", "pow", "fmod", "remainder", "hypot",
-    )
-)
-_COMBINING_METHODS = frozenset(
-    {"add", "sub", "mul", "div", "matmul", "mm", "bmm", "maximum", "minimum", "eq", "ne", "lt", "gt",
-     "le", "ge", "add_", "sub_", "mul_", "div_", "logical_and", "logical_or", "pow", "lerp", "atan2",
-     "masked_fill", "masked_fill_", "where"}
-)
+# Calls that can put a tensor on the default device or the CPU (checked before asking the model).
+_FACTORIES = SIZE_FACTORIES | DATA_FACTORIES | LEGACY_CONSTRUCTORS | {"torch.from_numpy"}
+_PARTNERS = {
+    Device.ACCELERATOR: "on the accelerator",
+    Device.TARGET: "on the working `device`",
+    Device.MODULE: "on the module's device",
+}
 
 
 class MixedDevices(Rule):
     """
     ## What it does
-    Flags a tensor created on the default device (a factory such as `torch.zeros`, `torch.arange`
-    or `torch.tensor` without `device=`) that is combined in an op with a tensor known to be on an
-    accelerator or on the working `device` (moved with `.to(device)` / `.cuda()`, or created with
-    `device=`), including factories inside a Module's `forward()` combined with its input.
+    Flags a tensor created on the default device (a factory such as `torch.zeros`, `torch.arange`,
+    `torch.eye`, `torch.rand*`, `torch.full`, `torch.tensor` of a list, `torch.from_numpy`, also
+    wrapped as `torch.triu(torch.ones(...))` or `torch.meshgrid(torch.arange(...), ...)`, or
+    returned by a function or method of the same file) or moved to the CPU (`.cpu()`,
+    `device="cpu"`), when it meets a tensor on an accelerator, the working `device` or the
+    module's device in any op: arithmetic nested at any depth, comparisons, `torch.cat`/`stack`
+    lists, `F.*` calls, method arguments (`scores.masked_fill(mask, ...)`, `x.where(...)`,
+    `index_select`), or the input of a model or submodule (`self.lstm(x, (h0, c0))`).
 
-    The finding is reported at the factory call, where `device=` belongs. 0-dim tensors
-    (`torch.tensor(2.0)`), Python scalars, tensors moved later in the same chain
-    (`torch.arange(n).to(x.device)`) and factories given `device=x.device` are not reported.
+    Devices are followed through local variables, branches and loops (a tensor moved in both
+    branches of an `if` is still moved). In `forward()` and the Module methods it calls, the
+    inputs, parameters, registered buffers and submodule outputs are on the module's device; a
+    plain tensor attribute (`self.mask = torch.ones(...)` in `__init__`) is not moved with the
+    module and stays on the default device.
+
+    The finding is reported at the call that created the tensor, where `device=` belongs. 0-dim
+    tensors (`torch.tensor(2.0)`), Python scalars, tensors moved later (`torch.arange(n).to(x.device)`),
+    factories given `device=x.device`, indexing with a CPU index and tensors whose device is
+    unknown are not reported.
 
     ## Why is this bad?
     The op raises `RuntimeError: Expected all tensors to be on the same device` as soon as the
@@ -64,72 +65,52 @@ class MixedDevices(Rule):
     summary = "Tensor created on the default device is combined with a tensor on the accelerator"
     severity = Severity.ERROR
 
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if isinstance(node.operator, _ARITHMETIC):
-            self._check([node.left, node.right])
-
-    def visit_Comparison(self, node: cst.Comparison) -> None:
-        if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, _COMPARISONS):
-            self._check([node.left, node.comparisons[0].comparator])
-
     def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if not isinstance(func, cst.Attribute):
+        origin = self._origin_kind(node)
+        if origin is None:
             return
-        name = func.attr.value
-        qualified = self.ctx.callee(node)
+        conflicts = self.ctx.tensors.conflicts(node)
+        if not conflicts:
+            return
+        partner, device = conflicts[0]
+        written = self.ctx.code_for(partner).strip() if isinstance(partner, (cst.Name, cst.Attribute)) else None
+        if isinstance(self.ctx.tensors.facts(partner), ModuleValue):
+            where = f"passed to `{written or 'a module'}`, whose parameters are {_PARTNERS[device]}"
+        elif written:
+            where = f"combined with `{written}`, which is {_PARTNERS[device]}"
+        else:
+            where = f"combined with a tensor {_PARTNERS[device]}"
+        self.report(node, f"{origin} but it is {where}; {self._remedy(node)}")
+
+    def _origin_kind(self, call: cst.Call) -> str | None:
+        """How the call can put a tensor on the default device or the CPU, or None (cheap checks)."""
+        func = call.func
+        qualified = self.ctx.callee(call)
+        if qualified in _FACTORIES:
+            device = keyword_arg(call, "device")
+            if (device is not None and "cpu" not in self.ctx.code_for(device.value)) or any(
+                arg.star == "**" for arg in call.args
+            ):
+                return None  # placed, or maybe placed by `**factory_kwargs`
+            where = "the CPU" if device is not None else "the default device (CPU)"
+            return f"`{dotted_name(func) or 'factory'}(...)` creates a tensor on {where}"
         if qualified is not None:
-            if qualified not in _COMBINING_FUNCTIONS:
-                return
-            operands = []
-            for arg in node.args:
-                if arg.keyword is not None or arg.star:
-                    continue
-                if isinstance(arg.value, (cst.List, cst.Tuple)):
-                    operands.extend(element.value for element in arg.value.elements)
-                else:
-                    operands.append(arg.value)
-            self._check(operands)
-        elif name in _COMBINING_METHODS and node.args:
-            self._check([func.value, *(arg.value for arg in node.args if arg.keyword is None and not arg.star)])
-
-    def _check(self, operands: list[cst.BaseExpression]) -> None:
-        kinds = self.ctx.kinds
-        infos = [kinds.info(operand) for operand in operands]
-        tensors = [info for info in infos if info.tensor_like]
-        if len(tensors) < 2:
-            return
-        for index, info in enumerate(infos):
-            if info.device is not Device.DEFAULT or info.scalar is not False or info.origin is None:
-                continue
-            partner = self._partner(info, infos, index)
-            if partner is None:
-                continue
-            factory = info.origin
-            written = dotted_name(factory.func) or "factory"
-            other = operands[partner]
-            other_code = self.ctx.code_for(other) if isinstance(other, (cst.Name, cst.Attribute)) else None
-            if infos[partner].device.is_placed:
-                where = f"`{other_code}`, which is" if other_code else "a tensor"
-                where += " on the accelerator/`device`"
-            else:
-                where = "the `forward()` input" + (f" `{other_code}`" if other_code else "")
-            remedy = (
-                "move it with `.to(x.device)`" if written.endswith("from_numpy") else "pass `device=` (e.g. `device=x.device`)"
-            )
-            self.report(
-                factory,
-                f"`{written}(...)` creates a tensor on the default device (CPU) but it is combined with "
-                f"{where}; {remedy}",
-            )
-
-    @staticmethod
-    def _partner(info: ValueInfo, infos: list[ValueInfo], index: int) -> int | None:
-        for other_index, other in enumerate(infos):
-            if other_index == index or not other.tensor_like:
-                continue
-            if other.device.is_placed:
-                return other_index
-            if info.origin_in_forward and other.model_input and other.device is Device.UNKNOWN:
-                return other_index
+            return None
+        if isinstance(func, cst.Attribute) and (
+            func.attr.value == "cpu" or (func.attr.value == "to" and "cpu" in self.ctx.code_for(call))
+        ):
+            written = self.ctx.code_for(call).strip()
+            return f"`{written}` puts the tensor on the CPU" if len(written) <= 40 else "`.cpu()` puts the tensor on the CPU"
+        if self.ctx.tensors.is_same_file_callable(call):
+            return f"`{dotted_name(func)}(...)` returns a tensor on the default device (CPU)"
         return None
+
+    def _remedy(self, call: cst.Call) -> str:
+        qualified = self.ctx.callee(call)
+        if qualified == "torch.from_numpy":
+            return "move it with `.to(x.device)`"
+        if qualified in _FACTORIES:
+            return "pass `device=` (e.g. `device=x.device`)"
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("cpu", "to"):
+            return "keep both operands on one device"
+        return "create the tensor with `device=` in that function, or move the result with `.to(x.device)`"

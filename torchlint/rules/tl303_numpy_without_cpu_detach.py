@@ -3,21 +3,31 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.names import dotted_name
-from torchlint.analysis.values import Device
+from torchlint.analysis.tensor_facts.domain import Device, TensorFacts
 from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.rule import Rule
+
+_PLACES = {
+    Device.ACCELERATOR: "on the accelerator",
+    Device.TARGET: "on the working `device`",
+    Device.MODULE: "on the module's device (the GPU once the model is moved there)",
+}
 
 
 class NumpyWithoutCpuDetach(Rule):
     """
     ## What it does
-    Flags `.numpy()` on a tensor known to be on an accelerator (moved with `.cuda()` /
-    `.to(device)`, created with `device=`) or known to require grad (`requires_grad=True`,
-    `nn.Parameter`), with no `.cpu()` / `.detach()` on the way.
+    Flags `.numpy()` on a tensor known to be on an accelerator or the working device (moved with
+    `.cuda()` / `.to(device)`, created with `device=`, the output of a model moved there, any op
+    on such a tensor, or, in a Module's methods, its inputs, parameters and submodule outputs),
+    or known to require grad (`requires_grad=True`, `nn.Parameter`, a model's output outside
+    `torch.no_grad()`), with no `.cpu()` / `.detach()` on the way.
 
-    Tensors moved back to the CPU earlier (also through local variables) and tensors whose device
-    or grad state is unknown are not reported.
+    Under `torch.no_grad()` / `torch.inference_mode()` (blocks or decorated functions) a result
+    no longer requires grad, but it stays on its device. Tensors moved back to the CPU earlier
+    (also through local variables and branches) and tensors whose device or grad state is
+    unknown are not reported. Notebooks are checked like scripts.
 
     ## Why is this bad?
     `.numpy()` shares memory with the tensor, so it only works for CPU tensors outside autograd:
@@ -38,7 +48,11 @@ class NumpyWithoutCpuDetach(Rule):
 
     ## Fix safety
     The fix inserts the missing `.cpu()` and/or `.detach()` before `.numpy()`. It is safe: the
-    values are the same and the code no longer raises (the array is a copy instead of a view).
+    values are the same and the code no longer raises.
+
+    Bug left in place: no. Computation changed: no. The array of an accelerator tensor is a copy
+    (the old line raised); for a CPU tensor `.detach().numpy()` still shares its memory, as the old
+    `.numpy()` would have.
     """
 
     code = "TL303"
@@ -54,19 +68,19 @@ class NumpyWithoutCpuDetach(Rule):
         receiver = func.value
         if self.ctx.callee(node) is not None:
             return  # `np.numpy`, module attributes
-        info = self.ctx.kinds.info(receiver)
-        if not info.tensor_like:
+        facts = self.ctx.tensors.facts(receiver)
+        if not isinstance(facts, TensorFacts):
             return
-        on_accelerator = info.device is Device.ACCELERATOR
-        needs_detach = info.requires_grad and info.is_tensor
+        on_accelerator = facts.device.is_placed
+        needs_detach = facts.requires_grad and not facts.maybe
         if not on_accelerator and not needs_detach:
             return
         missing = ".detach().cpu()" if on_accelerator and needs_detach else (".cpu()" if on_accelerator else ".detach()")
         written = dotted_name(receiver)
         subject = f"`{written}`" if written else "the tensor"
         reason = (
-            "is on the accelerator and requires grad" if on_accelerator and needs_detach
-            else ("is on the accelerator" if on_accelerator else "requires grad")
+            f"is {_PLACES[facts.device]} and requires grad" if on_accelerator and needs_detach
+            else (f"is {_PLACES[facts.device]}" if on_accelerator else "requires grad")
         )
         self.report(
             node,

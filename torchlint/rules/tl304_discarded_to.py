@@ -18,7 +18,10 @@ class DiscardedTo(Rule):
     """
     ## What it does
     Flags a tensor conversion (`t.to(...)`, `t.cuda()`, `t.cpu()`, `t.float()`, `t.half()`,
-    `t.long()`...) written as a statement on its own, when `t` is known to be a tensor.
+    `t.long()`...) written as a statement on its own, when `t` is known to be a tensor: the
+    result of a torch op or factory, a function parameter annotated as a tensor or used as one
+    (`t.shape`, `t.view(...)`, `t.unsqueeze(...)`), a batch from a `DataLoader` loop, a model's
+    parameter, or an element of a loop over tensors.
 
     ## Why is this bad?
     Unlike `nn.Module.to()`, which moves a module's parameters in place, `Tensor.to()` and the
@@ -45,6 +48,11 @@ class DiscardedTo(Rule):
     The fix assigns the result back to the receiver (`x = x.to(d)`). It is offered when the
     receiver is a plain name or attribute chain, and is safe: it performs the conversion the
     statement was written for.
+
+    Bug left in place: no. Computation changed: yes, by design: the tensor is converted, as the
+    statement intended. Other names bound to the old tensor keep it, and an `nn.Parameter`
+    attribute cannot be reassigned a plain tensor (`self.weight = self.weight.to(d)` raises): move
+    the module instead.
     """
 
     code = "TL304"
@@ -61,7 +69,7 @@ class DiscardedTo(Rule):
         if method not in _CONVERSIONS or (method == "type" and not call.args):
             return
         receiver = call.func.value
-        if not self.ctx.kinds.is_tensor(receiver):
+        if not self.ctx.tensors.is_tensor(receiver):
             return
         if self.ctx.path.endswith(".ipynb") and self.ctx.enclosing_function() is None:
             return  # a notebook cell's top-level expression is displayed, not discarded

@@ -3,7 +3,8 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.module_attributes import ClassFrames
-from torchlint.analysis.names import dotted_name, method_receiver
+from torchlint.analysis.names import dotted_name, method_receiver, positional_args
+from torchlint.analysis.tensor_facts.domain import TensorFacts
 from torchlint.analysis.tensors import PARAMETER_CLASSES, TENSOR_FACTORIES
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
@@ -41,8 +42,10 @@ def _scalar_constant(ctx, factory: cst.Call) -> bool:
 class UnregisteredTensorAttribute(Rule):
     """
     ## What it does
-    Flags `self.x = torch.<factory>(...)` in the `__init__` of an `nn.Module` when the class never
-    registers `x` (`register_buffer("x", ...)`, `nn.Parameter`).
+    Flags `self.x = <tensor>` in the `__init__` of an `nn.Module` when the tensor comes from a
+    `torch.<factory>(...)` (also through methods, indexing and torch functions of it:
+    `torch.triu(torch.ones(n, n), diagonal=1)`, `torch.tensor(mean).view(-1, 1, 1) if mean else None`)
+    and the class never registers `x` (`register_buffer("x", ...)`, `nn.Parameter`).
 
     ## Why is this bad?
     A plain tensor attribute is invisible to the Module machinery: `model.to(device)`,
@@ -110,6 +113,8 @@ class UnregisteredTensorAttribute(Rule):
         function = self.ctx.enclosing_function()
         if function is None or function.name.value != "__init__" or self.ctx.guards.in_version_gate(node):
             return
+        if not self._holds_tensor(node.value):
+            return  # `(4 ** torch.arange(n)).tolist()`: a list made with a tensor
         written = self.ctx.code_for(factory.func)
         frame.candidates.append(
             (
@@ -121,12 +126,22 @@ class UnregisteredTensorAttribute(Rule):
         )
 
     def _factory(self, value: cst.BaseExpression) -> cst.Call | None:
-        """The `torch.<factory>(...)` call at the root of `value` (through method calls, indexing)."""
+        """The `torch.<factory>(...)` call at the root of `value`: through method calls, indexing,
+        torch functions of it (`torch.triu(torch.ones(n, n))`), arithmetic and either branch of a conditional
+        expression (`torch.tensor(mean).view(-1, 1, 1) if mean else None`)."""
         while True:
+            if isinstance(value, cst.IfExp):
+                return self._factory(value.body) or self._factory(value.orelse)
+            if isinstance(value, cst.BinaryOperation):
+                return self._factory(value.left) or self._factory(value.right)
+            if isinstance(value, cst.UnaryOperation):
+                value = value.expression
+                continue
             if isinstance(value, cst.Call):
-                if self.ctx.callee(value) in TENSOR_FACTORIES:
+                callee = self.ctx.callee(value)
+                if callee in TENSOR_FACTORIES:
                     return value
-                receiver = method_receiver(value)
+                receiver = method_receiver(value) if callee is None else self._torch_function_input(value, callee)
                 if receiver is None:
                     return None
                 value = receiver
@@ -134,6 +149,19 @@ class UnregisteredTensorAttribute(Rule):
                 value = value.value
             else:
                 return None
+
+    @staticmethod
+    def _torch_function_input(call: cst.Call, callee: str) -> cst.BaseExpression | None:
+        """The tensor a `torch.<op>(x, ...)` transforms (`torch.triu`, `torch.exp`), not a module or parameter."""
+        if callee.count(".") != 1 or not callee.startswith("torch.") or callee in PARAMETER_CLASSES:
+            return None
+        first = positional_args(call)[:1]
+        return first[0].value if first else None
+
+    def _holds_tensor(self, value: cst.BaseExpression) -> bool:
+        if isinstance(value, cst.IfExp):
+            return self._holds_tensor(value.body) or self._holds_tensor(value.orelse)
+        return isinstance(self.ctx.tensors.facts(value), TensorFacts)
 
     def _is_parameter(self, value: cst.BaseExpression) -> bool:
         return isinstance(value, cst.Call) and self.ctx.callee(value) in PARAMETER_CLASSES

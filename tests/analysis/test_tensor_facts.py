@@ -1,0 +1,298 @@
+"""The tensor-facts model (`torchlint/analysis/tensor_facts/`): domain joins, the op table and the
+per-function interpretation, asked at `probe(expr)` calls the way rules ask `ctx.tensors`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.layouts import Layout
+from torchlint.analysis.tensor_facts.domain import (
+    NUMBER, UNKNOWN, Device, Iterable, ModuleValue, Sequence, TensorFacts, join, unpack,
+)
+from torchlint.analysis.tensor_facts.ops import FUNCTION_OPS, METHOD_OPS, Rule
+from tests.analysis.helpers import walk_with_probe
+
+
+def probed(source: str) -> list:
+    found = []
+    walk_with_probe(source, lambda ctx, call: found.append(ctx.tensors.facts(call.args[0].value)))
+    return found
+
+
+def only(source: str):
+    [value] = probed(source)
+    return value
+
+
+# Domain ------------------------------------------------------------------------------------
+
+
+def test_join_keeps_what_both_paths_know() -> None:
+    cuda = TensorFacts(device=Device.ACCELERATOR, layout=Layout(3, None, ()), scalar=False)
+    target = TensorFacts(device=Device.TARGET, layout=Layout(3, None, ()), scalar=False)
+    joined = join(cuda, target)
+    assert joined.device is Device.TARGET and joined.rank == 3
+    assert join(cuda, TensorFacts(device=Device.DEFAULT)).device is Device.UNKNOWN
+    assert join(cuda, NUMBER) is UNKNOWN
+    assert join(Sequence((cuda, NUMBER)), Sequence((cuda, NUMBER))) == Sequence((cuda, NUMBER))
+
+
+def test_join_forgets_a_reordering_one_path_did_not_make() -> None:
+    plain = TensorFacts(layout=Layout(4, None, ()))
+    swapped = TensorFacts(layout=Layout(4, None, (("transpose", 1, 2),)))
+    assert join(plain, swapped).layout is None
+
+
+def test_unpacking_a_sequence_and_an_iterable() -> None:
+    tensor = TensorFacts(device=Device.MODULE)
+    assert unpack(Sequence((tensor, NUMBER)), 2) == [tensor, NUMBER]
+    assert unpack(Sequence((tensor,)), 2) == [UNKNOWN, UNKNOWN]
+    assert unpack(Iterable(tensor), 3) == [tensor] * 3
+
+
+# Op table ----------------------------------------------------------------------------------
+
+
+def test_the_table_serves_function_and_method_forms() -> None:
+    assert FUNCTION_OPS["permute"].rule is METHOD_OPS["permute"].rule is Rule.REORDER
+    assert FUNCTION_OPS["cat"].combines and not METHOD_OPS["to"].combines
+    assert "view" not in FUNCTION_OPS and METHOD_OPS["view"].rule is Rule.VIEW
+    assert METHOD_OPS["float"].dtype == "float32"
+
+
+# Interpretation: shapes and layouts --------------------------------------------------------
+
+
+def test_rank_flows_through_views_matmul_softmax_and_layers() -> None:
+    source = """
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(8, 24)
+            self.drop = nn.Dropout(0.1)
+
+        def forward(self, x):
+            B, T, C = x.size()
+            q, k, v = self.qkv(x).split(C, dim=2)
+            q = q.view(B, T, 4, C // 4).transpose(1, 2)
+            k = k.view(B, T, 4, C // 4).transpose(1, 2)
+            att = self.drop(F.softmax(q @ k.transpose(-2, -1), dim=-1))
+            probe(att)
+            probe((att @ q).transpose(1, 2))
+    """
+    att, merged = probed(source)
+    assert att.rank == 4 and att.device is Device.MODULE and not att.layout.reordered
+    assert merged.layout.ops == (("transpose", 1, 2),) and merged.layout.base_rank == 4
+
+
+def test_shape_unpacking_and_size_give_symbolic_sizes() -> None:
+    source = """
+    import torch
+    def f(x: torch.Tensor):
+        b, n, c = x.shape
+        probe(x)
+        probe(x.size(1))
+        probe(torch.zeros(b, n).unsqueeze(1))
+    """
+    x, size, unsqueezed = probed(source)
+    assert x.layout == Layout(3, ("b", "n", "c"), ())
+    assert size.code == "n"
+    assert unsqueezed.layout.candidates()[0][1][2] == "1"
+
+
+def test_reductions_einsum_cat_stack_and_tuples() -> None:
+    source = """
+    import torch
+    def f():
+        x = torch.randn(2, 3, 4)
+        probe(x.sum(dim=1))
+        probe(x.mean(-1, keepdim=True))
+        probe(x.sum())
+        probe(torch.einsum("bij,bjk->bik", x, x))
+        probe(torch.stack([x, x]))
+        probe(torch.cat([x, x], dim=1))
+        values, indices = x.max(dim=1)
+        probe(indices)
+        probe(x.chunk(2, dim=-1))
+    """
+    summed, kept, total, einsum, stacked, concatenated, indices, chunks = probed(source)
+    assert (summed.rank, kept.rank, total.rank, einsum.rank, stacked.rank, concatenated.rank) == (2, 3, 0, 3, 4, 3)
+    assert total.scalar is True and indices.dtype == "int64"
+    assert isinstance(chunks, Sequence) and len(chunks.items) == 2
+
+
+# Interpretation: devices -------------------------------------------------------------------
+
+
+def test_devices_of_factories_moves_and_module_values() -> None:
+    source = """
+    import torch
+    import torch.nn as nn
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Linear(3, 3)
+    model.to(device)
+    x = torch.ones(4, 3)
+    probe(x)
+    probe(x.to(device))
+    probe(x.cuda().cpu())
+    probe(model)
+    probe(model(x.to(device)))
+    with torch.no_grad():
+        probe(model(x.to(device)))
+    """
+    default, moved, back, model, output, quiet = probed(source)
+    assert default.device is Device.DEFAULT and isinstance(default.origin, cst.Call)
+    assert moved.device is Device.ACCELERATOR and moved.origin is None
+    assert back.device is Device.CPU
+    assert model == ModuleValue(Device.ACCELERATOR, "torch.nn.Linear")
+    assert output.device is Device.ACCELERATOR and output.requires_grad
+    assert not quiet.requires_grad
+
+
+def test_branches_merge_and_loops_reach_a_fixed_point() -> None:
+    source = """
+    import torch
+    def f(y: torch.Tensor, flag, items):
+        if flag:
+            y = y.cuda()
+        else:
+            y = y.to("cuda:1")
+        probe(y)
+        z = torch.zeros(3)
+        for item in items:
+            z = z.cuda()
+        probe(z)
+        w = torch.zeros(3)
+        if flag:
+            return w
+        probe(w)
+    """
+    after_if, after_loop, after_return = probed(source)
+    assert after_if.device is Device.ACCELERATOR
+    assert after_loop.device is Device.UNKNOWN  # zero iterations leave it on the default device
+    assert after_return.device is Device.DEFAULT
+
+
+def test_module_attributes_buffers_and_submodule_outputs() -> None:
+    source = """
+    import torch
+    import torch.nn as nn
+
+    class Tagger(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.lstm = nn.LSTM(8, 8)
+            self.register_buffer("positions", torch.arange(n))
+            self.mask = torch.triu(torch.ones(n, n), diagonal=1)
+            self.scale = nn.Parameter(torch.ones(n))
+
+        def forward(self, x):
+            out, (h, c) = self.lstm(x)
+            probe(out)
+            probe(c)
+            probe(self.positions)
+            probe(self.mask)
+            probe(self.scale)
+    """
+    out, cell, buffer, plain, parameter = probed(source)
+    assert out.device is cell.device is buffer.device is Device.MODULE
+    assert plain.device is Device.DEFAULT and plain.origin is not None
+    assert parameter.device is Device.MODULE and parameter.requires_grad
+
+
+def test_same_file_helpers_are_summarized_at_the_call() -> None:
+    source = """
+    import torch
+
+    def causal_mask(n):
+        return torch.triu(torch.ones(n, n))
+
+    def f(n):
+        probe(causal_mask(n))
+    """
+    mask = only(source)
+    assert mask.device is Device.DEFAULT and mask.rank == 2
+    assert isinstance(mask.origin, cst.Call) and mask.origin.func.value == "causal_mask"
+
+
+def test_dataloader_batches_and_parameters_are_tensors() -> None:
+    source = """
+    import torch
+    from torch.utils.data import DataLoader
+    loader = DataLoader(data, batch_size=4)
+    model = torch.nn.Linear(2, 2)
+    for i, (x, y) in enumerate(loader):
+        probe(x)
+    for p in model.parameters():
+        probe(p)
+    """
+    batch, parameter = probed(source)
+    assert isinstance(batch, TensorFacts) and not batch.maybe
+    assert parameter.requires_grad
+
+
+def test_conflicts_are_recorded_against_the_factory() -> None:
+    source = """
+    import torch
+    def f(x):
+        x = x.cuda()
+        mask = torch.ones(4, 4)
+        probe(mask)
+        return x.masked_fill(mask[:, None] == 0, 0.0)
+    """
+    conflicts = []
+
+    def ask(ctx, call):
+        conflicts.extend(ctx.tensors.conflicts(ctx.tensors.facts(call.args[0].value).origin))
+
+    walk_with_probe(source, ask)
+    assert [device for _, device in conflicts] == [Device.ACCELERATOR]
+
+
+def test_in_place_ops_and_expand_as() -> None:
+    source = """
+    import torch
+    def f(y: torch.Tensor):
+        b, n = y.shape
+        w = torch.zeros(3).requires_grad_()
+        probe(w)
+        probe(w.fill_(1.0))
+        probe(torch.zeros(3).expand_as(y))
+    """
+    grad, filled, expanded = probed(source)
+    assert grad.requires_grad and filled.requires_grad
+    assert expanded.layout.ops[-1][0] == "expand"
+
+
+def test_a_plain_class_keeps_its_attributes_where_they_were_made() -> None:
+    source = """
+    import torch.nn as nn
+    class Agent:
+        def __init__(self):
+            self.policy = nn.Linear(4, 2)
+        def act(self, state):
+            probe(self.policy)
+    """
+    assert only(source) == ModuleValue(Device.DEFAULT, "torch.nn.Linear")
+
+
+def test_match_cases_and_f_strings_are_interpreted() -> None:
+    source = """
+    import torch
+    def f(x, command):
+        x = x.cuda()
+        match command:
+            case "grow":
+                y = torch.zeros(3)
+            case _:
+                y = torch.ones(3)
+        probe(y)
+        print(f"{probe(x + 1)}")
+    """
+    after_match, in_f_string = probed(source)
+    assert after_match.device is Device.DEFAULT and after_match.origin is None
+    assert in_f_string.device is Device.ACCELERATOR

@@ -1,0 +1,196 @@
+"""The abstract values of the tensor-facts interpretation, and how two of them join.
+
+A `TensorFacts` is what is known about one tensor: its device, its shape and memory layout
+(`Layout`: rank, symbolic sizes, reorderings since the last contiguous base), its dtype, whether
+it requires grad, and the call that put it on the default device or the CPU (where `device=`
+belongs). Other values the interpretation follows: Python numbers, devices, dtypes, modules
+(with the device their parameters are on), fixed-length sequences (tuples, `chunk` results,
+named tuples), iterables of tensors (`model.parameters()`, a DataLoader) and `UNKNOWN`.
+
+Joins keep only what both sides know: they are used where control flow merges.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+
+import libcst as cst
+
+from torchlint.analysis.layouts import Layout
+
+
+class Device(enum.Enum):
+    UNKNOWN = "unknown"
+    # Created by a factory without `device=` (or `torch.from_numpy`): on the default device, CPU.
+    DEFAULT = "default"
+    # Explicitly placed on the CPU (`.cpu()`, `device="cpu"`).
+    CPU = "cpu"
+    # Explicitly on an accelerator: `.cuda()`, `"cuda"`/`"mps"`, `torch.device("cuda")`, or a
+    # device chosen as `"cuda" if torch.cuda.is_available() else "cpu"`.
+    ACCELERATOR = "accelerator"
+    # On the working device chosen at run time: `.to(device)` with a parameter or attribute named
+    # device, `device=x.device` for an `x` whose device is unknown (the GPU when there is one).
+    TARGET = "target"
+    # On the device of the Module whose method this is: its `forward()` inputs, parameters,
+    # buffers and submodule outputs (the GPU once the model is moved there).
+    MODULE = "module"
+
+    @property
+    def is_placed(self) -> bool:
+        """On the accelerator, the working device or the module's device (not the default device)."""
+        return self in (Device.ACCELERATOR, Device.TARGET, Device.MODULE)
+
+
+def join_devices(first: Device, second: Device) -> Device:
+    if first is second:
+        return first
+    if first.is_placed and second.is_placed:
+        return Device.TARGET
+    return Device.UNKNOWN
+
+
+@dataclass(frozen=True)
+class TensorFacts:
+    device: Device = Device.UNKNOWN
+    # Shape and memory order; None: nothing known (taken as a contiguous base of unknown rank).
+    layout: Layout | None = None
+    # True: known 0-dim; False: known to have at least one dimension; None: unknown.
+    scalar: bool | None = None
+    dtype: str | None = None
+    requires_grad: bool = False
+    # The call that put a DEFAULT or CPU tensor there: a factory, `.cpu()`, a same-file helper.
+    origin: cst.Call | None = field(default=None, repr=False)
+    # A value of unknown kind that went through a tensor-only step (`batch.to(device)`,
+    # `x.permute(...)`): in an op with a tensor it is a tensor, but it may be a module or a batch.
+    maybe: bool = False
+
+    @property
+    def rank(self) -> int | None:
+        if self.scalar:
+            return 0
+        if self.layout is None or self.layout.base_rank is None:
+            return None
+        shapes = self.layout.candidates()
+        return len(shapes[0]) if len(shapes) == 1 else None
+
+    def moved(self, device: Device, origin: cst.Call | None = None) -> "TensorFacts":
+        return replace(self, device=device, origin=origin)
+
+
+@dataclass(frozen=True)
+class Number:
+    """A Python int/float/bool; `code` is its text when it names a size (`B`, `x.size(1)`)."""
+
+    code: str | None = None
+
+
+@dataclass(frozen=True)
+class DeviceValue:
+    device: Device
+
+
+@dataclass(frozen=True)
+class DtypeValue:
+    name: str | None
+
+
+@dataclass(frozen=True)
+class ModuleValue:
+    """An `nn.Module` instance; `kind` is its class when known (`torch.nn.LSTM`, `Net`)."""
+
+    device: Device = Device.UNKNOWN
+    kind: str | None = None
+
+
+@dataclass(frozen=True)
+class Sequence:
+    """A tuple of known length: `(a, b)`, `x.chunk(3)`, `x.max(dim=1)`, `x.shape`."""
+
+    items: tuple["Value", ...]
+
+
+@dataclass(frozen=True)
+class Iterable:
+    """Something whose elements are all `element`: `model.parameters()`, a DataLoader, a list of tensors."""
+
+    element: "Value"
+
+
+class _Unknown:
+    _instance: "_Unknown | None" = None
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = _Unknown()
+NUMBER = Number()
+Value = TensorFacts | Number | DeviceValue | DtypeValue | ModuleValue | Sequence | Iterable | _Unknown
+
+
+def _join_layouts(first: Layout | None, second: Layout | None) -> Layout | None:
+    if first == second:
+        return first
+    if first is None or second is None or first.reordered or second.reordered:
+        return None
+    rank_first, rank_second = TensorFacts(layout=first).rank, TensorFacts(layout=second).rank
+    return Layout(rank_first, None, ()) if rank_first is not None and rank_first == rank_second else None
+
+
+def join_facts(first: TensorFacts, second: TensorFacts) -> TensorFacts:
+    if first == second:
+        return first
+    return TensorFacts(
+        device=join_devices(first.device, second.device),
+        layout=_join_layouts(first.layout, second.layout),
+        scalar=first.scalar if first.scalar == second.scalar else None,
+        dtype=first.dtype if first.dtype == second.dtype else None,
+        requires_grad=first.requires_grad and second.requires_grad,
+        origin=first.origin if first.origin is second.origin else None,
+        maybe=first.maybe or second.maybe,
+    )
+
+
+def join(first: Value, second: Value) -> Value:
+    """What is known of a value that is `first` on one path and `second` on another."""
+    if first is second or first == second:
+        return first
+    if isinstance(first, TensorFacts) and isinstance(second, TensorFacts):
+        return join_facts(first, second)
+    if isinstance(first, Number) and isinstance(second, Number):
+        return NUMBER
+    if isinstance(first, DeviceValue) and isinstance(second, DeviceValue):
+        return DeviceValue(join_devices(first.device, second.device))
+    if isinstance(first, ModuleValue) and isinstance(second, ModuleValue):
+        return ModuleValue(join_devices(first.device, second.device), first.kind if first.kind == second.kind else None)
+    if isinstance(first, Sequence) and isinstance(second, Sequence) and len(first.items) == len(second.items):
+        return Sequence(tuple(join(a, b) for a, b in zip(first.items, second.items)))
+    if isinstance(first, Iterable) and isinstance(second, Iterable):
+        return Iterable(join(first.element, second.element))
+    return UNKNOWN
+
+
+def element_of(value: Value) -> Value:
+    """What iterating over `value` yields (the join of a sequence's items)."""
+    if isinstance(value, Iterable):
+        return value.element
+    if isinstance(value, Sequence) and value.items:
+        found = value.items[0]
+        for item in value.items[1:]:
+            found = join(found, item)
+        return found
+    if isinstance(value, TensorFacts):
+        return TensorFacts(device=value.device, dtype=value.dtype, requires_grad=value.requires_grad)
+    return UNKNOWN
+
+
+def unpack(value: Value, count: int) -> list[Value]:
+    """The values bound by unpacking `value` into `count` targets."""
+    if isinstance(value, Sequence):
+        if len(value.items) == count:
+            return list(value.items)
+        return [UNKNOWN] * count
+    if isinstance(value, (Iterable, TensorFacts)):
+        return [element_of(value)] * count
+    return [UNKNOWN] * count

@@ -1,0 +1,1090 @@
+"""The flow-sensitive interpretation of one function (or a module's top level) over tensor facts.
+
+Statements are interpreted in control-flow order: both branches of an `if` start from the state
+before it and merge what both know (a branch that returns or raises does not reach the merge);
+a loop body is interpreted until the state at its head stops changing (then names that still
+change are widened to unknown), so a value reassigned in the loop is known after it. Every
+expression is evaluated once per pass and its value stored in the model's memo, keyed by node.
+
+Evaluating an op also checks its operands' devices: a tensor on the default device (or the CPU)
+with at least one dimension, combined with a tensor on an accelerator, the working device or the
+module's device, is a device conflict recorded against the call that created it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchlint.analysis.layouts import Layout, arg_code, int_value, shape_args
+from torchlint.analysis.module_attributes import registration_of
+from torchlint.analysis.modules import is_torch_module_class
+from torchlint.analysis.names import keyword_arg, positional_args, suite_statements
+from torchlint.analysis.tensor_facts.domain import (
+    NUMBER, UNKNOWN, Device, DeviceValue, DtypeValue, Iterable, ModuleValue, Number, Sequence, TensorFacts, Value,
+    element_of, join, join_devices, unpack,
+)
+from torchlint.analysis.tensor_facts.ops import (
+    FUNCTION_OPS, METHOD_OPS, NOT_TENSOR_METHODS, NUMBER_ATTRIBUTES, RANK_PRESERVING_LAYERS, TENSOR_ATTRIBUTES, Op,
+    Rule,
+)
+from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS, requires_grad_true
+from torchlint.walker import child_nodes
+from torchlint.analysis.values import (
+    DATA_FACTORIES, DTYPE_NAMES, LIKE_FACTORIES, NOT_TENSOR_FUNCTIONS, SIZE_FACTORIES, TENSOR_NAMESPACES,
+    device_string_kind, string_value,
+)
+
+if TYPE_CHECKING:
+    from torchlint.analysis.tensor_facts.model import Scope, TensorModel
+
+Env = dict[str, Value]
+_LOOP_PASSES = 3
+_RECURRENT = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
+_PAIR_OUTPUT = frozenset({"torch.nn.MultiheadAttention"})
+_NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode"})
+_MODULE_FLUENT = frozenset(
+    {"to", "cuda", "cpu", "xpu", "float", "half", "double", "bfloat16", "eval", "train", "requires_grad_",
+     "apply", "to_empty", "type", "share_memory"}
+)
+_NUMBER_BUILTINS = frozenset({"len", "int", "float", "round", "abs", "ord", "hash", "sum", "max", "min"})
+_SEQUENCE_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set"})
+# Keyword arguments of torch ops that are operands (a tensor there must be on the op's device).
+_OPERAND_KEYWORDS = frozenset(
+    {"other", "mask", "input", "weight", "target", "index", "value", "bias", "tensor", "tensors", "end",
+     "mat2", "vec2", "tensor1", "tensor2", "pos_weight"}
+)
+_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+_MODEL_FACTORIES = ("torchvision.models.", "timm.create_model", "timm.models.")
+
+
+def _terminates(statement: cst.CSTNode) -> bool:
+    if isinstance(statement, cst.SimpleStatementLine):
+        return any(isinstance(small, (cst.Return, cst.Raise)) for small in statement.body)
+    return False
+
+
+def join_envs(first: Env | None, second: Env | None) -> Env | None:
+    if first is None:
+        return second
+    if second is None:
+        return first
+    if first is second:
+        return first
+    return {name: join(first.get(name, UNKNOWN), second.get(name, UNKNOWN)) for name in first.keys() | second.keys()}
+
+
+class Interpreter:
+    """Interprets one scope; the values land in `model.memo`, device conflicts in `model`."""
+
+    def __init__(self, model: "TensorModel", scope: "Scope") -> None:
+        self.model = model
+        self.scope = scope
+        self.ctx = model.ctx
+        self.returns: Value | None = None
+        self.single_dims: set[str] = set()
+        self._no_grad = scope.no_grad
+        self._device_context = 0
+        self._self = scope.self_name
+
+    # Statements --------------------------------------------------------------------------
+
+    def run(self, env: Env) -> Env | None:
+        return self._block(self.scope.statements, env)
+
+    def _block(self, statements, env: Env | None) -> Env | None:
+        for statement in statements:
+            if env is None:
+                return None
+            env = self._statement(statement, env)
+        return env
+
+    def _statement(self, statement: cst.CSTNode, env: Env) -> Env | None:
+        if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            for small in statement.body:
+                env = self._small(small, env)
+            return None if _terminates(statement) else env
+        if isinstance(statement, cst.If):
+            self.eval(statement.test, env)
+            body = self._block(suite_statements(statement.body), dict(env))
+            orelse = statement.orelse
+            if orelse is None:
+                other = env
+            elif isinstance(orelse, cst.If):
+                other = self._statement(orelse, dict(env))
+            else:
+                other = self._block(suite_statements(orelse.body), dict(env))
+            return join_envs(body, other)
+        if isinstance(statement, (cst.For, cst.While)):
+            return self._loop(statement, env)
+        if isinstance(statement, cst.With):
+            return self._with(statement, env)
+        if isinstance(statement, cst.Try):
+            return self._try(statement, env)
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            env = dict(env)
+            env[statement.name.value] = UNKNOWN
+            return env
+        if isinstance(statement, cst.Match):
+            self.eval(statement.subject, env)
+            ends = [self._block(suite_statements(case.body), dict(env)) for case in statement.cases]
+            last = statement.cases[-1].pattern if statement.cases else None
+            catch_all = isinstance(last, cst.MatchAs) and last.pattern is None
+            merged: Env | None = None if catch_all else env  # else no case may match
+            for end in ends:
+                merged = join_envs(merged, end)
+            return merged
+        return env
+
+    def _small(self, small: cst.CSTNode, env: Env) -> Env:
+        if isinstance(small, cst.Assign):
+            value = self.eval(small.value, env)
+            env = dict(env)
+            for target in small.targets:
+                self._bind(target.target, value, env)
+                self._note_parameter(target.target, small.value)
+            self._note_shape_unpacking(small, env)
+        elif isinstance(small, cst.AnnAssign):
+            if small.value is not None:
+                env = dict(env)
+                self._bind(small.target, self.eval(small.value, env), env)
+        elif isinstance(small, cst.AugAssign):
+            env = dict(env)
+            self._bind(small.target, self._binary(small.target, small.value, small.operator, small, env), env)
+        elif isinstance(small, cst.Expr):
+            self.eval(small.value, env)
+            env = self._in_place_move(small.value, env)
+        elif isinstance(small, cst.Return):
+            if small.value is not None:
+                value = self.eval(small.value, env)
+                self.returns = value if self.returns is None else join(self.returns, value)
+        elif isinstance(small, cst.Del):
+            env = dict(env)
+            self._bind(small.target, UNKNOWN, env)
+        elif isinstance(small, (cst.Assert, cst.Raise)):
+            for child in (getattr(small, "test", None), getattr(small, "exc", None)):
+                if child is not None:
+                    self.eval(child, env)
+        return env
+
+    def _in_place_move(self, expr: cst.BaseExpression, env: Env) -> Env:
+        """`model.to(device)` moves a module in place (a tensor's `.to()` result is discarded)."""
+        if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)):
+            return env
+        receiver = expr.func.value
+        if isinstance(self.model.memo.get(id(receiver)), ModuleValue) and isinstance(self.model.memo.get(id(expr)), ModuleValue):
+            env = dict(env)
+            self._bind(receiver, self.model.memo[id(expr)], env)
+        return env
+
+    def _loop(self, node: cst.For | cst.While, env: Env) -> Env | None:
+        element = element_of(self.eval(node.iter, env)) if isinstance(node, cst.For) else None
+        entry = env
+        after: Env | None = None
+        for attempt in range(_LOOP_PASSES + 1):
+            body_env = dict(entry)
+            if isinstance(node, cst.For):
+                self._bind(node.target, element, body_env)
+            else:
+                self.eval(node.test, body_env)
+            after = self._block(suite_statements(node.body), body_env)
+            new_entry = join_envs(env, after)
+            if new_entry == entry:
+                break
+            entry = new_entry if attempt < _LOOP_PASSES - 1 else self._widen(env, new_entry)
+        exit_env = join_envs(env, after)
+        if node.orelse is not None and exit_env is not None:
+            exit_env = self._block(suite_statements(node.orelse.body), exit_env)
+        return exit_env
+
+    @staticmethod
+    def _widen(before: Env, changing: Env) -> Env:
+        return {name: value if before.get(name, UNKNOWN) == value else UNKNOWN for name, value in changing.items()}
+
+    def _with(self, node: cst.With, env: Env) -> Env | None:
+        env = dict(env)
+        no_grad = device_context = 0
+        for item in node.items:
+            value = self.eval(item.item, env)
+            target = item.item.func if isinstance(item.item, cst.Call) else item.item
+            qualified = self.ctx.qualified_name(target)
+            no_grad += qualified in _NO_GRAD
+            device_context += qualified == "torch.device"
+            if item.asname is not None:
+                self._bind(item.asname.name, UNKNOWN if qualified in _NO_GRAD else value, env)
+        self._no_grad += no_grad
+        self._device_context += device_context
+        try:
+            return self._block(suite_statements(node.body), env)
+        finally:
+            self._no_grad -= no_grad
+            self._device_context -= device_context
+
+    def _try(self, node: cst.Try, env: Env) -> Env | None:
+        body = self._block(suite_statements(node.body), dict(env))
+        merged = join_envs(env, body)
+        ends = [body if node.orelse is None else self._block(suite_statements(node.orelse.body), body)]
+        for handler in node.handlers:
+            handler_env = dict(merged) if merged is not None else dict(env)
+            if handler.name is not None:
+                self._bind(handler.name.name, UNKNOWN, handler_env)
+            ends.append(self._block(suite_statements(handler.body), handler_env))
+        result: Env | None = None
+        for end in ends:
+            result = join_envs(result, end)
+        if node.finalbody is not None:
+            result = self._block(suite_statements(node.finalbody.body), result if result is not None else dict(env))
+        return result
+
+    # Binding -----------------------------------------------------------------------------
+
+    def _bind(self, target: cst.BaseExpression, value: Value, env: Env) -> None:
+        if isinstance(target, cst.Name):
+            env[target.value] = value
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elements = target.elements
+            if any(isinstance(element, cst.StarredElement) for element in elements):
+                for element in elements:
+                    self._bind(element.value, UNKNOWN, env)
+                return
+            for element, item in zip(elements, unpack(value, len(elements))):
+                self._bind(element.value, item, env)
+        elif isinstance(target, cst.Attribute):
+            key = self._attribute_key(target)
+            if key is not None:
+                env[key] = value
+        elif isinstance(target, cst.StarredElement):
+            self._bind(target.value, UNKNOWN, env)
+
+    def _note_parameter(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Attribute) and self._attribute_key(target) is not None and isinstance(value, cst.Call):
+            if self.ctx.callee(value) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+                self.model.note_parameter(self.scope, target.attr.value)
+
+    def _attribute_key(self, node: cst.Attribute) -> str | None:
+        """`self.mask` -> "self.mask" for the method's own attributes (followed like locals)."""
+        if self._self is not None and isinstance(node.value, cst.Name) and node.value.value == self._self:
+            return f"{self._self}.{node.attr.value}"
+        return None
+
+    def _note_shape_unpacking(self, node: cst.Assign, env: Env) -> None:
+        """`b, n, c = x.shape` / `x.size()`: x has rank 3 with those sizes."""
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, (cst.Tuple, cst.List)):
+            return
+        value = node.value
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "size" and not value.args:
+            owner = value.func.value
+        elif isinstance(value, cst.Attribute) and value.attr.value == "shape":
+            owner = value.value
+        else:
+            return
+        elements = node.targets[0].target.elements
+        if any(isinstance(element, cst.StarredElement) for element in elements):
+            return
+        facts = self.model.memo.get(id(owner))
+        if not isinstance(facts, TensorFacts) or (facts.layout is not None and facts.layout.reordered):
+            return
+        sizes = tuple(
+            element.value.value if isinstance(element.value, cst.Name) and element.value.value != "_" else None
+            for element in elements
+        )
+        known = replace(facts, layout=Layout(len(sizes), sizes, ()))
+        key = owner.value if isinstance(owner, cst.Name) else (
+            self._attribute_key(owner) if isinstance(owner, cst.Attribute) else None
+        )
+        if key is not None and env.get(key) == facts:
+            env[key] = known
+
+    # Expressions -------------------------------------------------------------------------
+
+    def eval(self, expr: cst.CSTNode, env: Env) -> Value:
+        value = self._eval(expr, env)
+        self.model.memo[id(expr)] = value
+        return value
+
+    def _eval(self, expr: cst.CSTNode, env: Env) -> Value:
+        if isinstance(expr, cst.Name):
+            return self._name(expr, env)
+        if isinstance(expr, cst.Call):
+            return self._call(expr, env)
+        if isinstance(expr, cst.Attribute):
+            return self._attribute(expr, env)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._binary(expr.left, expr.right, expr.operator, expr, env)
+        if isinstance(expr, cst.Subscript):
+            return self._subscript(expr, env)
+        if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary)):
+            return Number(expr.value)
+        if isinstance(expr, cst.UnaryOperation):
+            value = self.eval(expr.expression, env)
+            if isinstance(expr.operator, cst.Not):
+                return NUMBER
+            if isinstance(value, Number) and isinstance(expr.operator, cst.Minus) and value.code is not None:
+                return Number("-" + value.code)
+            return value
+        if isinstance(expr, cst.Comparison):
+            return self._comparison(expr, env)
+        if isinstance(expr, cst.IfExp):
+            self.eval(expr.test, env)
+            body, orelse = self.eval(expr.body, env), self.eval(expr.orelse, env)
+            if isinstance(body, DeviceValue) or isinstance(orelse, DeviceValue):
+                # `"cuda" if torch.cuda.is_available() else "cpu"`: the accelerator where there is one.
+                return DeviceValue(Device.ACCELERATOR)
+            return join(body, orelse)
+        if isinstance(expr, (cst.SimpleString, cst.FormattedString)):
+            for child in _expression_children(expr):
+                self.eval(child, env)
+            text = string_value(expr)
+            kind = device_string_kind(text) if text is not None else None
+            return DeviceValue(kind) if kind is not None else UNKNOWN
+        if isinstance(expr, cst.BooleanOperation):
+            return join(self.eval(expr.left, env), self.eval(expr.right, env))
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            items = tuple(self.eval(element.value, env) for element in expr.elements)
+            if any(isinstance(element, cst.StarredElement) for element in expr.elements):
+                return UNKNOWN
+            return Sequence(items)
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
+            return self._comprehension(expr, env)
+        if isinstance(expr, cst.NamedExpr):
+            value = self.eval(expr.value, env)
+            self._bind(expr.target, value, env)
+            return value
+        if isinstance(expr, cst.Lambda):
+            inner = dict(env)
+            for param in expr.params.params:
+                inner[param.name.value] = UNKNOWN
+            self.eval(expr.body, inner)
+            return UNKNOWN
+        for child in _expression_children(expr):
+            self.eval(child, env)
+        return UNKNOWN
+
+    def _name(self, node: cst.Name, env: Env) -> Value:
+        name = node.value
+        if name in env:
+            return env[name]
+        if name in ("True", "False"):
+            return NUMBER
+        return self.model.outer_value(self.scope, name)
+
+    def _comprehension(self, expr: cst.BaseComp, env: Env) -> Value:
+        inner = dict(env)
+        clause = expr.for_in
+        while clause is not None:
+            self._bind(clause.target, element_of(self.eval(clause.iter, inner)), inner)
+            for condition in clause.ifs:
+                self.eval(condition.test, inner)
+            clause = clause.inner_for_in
+        if isinstance(expr, cst.DictComp):
+            self.eval(expr.key, inner)
+            self.eval(expr.value, inner)
+            return UNKNOWN
+        return Iterable(self.eval(expr.elt, inner))
+
+    def _attribute(self, node: cst.Attribute, env: Env) -> Value:
+        key = self._attribute_key(node)
+        if key is not None:
+            self.model.memo[id(node.value)] = self._name(node.value, env)
+            if key in env:
+                return env[key]
+            return self.model.class_attribute(self.scope, node.attr.value)
+        qualified = self.ctx.qualified_name(node)
+        if qualified is not None:
+            if qualified in DTYPE_NAMES:
+                return DtypeValue(qualified)
+            if qualified.startswith("math."):
+                return NUMBER
+            return UNKNOWN
+        receiver = self.eval(node.value, env)
+        attr = node.attr.value
+        if isinstance(receiver, ModuleValue):
+            if attr in ("weight", "bias"):
+                return TensorFacts(device=receiver.device, scalar=False, requires_grad=True)
+            return UNKNOWN
+        if attr == "device":
+            if isinstance(receiver, TensorFacts) and receiver.device is not Device.UNKNOWN:
+                return DeviceValue(receiver.device)
+            return DeviceValue(Device.TARGET)
+        if attr == "dtype":
+            return DtypeValue(receiver.dtype if isinstance(receiver, TensorFacts) else None)
+        if not isinstance(receiver, TensorFacts):
+            if attr in ("T", "mT"):
+                # Of unknown kind: followed for its layout, as only arrays and tensors have it.
+                return self._attribute_of_tensor(attr, TensorFacts(maybe=True))
+            return UNKNOWN
+        return self._attribute_of_tensor(attr, receiver)
+
+    def _attribute_of_tensor(self, attr: str, receiver: TensorFacts) -> Value:
+        if attr == "shape":
+            return self._shape(receiver)
+        if attr in NUMBER_ATTRIBUTES:
+            return NUMBER
+        if attr not in TENSOR_ATTRIBUTES:
+            return UNKNOWN
+        if attr in ("T", "mT", "H", "mH"):
+            layout = receiver.layout or Layout(None, None, ())
+            if attr in ("T", "H"):
+                return replace(receiver, layout=_as_matrix(layout).then(("T",)))
+            return replace(receiver, layout=layout.then(("transpose", -2, -1)))
+        if attr in ("data", "grad"):
+            return replace(receiver, requires_grad=False)
+        return receiver
+
+    @staticmethod
+    def _shape(facts: TensorFacts) -> Value:
+        layout = facts.layout
+        if layout is not None and layout.base_rank is not None:
+            shapes = layout.candidates()
+            if len(shapes) == 1:
+                return Sequence(tuple(Number(size) for _, _, size in shapes[0]))
+        return Iterable(NUMBER)
+
+    def _subscript(self, node: cst.Subscript, env: Env) -> Value:
+        receiver = self.eval(node.value, env)
+        indexes = []
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Index):
+                indexes.append(self.eval(index.value, env))
+            else:
+                for part in (index.lower, index.upper, index.step):
+                    if part is not None:
+                        self.eval(part, env)
+        if isinstance(receiver, Sequence) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            position = int_value(node.slice[0].slice.value)
+            if position is not None and -len(receiver.items) <= position < len(receiver.items):
+                return receiver.items[position]
+            return element_of(receiver) if receiver.items else UNKNOWN
+        if isinstance(receiver, Iterable):
+            return receiver.element if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) else receiver
+        if not isinstance(receiver, TensorFacts):
+            return UNKNOWN
+        layout = self._indexed_layout(node, receiver)
+        only_slices = all(
+            isinstance(element.slice, cst.Slice)
+            or (isinstance(element.slice, cst.Index) and isinstance(element.slice.value, (cst.Ellipsis, cst.Name))
+                and getattr(element.slice.value, "value", "None") == "None")
+            for element in node.slice
+        )
+        has_slice = any(isinstance(element.slice, cst.Slice) for element in node.slice)
+        scalar = False if has_slice else (receiver.scalar if only_slices else None)
+        return replace(receiver, layout=layout, scalar=scalar, origin=receiver.origin)
+
+    def _indexed_layout(self, node: cst.Subscript, receiver: TensorFacts) -> Layout | None:
+        """`x[:, None]`, `x[..., None]`: size-1 insertions; any other indexing: layout unknown."""
+        positions_from_start, positions_from_end, seen_ellipsis, kept = [], [], False, 0
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Slice):
+                if index.lower is not None or index.upper is not None or index.step is not None:
+                    return None
+                kept += 1
+                continue
+            value = index.value
+            if isinstance(value, cst.Name) and value.value == "None":
+                (positions_from_end if seen_ellipsis else positions_from_start).append(kept)
+                kept += 1
+            elif isinstance(value, cst.Ellipsis) and not seen_ellipsis:
+                seen_ellipsis, kept = True, 0
+            else:
+                return None
+        if not positions_from_start and not positions_from_end:
+            return receiver.layout
+        if positions_from_end and not seen_ellipsis:
+            return None
+        layout = receiver.layout or Layout(None, None, ())
+        for position in positions_from_start:
+            layout = layout.then(("unsqueeze", position))
+        for position in positions_from_end:
+            layout = layout.then(("unsqueeze", position - kept))
+        return layout
+
+    def _comparison(self, node: cst.Comparison, env: Env) -> Value:
+        operands = [(node.left, self.eval(node.left, env))]
+        for comparison in node.comparisons:
+            operands.append((comparison.comparator, self.eval(comparison.comparator, env)))
+        identity = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
+        if any(isinstance(comparison.operator, identity) for comparison in node.comparisons):
+            return NUMBER
+        if not any(isinstance(value, TensorFacts) for _, value in operands):
+            return NUMBER
+        return replace(self.combine(operands, node, Rule.ELEMENTWISE), dtype="bool", requires_grad=False)
+
+    def _binary(self, left_node, right_node, operator, node, env: Env) -> Value:
+        left = self.eval(left_node, env)
+        right = self.eval(right_node, env)
+        if isinstance(left, Number) and isinstance(right, Number):
+            return NUMBER
+        if not isinstance(left, TensorFacts) and not isinstance(right, TensorFacts):
+            return UNKNOWN
+        if isinstance(operator, (cst.Modulo, cst.ModuloAssign)) and not isinstance(left, TensorFacts):
+            return UNKNOWN  # "%s" % t
+        rule = Rule.MATMUL if isinstance(operator, (cst.MatrixMultiply, cst.MatrixMultiplyAssign)) else Rule.ELEMENTWISE
+        return self.combine([(left_node, left), (right_node, right)], node, rule)
+
+    # Combining operands ------------------------------------------------------------------
+
+    def combine(self, operands: list[tuple[cst.CSTNode, Value]], node: cst.CSTNode, rule: Rule, check: bool = True) -> TensorFacts:
+        """The result of an op on these operands (assuming it succeeds); records device conflicts."""
+        tensors = [(operand, value) for operand, value in operands if isinstance(value, TensorFacts)]
+        if check and len(tensors) > 1:
+            self.model.check_devices(tensors)
+        facts = [value for _, value in tensors]
+        if not facts:
+            return TensorFacts()
+        placed = [value.device for value in facts if value.device.is_placed]
+        defaults = [value for value in facts if value.device in (Device.DEFAULT, Device.CPU) and value.scalar is False]
+        origin = None
+        if placed:
+            device = placed[0]
+            for other in placed[1:]:
+                device = join_devices(device, other)
+        elif defaults:
+            device, origin = defaults[0].device, defaults[0].origin
+        elif all(value.device is facts[0].device for value in facts) and all(
+            isinstance(value, (TensorFacts, Number)) for _, value in operands
+        ):
+            device, origin = facts[0].device, facts[0].origin
+        else:
+            device = Device.UNKNOWN
+        scalars = [value.scalar for value in facts]
+        scalar = False if False in scalars else (True if all(scalars) and len(facts) == len(operands) else None)
+        return TensorFacts(
+            device=device,
+            layout=self._combined_layout(facts, len(facts) == len(operands), rule),
+            scalar=scalar,
+            dtype=facts[0].dtype if all(value.dtype == facts[0].dtype for value in facts) else None,
+            requires_grad=any(value.requires_grad for value in facts) and not self._no_grad,
+            origin=origin,
+            maybe=all(value.maybe for value in facts),
+        )
+
+    @staticmethod
+    def _combined_layout(facts: list[TensorFacts], all_tensors: bool, rule: Rule) -> Layout | None:
+        ranks = [value.rank for value in facts]
+        if rule is Rule.MATMUL:
+            if len(ranks) == 2 and None not in ranks and min(ranks) >= 2:
+                return Layout(max(ranks), None, ())
+            return None
+        if len(facts) == 1 or (not all_tensors and all(value.layout == facts[0].layout for value in facts)):
+            return facts[0].layout  # an elementwise op with Python numbers keeps the strides
+        if all(value.layout == facts[0].layout for value in facts):
+            return facts[0].layout
+        if None not in ranks:
+            return Layout(max(ranks), None, ())
+        return None
+
+    # Calls -------------------------------------------------------------------------------
+
+    def _call(self, call: cst.Call, env: Env) -> Value:
+        func = call.func
+        qualified = self.ctx.callee(call)
+        receiver = None
+        if isinstance(func, cst.Attribute) and qualified is None:
+            receiver = self.eval(func.value, env)
+        args = [(arg, self.eval(arg.value, env)) for arg in call.args]
+        if qualified is not None and not (isinstance(func, cst.Name) and func.value in env):
+            return self._qualified(call, qualified, args)
+        if isinstance(func, cst.Attribute):
+            return self._method(call, func.attr.value, func.value, receiver, args, env)
+        if isinstance(func, cst.Name):
+            return self._named_call(call, func.value, args, env)
+        callee = self.eval(func, env)
+        return self._call_value(call, callee, args)
+
+    def _call_value(self, call: cst.Call, callee: Value, args) -> Value:
+        if isinstance(callee, ModuleValue):
+            return self._module_call(call, callee, args)
+        if isinstance(callee, TensorFacts) and callee.maybe and callee.device is not Device.UNKNOWN:
+            # `net = net.to(device)` then `net(x)`: tensors are not callable, so it is a module.
+            return self._module_call(call, ModuleValue(callee.device), args)
+        return UNKNOWN
+
+    def _named_call(self, call: cst.Call, name: str, args, env: Env) -> Value:
+        if name in env:
+            return self._call_value(call, env[name], args)
+        if self.model.is_module_class(name):
+            return ModuleValue(Device.DEFAULT, name)
+        if self.model.outer_binds(self.scope, name):
+            return self._call_value(call, self._name(call.func, env), args)
+        summary = self.model.function_summary(name)
+        if summary is not None:
+            return self._from_summary(summary, call)
+        values = [value for _, value in args]
+        if name in _NUMBER_BUILTINS:
+            return NUMBER
+        if name == "enumerate" and values:
+            return Iterable(Sequence((NUMBER, element_of(values[0]))))
+        if name == "zip" and values:
+            return Iterable(Sequence(tuple(element_of(value) for value in values)))
+        if name == "range":
+            return Iterable(NUMBER)
+        if name in _SEQUENCE_BUILTINS and values:
+            return Iterable(element_of(values[0])) if not isinstance(values[0], Iterable) else values[0]
+        if name == "next" and values:
+            return element_of(values[0])
+        if name == "setattr" and self._self is not None and registration_of(call) is not None:
+            self.model.register(self.scope, call, UNKNOWN)
+        return UNKNOWN
+
+    @staticmethod
+    def _from_summary(summary: Value, call: cst.Call) -> Value:
+        """A same-file helper's result: a default-device tensor it makes is reported at the call."""
+        if isinstance(summary, TensorFacts) and summary.device in (Device.DEFAULT, Device.CPU) and summary.origin is not None:
+            return replace(summary, origin=call)
+        return summary
+
+    def _module_call(self, call: cst.Call, module: ModuleValue, args) -> Value:
+        operands = []
+        for arg, value in args:
+            if arg.keyword is None and not arg.star:
+                operands.extend([(arg.value, value)] if not isinstance(value, Sequence) else zip(
+                    (element.value for element in arg.value.elements) if isinstance(arg.value, (cst.Tuple, cst.List)) else [arg.value] * len(value.items),
+                    value.items,
+                ))
+        kind = module.kind or ""
+        if kind.endswith("Loss"):
+            facts = self.combine(operands, call, Rule.OTHER)
+            return replace(facts, layout=None, scalar=None)
+        if module.device.is_placed:
+            self.combine([(call.func, TensorFacts(device=module.device, scalar=False)), *operands], call, Rule.OTHER)
+        output = TensorFacts(device=module.device if module.device is not Device.DEFAULT else Device.UNKNOWN,
+                             scalar=False, requires_grad=not self._no_grad)
+        if operands and isinstance(operands[0][1], TensorFacts) and operands[0][1].rank is not None:
+            rank = operands[0][1].rank + (kind == "torch.nn.Embedding")
+            if kind in RANK_PRESERVING_LAYERS or kind == "torch.nn.Embedding":
+                output = replace(output, layout=Layout(rank, None, ()))
+        if kind in _RECURRENT:
+            hidden = Sequence((output, output)) if kind == "torch.nn.LSTM" else output
+            return Sequence((output, hidden))
+        if kind in _PAIR_OUTPUT:
+            return Sequence((output, output))
+        return output
+
+    def _qualified(self, call: cst.Call, qualified: str, args) -> Value:
+        if qualified in SIZE_FACTORIES or qualified in DATA_FACTORIES or qualified in LEGACY_CONSTRUCTORS:
+            return self._factory(call, qualified, args)
+        if qualified in LIKE_FACTORIES:
+            source = args[0][1] if args and isinstance(args[0][1], TensorFacts) else TensorFacts()
+            device = self._explicit_device(call)
+            if device is not None:
+                return TensorFacts(device=device, layout=source.layout, scalar=source.scalar)
+            return replace(source, requires_grad=requires_grad_true(call))
+        if qualified == "torch.from_numpy":
+            return self._on_default_device(call, TensorFacts(scalar=False))
+        if qualified in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            data = args[0][1] if args and isinstance(args[0][1], TensorFacts) else TensorFacts()
+            flag = keyword_arg(call, "requires_grad")
+            grad = flag is None or not (isinstance(flag.value, cst.Name) and flag.value.value == "False")
+            return replace(data, requires_grad=grad, maybe=False)
+        if qualified == "torch.device":
+            return DeviceValue(self.device_value(call))
+        if qualified in _LOADERS:
+            return Iterable(TensorFacts(scalar=False))
+        if qualified.startswith("math.") or qualified in ("builtins.len", "numpy.prod"):
+            return NUMBER
+        if is_torch_module_class(qualified) or (
+            qualified.startswith(_MODEL_FACTORIES) and qualified.rsplit(".", 1)[-1][:1].islower()
+        ):
+            return ModuleValue(self._explicit_device(call) or Device.DEFAULT, qualified)
+        for namespace in TENSOR_NAMESPACES:
+            if qualified.startswith(namespace):
+                rest = qualified[len(namespace):]
+                if "." in rest or not rest[:1].islower() or rest.startswith("_") or rest in NOT_TENSOR_FUNCTIONS and rest not in FUNCTION_OPS:
+                    continue
+                return self._function_op(call, rest, args)
+        return UNKNOWN
+
+    def _function_op(self, call: cst.Call, name: str, args) -> Value:
+        op = FUNCTION_OPS.get(name, Op(Rule.OTHER))
+        positional = [(arg.value, value) for arg, value in args if arg.keyword is None and not arg.star]
+        if op.rule in (Rule.CAT, Rule.STACK, Rule.MESHGRID) or (op.rule is Rule.EINSUM):
+            return self._list_op(call, op.rule, args)
+        if not positional:
+            return TensorFacts() if op.rule is not Rule.OTHER else self.combine(self._tensor_args(args), call, Rule.OTHER)
+        receiver_node, receiver = positional[0]
+        return self.apply(call, op, name, receiver_node, receiver, args[1:] if args and args[0][0].keyword is None else args)
+
+    def _tensor_args(self, args) -> list[tuple[cst.CSTNode, Value]]:
+        found = []
+        for arg, value in args:
+            if arg.star:
+                continue
+            if isinstance(value, Sequence) and isinstance(arg.value, (cst.Tuple, cst.List)):
+                found.extend((element.value, item) for element, item in zip(arg.value.elements, value.items))
+            elif isinstance(value, (Sequence, Iterable)):
+                found.append((arg.value, element_of(value)))  # `torch.stack(torch.meshgrid(...))`
+            else:
+                found.append((arg.value, value))
+        return found
+
+    def _list_op(self, call: cst.Call, rule: Rule, args) -> Value:
+        if rule is Rule.EINSUM:
+            equation = string_value(args[0][0].value) if args else None
+            operands = self._tensor_args(args[1:])
+            facts = self.combine(operands, call, Rule.OTHER)
+            if equation is not None and "->" in equation and "..." not in equation:
+                output = equation.split("->", 1)[1].strip()
+                return replace(facts, layout=Layout(len(output), None, ()), scalar=not output)
+            return replace(facts, layout=None, scalar=None)
+        operands = self._tensor_args(args[:1])
+        facts = self.combine(operands, call, Rule.OTHER, check=rule is not Rule.MESHGRID)
+        rank = facts.rank if operands and all(isinstance(value, TensorFacts) and value.rank == facts.rank for _, value in operands) else None
+        if rule is Rule.MESHGRID:
+            item = replace(facts, layout=None, scalar=False)
+            positional = [value for arg, value in args if arg.keyword is None]
+            count = len(operands) if len(positional) == 1 and isinstance(positional[0], Sequence) else len(positional)
+            return Sequence((item,) * count)
+        if rank is not None:
+            rank += rule is Rule.STACK
+        return replace(facts, layout=Layout(rank, None, ()) if rank is not None else None, scalar=False)
+
+    def _method(self, call: cst.Call, name: str, receiver_node, receiver: Value, args, env: Env) -> Value:
+        if self._self is not None and isinstance(receiver_node, cst.Name) and receiver_node.value == self._self:
+            if registration_of(call) is not None:
+                self.model.register(self.scope, call, args[1][1] if len(args) > 1 else UNKNOWN)
+                return UNKNOWN
+            self.model.note_self_call(self.scope, name, [value for arg, value in args if arg.keyword is None and not arg.star])
+            summary = self.model.method_summary(self.scope, name)
+            if summary is not None:
+                return self._from_summary(summary, call)
+            attribute = self.eval(call.func, env)
+            if isinstance(attribute, (ModuleValue, TensorFacts)):
+                return self._call_value(call, attribute, args)
+        if isinstance(receiver, ModuleValue):
+            return self._module_method(call, name, receiver, args)
+        op = METHOD_OPS.get(name)
+        if isinstance(receiver, TensorFacts):
+            if op is None:
+                if name in NOT_TENSOR_METHODS:
+                    return UNKNOWN
+                if name.endswith("_"):
+                    return receiver
+                return UNKNOWN
+            return self.apply(call, op, name, receiver_node, receiver, args)
+        if op is not None and op.rule in (Rule.REORDER, Rule.VIEW, Rule.RESHAPE, Rule.CONTIGUOUS, Rule.UNSQUEEZE, Rule.SQUEEZE, Rule.MOVE):
+            # Of unknown kind: only a tensor follows these; followed for its layout and device.
+            return self.apply(call, op, name, receiver_node, TensorFacts(maybe=True), args)
+        if isinstance(receiver, (Iterable, Sequence)) and name in ("values", "items"):
+            return UNKNOWN
+        return UNKNOWN
+
+    def _module_method(self, call: cst.Call, name: str, module: ModuleValue, args) -> Value:
+        if name in ("to", "cuda", "cpu"):
+            moved = self._move(call, name, TensorFacts(device=module.device), args)
+            return replace(module, device=moved.device if moved.device is not Device.UNKNOWN or name != "to" else module.device)
+        if name in _MODULE_FLUENT:
+            return module
+        if name in ("parameters", "buffers"):
+            return Iterable(TensorFacts(device=module.device, scalar=None, requires_grad=name == "parameters"))
+        if name in ("named_parameters", "named_buffers"):
+            return Iterable(Sequence((UNKNOWN, TensorFacts(device=module.device, requires_grad=name == "named_parameters"))))
+        if name == "forward":
+            return self._module_call(call, module, args)
+        return UNKNOWN
+
+    # The op table ------------------------------------------------------------------------
+
+    def apply(self, call: cst.Call, op: Op, name: str, receiver_node, receiver: Value, args) -> Value:
+        """Apply a table entry to a receiver (the first argument, in function form)."""
+        if not isinstance(receiver, TensorFacts):
+            if op.rule in (Rule.ELEMENTWISE, Rule.OTHER) and any(isinstance(value, TensorFacts) for _, value in args):
+                return self.combine([(receiver_node, receiver), *self._tensor_args(args)], call, op.rule, op.combines)
+            receiver = TensorFacts(maybe=True) if op.rule in (Rule.REORDER, Rule.VIEW, Rule.RESHAPE, Rule.UNSQUEEZE) else None
+            if receiver is None:
+                return TensorFacts() if op.rule in (Rule.ELEMENTWISE, Rule.REDUCE, Rule.MATMUL, Rule.OTHER) else UNKNOWN
+        if self._no_grad and receiver.requires_grad:
+            receiver = replace(receiver, requires_grad=False)
+        rule = op.rule
+        if rule is Rule.NUMBER:
+            return NUMBER
+        if rule is Rule.SHAPE:
+            if call.args:
+                return self._size_of(receiver, call)
+            return self._shape(receiver)
+        if rule is Rule.MOVE:
+            return self._move(call, name, receiver, args)
+        if rule is Rule.CONVERT:
+            if name == "type" and not call.args:
+                return UNKNOWN
+            return replace(receiver, dtype=op.dtype)
+        if rule is Rule.DETACH:
+            return replace(receiver, requires_grad=False)
+        if rule is Rule.KEEP:
+            return receiver
+        if rule is Rule.REQUIRES_GRAD:
+            flag = call.args[0].value if call.args else None
+            return replace(receiver, requires_grad=not (isinstance(flag, cst.Name) and flag.value == "False"))
+        if rule is Rule.SAME_DEVICE:
+            return TensorFacts(device=receiver.device, origin=receiver.origin, requires_grad=False)
+        if rule in (Rule.REORDER, Rule.VIEW, Rule.RESHAPE, Rule.CONTIGUOUS, Rule.UNSQUEEZE, Rule.SQUEEZE, Rule.FLATTEN, Rule.UNFLATTEN):
+            if name == "expand_as":
+                other = args[0][1] if args and isinstance(args[0][1], TensorFacts) else None
+                return replace(receiver, layout=self._expanded_as(receiver, other, args[0][0].value if args else None))
+            return replace(receiver, layout=self._reshaped(call, rule, name, receiver))
+        if rule is Rule.SPLIT:
+            return self._split(call, name, receiver)
+        operands = [(receiver_node, receiver), *self._tensor_args(
+            [(arg, value) for arg, value in args if arg.keyword is None or arg.keyword.value in _OPERAND_KEYWORDS]
+        )]
+        tensor_operands = sum(isinstance(value, TensorFacts) for _, value in operands)
+        if rule is Rule.REDUCE_TUPLE:
+            if tensor_operands > 1:
+                return self.combine(operands, call, Rule.ELEMENTWISE, op.combines)
+            return self._reduced(call, name, receiver)
+        if rule is Rule.REDUCE:
+            return self._reduced(call, name, receiver)
+        if rule is Rule.WHERE and not any(arg.keyword is None for arg, _ in args):
+            return UNKNOWN  # `torch.where(cond)`: a tuple of index tensors
+        facts = self.combine(operands, call, Rule.MATMUL if rule is Rule.MATMUL else Rule.ELEMENTWISE, op.combines)
+        if rule is Rule.OTHER:
+            return replace(facts, layout=None, scalar=None)
+        if rule is Rule.COMPARE:
+            return replace(facts, dtype="bool", requires_grad=False)
+        if rule is Rule.RECOMPUTE:
+            return replace(facts, layout=Layout(facts.rank, None, ()) if facts.rank is not None else Layout(None, None, ()))
+        return facts
+
+    def _expanded_as(self, receiver: TensorFacts, other: TensorFacts | None, other_node) -> Layout | None:
+        """`x.expand_as(y)`: broadcast to y's shape (sizes named after y where unknown)."""
+        if other is None or other.rank is None or other_node is None:
+            return None
+        shape = self._shape(other)
+        written = arg_code(self.ctx, other_node)
+        sizes = tuple(
+            item.code if isinstance(item, Number) and item.code else f"{written}.size({index})"
+            for index, item in enumerate(shape.items if isinstance(shape, Sequence) else [NUMBER] * other.rank)
+        )
+        return (receiver.layout or Layout(None, None, ())).then(("expand", sizes))
+
+    def _size_of(self, receiver: TensorFacts, call: cst.Call) -> Value:
+        shape = self._shape(receiver)
+        position = int_value(call.args[0].value)
+        if isinstance(shape, Sequence) and position is not None and -len(shape.items) <= position < len(shape.items):
+            return shape.items[position]
+        return NUMBER
+
+    def _reduced(self, call: cst.Call, name: str, receiver: TensorFacts) -> Value:
+        dims = [arg for arg in call.args if arg.keyword is None or arg.keyword.value in ("dim", "k")]
+        keepdim = keyword_arg(call, "keepdim")
+        keeps = keepdim is not None and isinstance(keepdim.value, cst.Name) and keepdim.value.value == "True"
+        if not dims:
+            return replace(receiver, layout=Layout(0, (), ()), scalar=True, origin=receiver.origin)
+        rank = receiver.rank
+        single_dim = len(dims) == 1 and int_value(dims[0].value) is not None
+        if keeps or name in ("topk", "sort", "cummax", "cummin"):
+            new_rank = rank
+        elif rank is not None and single_dim:
+            new_rank = rank - 1
+        else:
+            new_rank = None
+        facts = replace(
+            receiver, layout=Layout(new_rank, None, ()) if new_rank is not None else None,
+            scalar=None if new_rank is None else new_rank == 0,
+        )
+        if name in ("max", "min", "median", "nanmedian", "mode", "topk", "sort", "kthvalue", "cummax", "cummin"):
+            return Sequence((facts, replace(facts, dtype="int64", requires_grad=False)))
+        return facts
+
+    def _split(self, call: cst.Call, name: str, receiver: TensorFacts) -> Value:
+        item = replace(receiver, layout=Layout(receiver.rank - (name == "unbind"), None, ()) if receiver.rank else None, scalar=None)
+        count = int_value(call.args[0].value) if call.args and name == "chunk" else None
+        if name == "split" and call.args and isinstance(call.args[0].value, (cst.List, cst.Tuple)):
+            count = len(call.args[0].value.elements)
+        return Sequence((item,) * count) if count is not None and 0 < count <= 16 else Iterable(item)
+
+    def _reshaped(self, call: cst.Call, rule: Rule, name: str, receiver: TensorFacts) -> Layout | None:
+        layout = receiver.layout
+        source = layout if layout is not None else Layout(None, None, ())
+        if rule in (Rule.VIEW, Rule.RESHAPE):
+            args = shape_args(call)
+            if rule is Rule.RESHAPE and self.ctx.callee(call) is not None:
+                args = args[1:] if args else args
+            if args is None or not args or (len(args) == 1 and int_value(args[0]) is None):
+                return Layout(None, None, ())
+            if layout is None or not layout.reordered:
+                for arg in args:
+                    if isinstance(arg, cst.BinaryOperation):
+                        self.single_dims.add(arg_code(self.ctx, arg))
+            return Layout(len(args), tuple(arg_code(self.ctx, arg) for arg in args), ())
+        if rule is Rule.CONTIGUOUS:
+            if layout is not None:
+                shapes = layout.candidates()
+                if len(shapes) == 1:
+                    return Layout(len(shapes[0]), tuple(dim[2] for dim in shapes[0]), ())
+            return Layout(None, None, ())
+        if rule is Rule.SQUEEZE:
+            return Layout(None, None, (), unit_sizes_likely=True)
+        if rule in (Rule.FLATTEN, Rule.UNFLATTEN):
+            return None
+        ints = [int_value(arg.value) for arg in positional_args(call)]
+        if self.ctx.callee(call) is not None:
+            ints = ints[1:]
+        if rule is Rule.UNSQUEEZE:
+            return source.then(("unsqueeze", ints[0])) if len(ints) == 1 and ints[0] is not None else None
+        if name == "permute":
+            arguments = positional_args(call)[1:] if self.ctx.callee(call) is not None else positional_args(call)
+            if len(arguments) == 1 and isinstance(arguments[0].value, (cst.Tuple, cst.List)):
+                ints = [int_value(element.value) for element in arguments[0].value.elements]
+            return source.then(("permute", tuple(ints))) if ints and None not in ints else None
+        if name in ("transpose", "swapaxes", "swapdims", "movedim", "moveaxis"):
+            if len(ints) != 2 or None in ints:
+                return None
+            return source.then(("movedim" if name in ("movedim", "moveaxis") else "transpose", ints[0], ints[1]))
+        if name == "t":
+            return _as_matrix(source).then(("t",)) if not ints else None
+        args = shape_args(call)
+        if args is None or (len(args) == 1 and int_value(args[0]) is None):
+            return None
+        return source.then(("expand", tuple(arg_code(self.ctx, arg) for arg in args)))
+
+    # Factories and devices ---------------------------------------------------------------
+
+    def _factory(self, call: cst.Call, qualified: str, args) -> Value:
+        device = self._explicit_device(call)
+        positional = [value for arg, value in args if arg.keyword is None and not arg.star]
+        sizes = [arg.value for arg in positional_args(call)]
+        scalar: bool | None = False
+        layout: Layout | None = None
+        if qualified in DATA_FACTORIES:
+            data = positional[0] if positional else None
+            if qualified == "torch.scalar_tensor" or isinstance(data, Number):
+                scalar, layout = True, Layout(0, (), ())
+            elif isinstance(data, TensorFacts) and device is None:
+                return replace(data, requires_grad=requires_grad_true(call), maybe=False)
+            elif isinstance(data, (Sequence, Iterable)) and sizes and isinstance(sizes[0], (cst.List, cst.Tuple, cst.ListComp)):
+                scalar = False
+            elif isinstance(data, TensorFacts):
+                return replace(data, device=device, origin=call if device is Device.CPU else None, maybe=False)
+            else:
+                scalar = None  # a list, an array or a number held in a variable
+        elif qualified in SIZE_FACTORIES:
+            if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+                sizes = [element.value for element in sizes[0].elements]
+                scalar = False if sizes else True
+            if qualified in ("torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn", "torch.full"):
+                dims = sizes[:-1] if qualified == "torch.full" else sizes
+                if dims and all(isinstance(value, (cst.Integer, cst.Name, cst.Attribute, cst.BinaryOperation, cst.Subscript, cst.Call)) for value in dims):
+                    layout = Layout(len(dims), tuple(arg_code(self.ctx, value) for value in dims), ())
+                elif not dims:
+                    layout, scalar = Layout(0, (), ()), True
+            elif qualified in ("torch.arange", "torch.linspace", "torch.logspace", "torch.randperm", "torch.range"):
+                layout = Layout(1, None, ())
+            elif qualified == "torch.eye":
+                layout = Layout(2, None, ())
+        elif qualified in LEGACY_CONSTRUCTORS and not sizes:
+            scalar = None
+        facts = TensorFacts(layout=layout, scalar=scalar, dtype=self._dtype_kwarg(call), requires_grad=requires_grad_true(call))
+        if device is not None:
+            return replace(facts, device=device, origin=call if device is Device.CPU else None)
+        return self._on_default_device(call, facts)
+
+    def _on_default_device(self, call: cst.Call, facts: TensorFacts) -> TensorFacts:
+        if self.model.default_device_changed or self._device_context:
+            return facts
+        return replace(facts, device=Device.DEFAULT, origin=call)
+
+    def _dtype_kwarg(self, call: cst.Call) -> str | None:
+        arg = keyword_arg(call, "dtype")
+        return self.ctx.qualified_name(arg.value) if arg is not None else None
+
+    def _explicit_device(self, call: cst.Call) -> Device | None:
+        arg = keyword_arg(call, "device")
+        if arg is None:
+            return Device.UNKNOWN if any(a.star == "**" for a in call.args) else None
+        return self._device_of(arg.value)
+
+    def _device_of(self, expr: cst.BaseExpression) -> Device:
+        value = self.model.memo.get(id(expr))
+        if isinstance(value, DeviceValue):
+            return value.device
+        found = self.device_value(expr, value)
+        return Device.UNKNOWN if found is None else found
+
+    def device_value(self, expr: cst.BaseExpression, value: Value | None = None) -> Device | None:
+        """Where a device argument points (`"cuda"`, `torch.device("cpu")`, `device`, `x.device`)."""
+        if isinstance(value, DeviceValue):
+            return value.device
+        text = string_value(expr)
+        if text is not None:
+            return device_string_kind(text)
+        if isinstance(expr, cst.Integer):
+            return Device.ACCELERATOR
+        if isinstance(expr, cst.Name) and expr.value == "None":
+            return Device.DEFAULT
+        if isinstance(expr, cst.Call) and self.ctx.callee(expr) == "torch.device":
+            positional = positional_args(expr)
+            kind = keyword_arg(expr, "type")
+            first = kind.value if kind is not None else (positional[0].value if positional else None)
+            found = self.device_value(first, self.model.memo.get(id(first))) if first is not None else None
+            return found if found is not None else Device.TARGET
+        if isinstance(expr, cst.IfExp):
+            if self.device_value(expr.body) is not None or self.device_value(expr.orelse) is not None:
+                return Device.ACCELERATOR
+            return None
+        name = expr.value if isinstance(expr, cst.Name) else (expr.attr.value if isinstance(expr, cst.Attribute) else None)
+        if name is not None:
+            lowered = name.lower()
+            if "device" in lowered or lowered in ("dev", "rank", "local_rank", "gpu", "gpu_id"):
+                return Device.TARGET
+        return None
+
+    def _is_dtype(self, expr: cst.BaseExpression, value: Value) -> bool:
+        if isinstance(value, DtypeValue):
+            return True
+        name = expr.value if isinstance(expr, cst.Name) else (expr.attr.value if isinstance(expr, cst.Attribute) else None)
+        return name is not None and "dtype" in name.lower()
+
+    def _move(self, call: cst.Call, name: str, receiver: TensorFacts, args) -> TensorFacts:
+        if name == "cuda" or name in ("xpu", "mps"):
+            return receiver.moved(Device.ACCELERATOR)
+        if name == "cpu":
+            return receiver.moved(Device.CPU, origin=call)
+        target: Device | None = None
+        unknown = False
+        for arg, value in args:
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            if arg.star or keyword not in (None, "device", "other", "dtype", "non_blocking", "copy", "memory_format"):
+                unknown = True
+                continue
+            if keyword in ("dtype", "non_blocking", "copy", "memory_format"):
+                continue
+            if isinstance(value, TensorFacts):
+                target = value.device
+                continue
+            if keyword is None and self._is_dtype(arg.value, value):
+                continue
+            found = self.device_value(arg.value, value)
+            if found is None or found is Device.DEFAULT:
+                unknown = True
+                continue
+            target = found
+        if target is not None:
+            return receiver.moved(target, origin=call if target is Device.CPU else None)
+        if unknown:
+            return receiver.moved(Device.UNKNOWN)
+        return receiver
+
+
+def _as_matrix(layout: Layout) -> Layout:
+    """`.t()` and `.T` are written for matrices (on a vector they do nothing): a base of unknown
+    rank that they reorder is taken as 2-D."""
+    if layout.base_rank is None and not layout.ops:
+        return Layout(2, None, (), layout.unit_sizes_likely)
+    return layout
+
+
+def _expression_children(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The expressions directly inside a node the interpreter has no rule for (f-strings, dicts...)."""
+    found = []
+    pending = list(child_nodes(node))
+    while pending:
+        child = pending.pop(0)
+        if isinstance(child, cst.BaseExpression):
+            found.append(child)
+        elif not isinstance(child, (cst.BaseSuite, cst.BaseStatement)):
+            pending.extend(child_nodes(child))
+    return found

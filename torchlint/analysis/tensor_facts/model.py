@@ -1,0 +1,469 @@
+"""What is known about the tensors of one file, asked by rules as `ctx.tensors`.
+
+    facts = ctx.tensors.facts(expr)      # TensorFacts (device, layout, dtype, requires-grad...),
+                                         # or another domain value (Number, ModuleValue...), or UNKNOWN
+    ctx.tensors.is_tensor(expr)          # known to be a tensor (not merely "moved like one")
+    ctx.tensors.conflicts(call)          # where the tensor `call` creates meets a tensor on another device
+    ctx.tensors.single_dims(expr)        # products its function passes to view/reshape as one dim
+
+The first question about a node interprets its enclosing function (or the module's top level)
+once, with `Interpreter`; every expression of it is then memoized. Functions and methods of the
+same file are summarized by what they return when called; a Module class's attributes are read
+from its `__init__` (a registered buffer, parameter or submodule lives on the module's device; a
+plain tensor attribute stays where it was created).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchlint.analysis.dataflow import assigned_names
+from torchlint.analysis.names import nested_statement_lists, suite_statements
+from torchlint.analysis.tensor_facts.domain import (
+    NUMBER, UNKNOWN, Device, ModuleValue, Number, TensorFacts, Value, join,
+)
+from torchlint.analysis.tensor_facts.interpreter import Env, Interpreter
+from torchlint.analysis.module_attributes import registration_of
+from torchlint.walker import child_nodes
+
+if TYPE_CHECKING:
+    from torchlint.context import FileContext
+
+_TENSOR_ANNOTATIONS = frozenset(
+    {"torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.BoolTensor", "torch.nn.Parameter",
+     "torch.nn.parameter.Parameter"}
+)
+_NUMBER_ANNOTATIONS = frozenset({"int", "float", "bool"})
+# Attributes and methods only a tensor has (not a module, list or dict): a parameter used with
+# them holds a tensor.
+_TENSOR_EVIDENCE = frozenset(
+    {"shape", "view", "permute", "unsqueeze", "squeeze", "transpose", "masked_fill", "masked_fill_",
+     "contiguous", "numel", "dim", "size", "detach", "item", "softmax", "log_softmax", "reshape",
+     "flatten", "expand", "matmul", "bmm", "argmax", "new_zeros", "new_ones", "new_full", "chunk", "ndim"}
+)
+_MOVING_METHODS = frozenset({"_apply", "to", "cuda", "state_dict", "_load_from_state_dict"})
+_NO_GRAD_DECORATORS = frozenset({"torch.no_grad", "torch.inference_mode"})
+
+
+@dataclass
+class Scope:
+    node: cst.FunctionDef | cst.Module
+    statements: list
+    classdef: cst.ClassDef | None = None
+    parent: "Scope | None" = None
+    self_name: str | None = None
+    no_grad: int = 0
+    in_module_class: bool = False
+    final_env: Env | None = None
+    returns: Value | None = None
+    single_dims: set[str] = field(default_factory=set)
+    running: bool = False
+
+
+@dataclass
+class _ClassFacts:
+    attributes: dict[str, Value]
+
+
+class TensorModel:
+    def __init__(self, ctx: "FileContext") -> None:
+        self.ctx = ctx
+        self.memo: dict[int, Value] = {}
+        # id(origin call) -> [(operand node, its device)] it was combined with.
+        self._conflicts: dict[int, list[tuple[cst.CSTNode, Device]]] = {}
+        self._scopes: dict[int, Scope] = {}
+        self._classes: dict[int, _ClassFacts | None] = {}
+        # Per Module class: attributes registered by name (buffers) and assigned `nn.Parameter`s.
+        self._registered: dict[int, dict[str, Value]] = {}
+        self._parameters: dict[int, set[str]] = {}
+        # (id(classdef), method name) -> positional argument values of each `self.<method>(...)`.
+        self._self_calls: dict[tuple[int, str], list[list[Value]]] = {}
+        self._top_functions: dict[str, cst.FunctionDef] | None = None
+        self._methods: dict[int, cst.ClassDef] = {}
+        self._module_names: set[str] | None = None
+        source = ctx.source
+        # Code that changes the default device makes "created without device=" meaningless.
+        self.default_device_changed = "set_default_device" in source or "set_default_tensor_type" in source
+
+    # Questions ---------------------------------------------------------------------------
+
+    def facts(self, expr: cst.CSTNode) -> Value:
+        """What is known about `expr`, a node inside the function the walk is in."""
+        found = self.memo.get(id(expr))
+        if found is not None:
+            return found
+        self._interpret(self._current_scope())
+        return self.memo.get(id(expr), UNKNOWN)
+
+    def is_tensor(self, expr: cst.CSTNode) -> bool:
+        value = self.facts(expr)
+        return isinstance(value, TensorFacts) and not value.maybe
+
+    def conflicts(self, origin: cst.Call) -> list[tuple[cst.CSTNode, Device]]:
+        """The operands (and their devices) that the tensor `origin` creates is combined with."""
+        scope = self._current_scope()
+        self._interpret(scope)
+        facts = self.memo.get(id(origin))
+        if scope.classdef is not None and scope.in_module_class and isinstance(facts, TensorFacts):
+            attributes = self._class_facts(scope.classdef)
+            if attributes is not None and any(
+                isinstance(value, TensorFacts) and value.origin is origin for value in attributes.attributes.values()
+            ):
+                for method in self._class_methods(scope.classdef):
+                    self._interpret(self._scope_of(method, scope.classdef, None))
+        return self._conflicts.get(id(origin), [])
+
+    def is_same_file_callable(self, call: cst.Call) -> bool:
+        """`helper(...)` of a top-level function, or `self.helper(...)` of the enclosing class's method."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            return func.value in self._functions()
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            classdef = self.ctx.enclosing_class()
+            return classdef is not None and any(
+                method.name.value == func.attr.value for method in self._class_methods(classdef)
+            ) and func.value.value == (self._current_scope().self_name or "")
+        return False
+
+    def single_dims(self) -> set[str]:
+        scope = self._current_scope()
+        self._interpret(scope)
+        return scope.single_dims
+
+    # Called by the interpreter -----------------------------------------------------------
+
+    def check_devices(self, operands: list[tuple[cst.CSTNode, TensorFacts]]) -> None:
+        placed = [(node, facts) for node, facts in operands if facts.device.is_placed]
+        if not placed:
+            return
+        for node, facts in operands:
+            if facts.origin is None or facts.device not in (Device.DEFAULT, Device.CPU):
+                continue
+            if facts.scalar is not False:
+                continue  # a 0-dim CPU tensor combines with a tensor on any device
+            partner, partner_facts = placed[0]
+            found = self._conflicts.setdefault(id(facts.origin), [])
+            if all(existing is not partner for existing, _ in found):
+                found.append((partner, partner_facts.device))
+
+    def note_self_call(self, scope: Scope, method: str, arguments: list[Value]) -> None:
+        """`self.<method>(...)` in `forward()`: its arguments seed the method's parameters (calls
+        from `__init__` run while the module is still on the CPU)."""
+        if scope.in_module_class and isinstance(scope.node, cst.FunctionDef) and scope.node.name.value == "forward":
+            calls = self._self_calls.setdefault((id(scope.classdef), method), [])
+            calls.append(arguments)
+
+    def outer_value(self, scope: Scope, name: str) -> Value:
+        """A name the scope does not bind: from the enclosing function, else the module's top level."""
+        parent = scope.parent
+        if parent is not None:
+            self._interpret(parent)
+            if parent.final_env is not None and name in parent.final_env:
+                return parent.final_env[name]
+        if isinstance(scope.node, cst.Module) or name not in self._module_level_names():
+            return UNKNOWN
+        module_scope = self._module_scope()
+        self._interpret(module_scope)
+        if module_scope.final_env is None:
+            return UNKNOWN
+        return module_scope.final_env.get(name, UNKNOWN)
+
+    def outer_binds(self, scope: Scope, name: str) -> bool:
+        parent = scope.parent
+        if parent is not None and parent.final_env is not None and name in parent.final_env:
+            return True
+        return not isinstance(scope.node, cst.Module) and name in self._module_level_names() and name not in self._functions()
+
+    def is_module_class(self, name: str) -> bool:
+        return self.ctx.module_classes.is_module_name(name)
+
+    def function_summary(self, name: str) -> Value | None:
+        function = self._functions().get(name)
+        if function is None:
+            return None
+        return self._summary(self._scope_of(function, None, None))
+
+    def method_summary(self, scope: Scope, name: str) -> Value | None:
+        classdef = scope.classdef
+        if classdef is None:
+            return None
+        for method in self._class_methods(classdef):
+            if method.name.value == name:
+                return self._summary(self._scope_of(method, classdef, None))
+        return None
+
+    def register(self, scope: Scope, call: cst.Call, value: Value) -> None:
+        """`self.register_buffer("x", t)` in a Module's method: `self.x` moves with the module."""
+        if scope.classdef is None:
+            return
+        found = registration_of(call)
+        registered = self._registered.setdefault(id(scope.classdef), {})
+        if found is None or found[1] is None:
+            registered["*"] = UNKNOWN
+        else:
+            registered[found[1]] = value
+
+    def class_attribute(self, scope: Scope, name: str) -> Value:
+        """`self.<name>` in a method, when the method has not assigned it itself."""
+        if scope.classdef is None or (isinstance(scope.node, cst.FunctionDef) and scope.node.name.value == "__init__"):
+            return UNKNOWN
+        facts = self._class_facts(scope.classdef)
+        if facts is None:
+            return UNKNOWN
+        return facts.attributes.get(name, UNKNOWN)
+
+    # Scopes ------------------------------------------------------------------------------
+
+    def _current_scope(self) -> Scope:
+        ancestors = self.ctx.ancestors
+        for index in range(len(ancestors) - 1, -1, -1):
+            node = ancestors[index]
+            if isinstance(node, cst.FunctionDef):
+                holder = ancestors[index - 2] if index >= 2 else None
+                classdef = holder if isinstance(holder, cst.ClassDef) else None
+                parent = None
+                for outer in range(index - 1, -1, -1):
+                    if isinstance(ancestors[outer], cst.FunctionDef):
+                        parent_holder = ancestors[outer - 2] if outer >= 2 else None
+                        parent = self._scope_of(
+                            ancestors[outer], parent_holder if isinstance(parent_holder, cst.ClassDef) else None, None
+                        )
+                        break
+                return self._scope_of(node, classdef, parent)
+        return self._module_scope()
+
+    def _module_scope(self) -> Scope:
+        module = self.ctx.module
+        scope = self._scopes.get(id(module))
+        if scope is None:
+            scope = self._scopes[id(module)] = Scope(module, list(module.body))
+        return scope
+
+    def _scope_of(self, function: cst.FunctionDef, classdef: cst.ClassDef | None, parent: Scope | None) -> Scope:
+        scope = self._scopes.get(id(function))
+        if scope is not None:
+            return scope
+        in_module_class = classdef is not None and self.ctx.module_classes.is_module(classdef)
+        static = any(
+            isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod", "classmethod")
+            for d in function.decorators
+        )
+        params = [*function.params.posonly_params, *function.params.params]
+        self_name = params[0].name.value if classdef is not None and params and not static else None
+        scope = Scope(
+            function, suite_statements(function.body), classdef, parent, self_name,
+            no_grad=int(any(self._is_no_grad(d.decorator) for d in function.decorators)),
+            in_module_class=in_module_class,
+        )
+        self._scopes[id(function)] = scope
+        return scope
+
+    def _is_no_grad(self, decorator: cst.BaseExpression) -> bool:
+        target = decorator.func if isinstance(decorator, cst.Call) else decorator
+        return self.ctx.qualified_name(target) in _NO_GRAD_DECORATORS
+
+    def _interpret(self, scope: Scope) -> None:
+        if scope.final_env is not None or scope.running:
+            return
+        # Seeding a Module helper interprets `forward()` first, which may interpret this scope.
+        seed = self._seed(scope)
+        if scope.final_env is not None:
+            return
+        scope.running = True
+        interpreter = Interpreter(self, scope)
+        try:
+            end = interpreter.run(seed)
+        finally:
+            scope.running = False
+        scope.final_env = end if end is not None else {}
+        scope.returns = interpreter.returns
+        scope.single_dims = interpreter.single_dims
+
+    def _summary(self, scope: Scope) -> Value:
+        if scope.running:
+            return UNKNOWN
+        self._interpret(scope)
+        return scope.returns if scope.returns is not None else UNKNOWN
+
+    def _seed(self, scope: Scope) -> Env:
+        function = scope.node
+        if not isinstance(function, cst.FunctionDef):
+            return {}
+        params = function.params
+        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        env: Env = {}
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                env[star.name.value] = UNKNOWN
+        name = function.name.value
+        on_module = scope.in_module_class and name != "__init__"
+        evidence = None
+        # A `forward()` takes its first input as a tensor (or a batch of them), whatever it does with it.
+        first_input = next((p.name.value for p in every if p.name.value != scope.self_name), None) if (
+            on_module and name == "forward") else None
+        from_calls = self._call_site_arguments(scope) if on_module and name != "forward" else {}
+        for param in every:
+            param_name = param.name.value
+            if param_name in from_calls:
+                env[param_name] = from_calls[param_name]
+                continue
+            if param_name == scope.self_name:
+                env[param_name] = ModuleValue(Device.MODULE, scope.classdef.name.value) if scope.in_module_class else UNKNOWN
+                continue
+            annotation = self.ctx.qualified_name(param.annotation.annotation) if param.annotation is not None else None
+            written = param.annotation.annotation if param.annotation is not None else None
+            # Other methods get the module's device through their calls from `forward()` only: one
+            # called from `__init__` sees CPU tensors.
+            device = Device.MODULE if on_module and name == "forward" else Device.UNKNOWN
+            if annotation in _TENSOR_ANNOTATIONS:
+                env[param_name] = TensorFacts(device=device)
+            elif isinstance(written, cst.Name) and written.value in _NUMBER_ANNOTATIONS:
+                env[param_name] = NUMBER
+            elif written is None and (param.default is None or _is_none(param.default)):
+                if evidence is None:
+                    evidence = _tensor_evidence(function)
+                used_as_tensor = param_name in evidence or (param_name == first_input and param.default is None)
+                env[param_name] = TensorFacts(device=device) if used_as_tensor else UNKNOWN
+            elif isinstance(param.default, (cst.Integer, cst.Float)):
+                env[param_name] = NUMBER
+            else:
+                env[param_name] = UNKNOWN
+        return env
+
+    def _call_site_arguments(self, scope: Scope) -> dict[str, Value]:
+        """Parameter values of a Module helper method, joined over its calls from `forward()`."""
+        forward = next((m for m in self._class_methods(scope.classdef) if m.name.value == "forward"), None)
+        if forward is None or forward is scope.node:
+            return {}
+        self._interpret(self._scope_of(forward, scope.classdef, None))
+        calls = self._self_calls.get((id(scope.classdef), scope.node.name.value))
+        if not calls:
+            return {}
+        params = [p.name.value for p in (*scope.node.params.posonly_params, *scope.node.params.params)][1:]
+        found: dict[str, Value] = {}
+        for arguments in calls:
+            for param, value in zip(params, arguments):
+                found[param] = join(found[param], value) if param in found else value
+        return {param: value for param, value in found.items() if isinstance(value, TensorFacts)}
+
+    # The file's functions and classes ----------------------------------------------------
+
+    def _functions(self) -> dict[str, cst.FunctionDef]:
+        if self._top_functions is None:
+            found: dict[str, cst.FunctionDef] = {}
+            for statement in self.ctx.module.body:
+                if isinstance(statement, cst.FunctionDef):
+                    found[statement.name.value] = statement
+            self._top_functions = found
+        return self._top_functions
+
+    def _module_level_names(self) -> set[str]:
+        """Names the module's top level assigns (functions read them as globals)."""
+        if self._module_names is None:
+            self._module_names = assigned_names(self.ctx.module.body)
+        return self._module_names
+
+    @staticmethod
+    def _class_methods(classdef: cst.ClassDef) -> list[cst.FunctionDef]:
+        return [statement for statement in classdef.body.body if isinstance(statement, cst.FunctionDef)]
+
+    def _class_facts(self, classdef: cst.ClassDef) -> _ClassFacts | None:
+        key = id(classdef)
+        if key in self._classes:
+            return self._classes[key]
+        self._classes[key] = None
+        methods = self._class_methods(classdef)
+        if any(method.name.value in _MOVING_METHODS for method in methods):
+            return None
+        init = next((method for method in methods if method.name.value == "__init__"), None)
+        if init is None:
+            return None
+        scope = self._scope_of(init, classdef, None)
+        self._interpret(scope)
+        registered = self._registered.get(key, {})
+        if "*" in registered:
+            return None
+        assigned_elsewhere = _self_assignments([m for m in methods if m is not init])
+        prefix = f"{scope.self_name}."
+        attributes: dict[str, Value] = {}
+        for name, value in (scope.final_env or {}).items():
+            if not name.startswith(prefix):
+                continue
+            attribute = name[len(prefix):]
+            if attribute in registered or attribute in assigned_elsewhere:
+                continue
+            if not self.ctx.module_classes.is_module(classdef):
+                attributes[attribute] = value  # a plain class's attributes stay where they were made
+                continue
+            attributes[attribute] = self._as_attribute(value, attribute in self._parameters.get(key, set()))
+        for attribute, value in registered.items():
+            attributes[attribute] = (
+                TensorFacts(device=Device.MODULE, layout=value.layout, scalar=value.scalar, dtype=value.dtype)
+                if isinstance(value, TensorFacts) else TensorFacts(device=Device.MODULE)
+            )
+        found = _ClassFacts(attributes)
+        self._classes[key] = found
+        return found
+
+    def note_parameter(self, scope: Scope, attribute: str) -> None:
+        """`self.<attribute> = nn.Parameter(...)`: registered, lives on the module's device."""
+        if scope.classdef is not None:
+            self._parameters.setdefault(id(scope.classdef), set()).add(attribute)
+
+    @staticmethod
+    def _as_attribute(value: Value, parameter: bool) -> Value:
+        if isinstance(value, ModuleValue):
+            return ModuleValue(Device.MODULE, value.kind)
+        if isinstance(value, TensorFacts):
+            if parameter:
+                return TensorFacts(device=Device.MODULE, layout=value.layout, scalar=value.scalar, requires_grad=True)
+            return value
+        if isinstance(value, Number):
+            return NUMBER
+        return UNKNOWN
+
+
+def _is_none(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def _tensor_evidence(function: cst.FunctionDef) -> set[str]:
+    """Parameter names used with attributes or methods that only tensors have."""
+    found: set[str] = set()
+    pending: list[cst.CSTNode] = [function.body]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.attr.value in _TENSOR_EVIDENCE:
+            found.add(node.value.value)
+        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+            for side in (node.left, node.right):
+                if isinstance(side, cst.Name):
+                    found.add(side.value)
+        pending.extend(child_nodes(node))
+    return found
+
+
+def _self_assignments(methods: list[cst.FunctionDef]) -> set[str]:
+    """Attribute names a method assigns as `self.<name> = ...` (statements only, not expressions)."""
+    found: set[str] = set()
+
+    def scan(statements) -> None:
+        for statement in statements:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else (
+                        [small.target] if isinstance(small, (cst.AugAssign, cst.AnnAssign)) else []
+                    )
+                    for target in targets:
+                        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+                            found.add(target.attr.value)
+            else:
+                for nested in nested_statement_lists(statement):
+                    scan(nested)
+
+    for method in methods:
+        scan(suite_statements(method.body))
+    return found

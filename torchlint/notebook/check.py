@@ -1,0 +1,50 @@
+"""Checking a notebook: its code cells as one Python text, without the cells that do not parse."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import libcst as cst
+
+from torchlint.config import Settings
+from torchlint.diagnostics import Diagnostic
+from torchlint.engine import check_source, parse_module
+from torchlint.notebook import CodeCell, python_view, read_notebook
+from torchlint.notebook.ipython import mask_cell
+
+
+def parses(text: str, filename: str) -> cst.Module | None:
+    """The tree of `text`, or None where the engine's parser would report TL901/TL902."""
+    parsed = parse_module(text, filename)
+    return None if isinstance(parsed, Diagnostic) else parsed
+
+
+def broken_cells(cells: tuple[CodeCell, ...], filename: str) -> dict[int, Diagnostic]:
+    """The TL901 (or TL902) of each cell that does not parse on its own, by cell number (rows in
+    the cell)."""
+    found = {}
+    for cell in cells:
+        parsed = parse_module(mask_cell(cell.source).python, filename)
+        if isinstance(parsed, Diagnostic):
+            found[cell.number] = replace(parsed, cell=cell.number)
+    return found
+
+
+def notebook_view(cells: tuple[CodeCell, ...], filename: str):
+    """The Python view of the cells without the cells that do not parse, its libcst tree (None
+    when it still does not parse) and the TL901 of each cell left out."""
+    view = python_view(cells)
+    module = parses(view.text, filename)
+    if module is not None:
+        return view, module, {}
+    broken = broken_cells(cells, filename)
+    view = python_view(cells, broken=frozenset(broken))
+    return view, parses(view.text, filename) if broken else None, broken
+
+
+def check_notebook(raw: str, filename: str, settings: Settings) -> list[Diagnostic]:
+    """Every finding in a notebook's code cells, located by cell and row within the cell."""
+    notebook = read_notebook(raw)
+    view, module, broken = notebook_view(notebook.cells, filename)
+    diagnostics = [view.locate(d) for d in check_source(view.text, filename, settings, module)]
+    return sorted(diagnostics + list(broken.values()), key=Diagnostic.sort_key)
