@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.analysis.dataflow import assigned_names
+from torchlint.analysis.layouts import Layout
 from torchlint.analysis.names import nested_statement_lists, suite_statements
+from torchlint.analysis.shape_annotations import annotated_shape
 from torchlint.analysis.tensor_facts.domain import (
     NUMBER, UNKNOWN, Device, ModuleValue, Number, TensorFacts, Value, join,
 )
@@ -315,7 +317,10 @@ class TensorModel:
             annotation = self.ctx.qualified_name(param.annotation.annotation) if param.annotation is not None else None
             written = param.annotation.annotation if param.annotation is not None else None
             device = Device.MODULE if on_module else Device.UNKNOWN
-            if annotation in _TENSOR_ANNOTATIONS:
+            sizes = annotated_shape(self.ctx, written)
+            if sizes is not None:
+                env[param_name] = TensorFacts(device=device, layout=Layout(len(sizes), sizes, ()))
+            elif annotation in _TENSOR_ANNOTATIONS:
                 env[param_name] = TensorFacts(device=device)
             elif isinstance(written, cst.Name) and written.value in _NUMBER_ANNOTATIONS:
                 env[param_name] = NUMBER
