@@ -278,3 +278,21 @@ def test_a_plain_class_keeps_its_attributes_where_they_were_made() -> None:
             probe(self.policy)
     """
     assert only(source) == ModuleValue(Device.DEFAULT, "torch.nn.Linear")
+
+
+def test_match_cases_and_f_strings_are_interpreted() -> None:
+    source = """
+    import torch
+    def f(x, command):
+        x = x.cuda()
+        match command:
+            case "grow":
+                y = torch.zeros(3)
+            case _:
+                y = torch.ones(3)
+        probe(y)
+        print(f"{probe(x + 1)}")
+    """
+    after_match, in_f_string = probed(source)
+    assert after_match.device is Device.DEFAULT and after_match.origin is None
+    assert in_f_string.device is Device.ACCELERATOR

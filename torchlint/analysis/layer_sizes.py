@@ -222,10 +222,19 @@ class LayerChains:
         forward = methods.get("forward")
         if forward is None or "__init__" not in methods:
             return []
-        layers = self._init_layers(classdef, methods["__init__"])
+        init = methods["__init__"]
+        if sum(self._sized(value) for value in _direct_values(init, _self_name(init))) < 2:
+            return []  # fewer than two layers with literal sizes: nothing can mismatch
+        layers = self._init_layers(classdef, init)
         if not layers:
             return []
         return _ForwardFlow(self, layers, _self_name(forward)).run(forward)
+
+    def _sized(self, value: cst.BaseExpression) -> bool:
+        if not isinstance(value, cst.Call):
+            return False
+        layer = self.layer(value)
+        return layer is not None and (layer.expects is not None or layer.gives is not None)
 
     def _init_layers(self, classdef: cst.ClassDef, init: cst.FunctionDef) -> dict[str, cst.Call]:
         """`self.<attr>` assigned exactly once in the class, in `__init__`, to a layer call."""

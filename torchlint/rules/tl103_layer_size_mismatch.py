@@ -68,7 +68,9 @@ class LayerSizeMismatch(Rule):
         self._reported: set[int] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
-        if nn_class_name(self.ctx.callee(node)) == "Sequential":
+        func = node.func
+        written = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if written == "Sequential" and nn_class_name(self.ctx.callee(node)) == "Sequential":
             for mismatch in self._chains.sequential(node):
                 self._report(mismatch)
 

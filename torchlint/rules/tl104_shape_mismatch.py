@@ -62,7 +62,28 @@ class ShapeMismatch(Rule):
     summary = "An op whose operand sizes, known from the code, cannot work: a shape RuntimeError"
     severity = Severity.ERROR
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # Per enclosing function: whether a literal size (`torch.randn(4, 3)`, `.view(2, -1)`, a
+        # shape annotation with a digit) came before. Sizes can only disagree as literals, so
+        # without one the tensor-facts model is not asked (it interprets the whole function).
+        self._literal_sizes = [False]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        params = node.params
+        annotated = any(
+            sizes is not None and any(size is not None and size.isdigit() for size in sizes)
+            for sizes in (annotated_shape(self.ctx, p.annotation.annotation) for p in (*params.params, *params.kwonly_params)
+                          if p.annotation is not None)
+        )
+        self._literal_sizes.append(self._literal_sizes[-1] or annotated)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._literal_sizes.pop()
+
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not self._literal_sizes[-1]:
+            return
         if isinstance(node.operator, cst.MatrixMultiply):
             self._matmul(node, node.left, node.right)
         elif isinstance(node.operator, BROADCASTING_OPERATORS):
@@ -90,6 +111,10 @@ class ShapeMismatch(Rule):
         )
 
     def visit_Call(self, node: cst.Call) -> None:
+        if _has_literal_size(node):
+            self._literal_sizes[-1] = True
+        if not self._literal_sizes[-1]:
+            return
         qualified = self.ctx.callee(node)
         if qualified in _CONCATS:
             self._concat(node, _CONCATS[qualified])
@@ -180,3 +205,14 @@ class ShapeMismatch(Rule):
             f"{other}; {allowed}",
         )
 
+
+
+def _has_literal_size(call: cst.Call) -> bool:
+    """A call given a positive integer literal by position (`torch.zeros(4, 3)`, `x.view(2, -1)`)."""
+    for arg in call.args:
+        if arg.keyword is not None:
+            continue
+        values = [e.value for e in arg.value.elements] if isinstance(arg.value, (cst.Tuple, cst.List)) else [arg.value]
+        if any(isinstance(value, cst.Integer) for value in values):
+            return True
+    return False

@@ -88,8 +88,10 @@ class MixedDevices(Rule):
         qualified = self.ctx.callee(call)
         if qualified in _FACTORIES:
             device = keyword_arg(call, "device")
-            if device is not None and "cpu" not in self.ctx.code_for(device.value):
-                return None
+            if (device is not None and "cpu" not in self.ctx.code_for(device.value)) or any(
+                arg.star == "**" for arg in call.args
+            ):
+                return None  # placed, or maybe placed by `**factory_kwargs`
             where = "the CPU" if device is not None else "the default device (CPU)"
             return f"`{dotted_name(func) or 'factory'}(...)` creates a tensor on {where}"
         if qualified is not None:

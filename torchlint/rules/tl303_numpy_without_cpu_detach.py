@@ -11,7 +11,7 @@ from torchlint.rule import Rule
 _PLACES = {
     Device.ACCELERATOR: "on the accelerator",
     Device.TARGET: "on the working `device`",
-    Device.MODULE: "on the module's device",
+    Device.MODULE: "on the module's device (the GPU once the model is moved there)",
 }
 
 

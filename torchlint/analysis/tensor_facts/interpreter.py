@@ -51,6 +51,11 @@ _MODULE_FLUENT = frozenset(
 )
 _NUMBER_BUILTINS = frozenset({"len", "int", "float", "round", "abs", "ord", "hash", "sum", "max", "min"})
 _SEQUENCE_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set"})
+# Keyword arguments of torch ops that are operands (a tensor there must be on the op's device).
+_OPERAND_KEYWORDS = frozenset(
+    {"other", "mask", "input", "weight", "target", "index", "value", "bias", "tensor", "tensors", "end",
+     "mat2", "vec2", "tensor1", "tensor2", "pos_weight"}
+)
 _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 _MODEL_FACTORIES = ("torchvision.models.", "timm.create_model", "timm.models.")
 
@@ -122,6 +127,15 @@ class Interpreter:
             env = dict(env)
             env[statement.name.value] = UNKNOWN
             return env
+        if isinstance(statement, cst.Match):
+            self.eval(statement.subject, env)
+            ends = [self._block(suite_statements(case.body), dict(env)) for case in statement.cases]
+            last = statement.cases[-1].pattern if statement.cases else None
+            catch_all = isinstance(last, cst.MatchAs) and last.pattern is None
+            merged: Env | None = None if catch_all else env  # else no case may match
+            for end in ends:
+                merged = join_envs(merged, end)
+            return merged
         return env
 
     def _small(self, small: cst.CSTNode, env: Env) -> Env:
@@ -320,6 +334,8 @@ class Interpreter:
                 return DeviceValue(Device.ACCELERATOR)
             return join(body, orelse)
         if isinstance(expr, (cst.SimpleString, cst.FormattedString)):
+            for child in _expression_children(expr):
+                self.eval(child, env)
             text = string_value(expr)
             kind = device_string_kind(text) if text is not None else None
             return DeviceValue(kind) if kind is not None else UNKNOWN
@@ -811,7 +827,9 @@ class Interpreter:
             return replace(receiver, layout=self._reshaped(call, rule, name, receiver))
         if rule is Rule.SPLIT:
             return self._split(call, name, receiver)
-        operands = [(receiver_node, receiver), *self._tensor_args([(arg, value) for arg, value in args if arg.keyword is None or arg.keyword.value in ("other", "mask", "input", "weight", "target", "index", "value", "bias", "tensor", "tensors", "end", "mat2", "vec2", "tensor1", "tensor2")])]
+        operands = [(receiver_node, receiver), *self._tensor_args(
+            [(arg, value) for arg, value in args if arg.keyword is None or arg.keyword.value in _OPERAND_KEYWORDS]
+        )]
         tensor_operands = sum(isinstance(value, TensorFacts) for _, value in operands)
         if rule is Rule.REDUCE_TUPLE:
             if tensor_operands > 1:

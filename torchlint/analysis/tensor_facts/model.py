@@ -152,8 +152,9 @@ class TensorModel:
                 found.append((partner, partner_facts.device))
 
     def note_self_call(self, scope: Scope, method: str, arguments: list[Value]) -> None:
-        """`self.<method>(...)` in a Module method: its arguments seed the method's parameters."""
-        if scope.in_module_class:
+        """`self.<method>(...)` in `forward()`: its arguments seed the method's parameters (calls
+        from `__init__` run while the module is still on the CPU)."""
+        if scope.in_module_class and isinstance(scope.node, cst.FunctionDef) and scope.node.name.value == "forward":
             calls = self._self_calls.setdefault((id(scope.classdef), method), [])
             calls.append(arguments)
 
@@ -316,7 +317,9 @@ class TensorModel:
                 continue
             annotation = self.ctx.qualified_name(param.annotation.annotation) if param.annotation is not None else None
             written = param.annotation.annotation if param.annotation is not None else None
-            device = Device.MODULE if on_module else Device.UNKNOWN
+            # Other methods get the module's device through their calls from `forward()` only: one
+            # called from `__init__` sees CPU tensors.
+            device = Device.MODULE if on_module and name == "forward" else Device.UNKNOWN
             sizes = annotated_shape(self.ctx, written)
             if sizes is not None:
                 env[param_name] = TensorFacts(device=device, layout=Layout(len(sizes), sizes, ()))

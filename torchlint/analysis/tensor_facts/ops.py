@@ -174,7 +174,8 @@ METHOD_OPS: dict[str, Op] = {
     **{name: Op(Rule.CONVERT, combines=False, dtype=dtype) for name, dtype in _DTYPE_CONVERSIONS.items()},
 }
 METHOD_OPS["type"] = Op(Rule.CONVERT, combines=False)
-METHOD_OPS["type_as"] = Op(Rule.CONVERT, combines=False)
+# `type_as(other)` converts to other's tensor type, which names its device (`torch.cuda.FloatTensor`).
+METHOD_OPS["type_as"] = Op(Rule.MOVE, combines=False)
 
 # Tensor attributes that are tensors, and the reordering the two transposing ones do.
 TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag", "grad"})
