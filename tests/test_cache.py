@@ -3,7 +3,7 @@ from __future__ import annotations
 from torchlint import engine
 from torchlint.config import Options, resolve_settings
 
-BAD = "import torch\nx = torch.Tensor(3)\n"
+BAD = "import torch\nx = torch.Tensor([3])\n"
 
 
 def _check(project, use_cache=True):

@@ -183,7 +183,7 @@ def test_form_feed_and_line_separator_are_not_line_breaks() -> None:
 
 def _patch_tl102_fix(monkeypatch: pytest.MonkeyPatch, make) -> None:
     """Make the real TL102 rule offer `make(original fix text)` instead of its fix (a buggy rule)."""
-    original = LegacyTensorConstructor._fix
+    original = LegacyTensorConstructor._data_fix
 
     def patched(self, node, name, on_cuda):
         spec = original(self, node, name, on_cuda)
@@ -192,7 +192,7 @@ def _patch_tl102_fix(monkeypatch: pytest.MonkeyPatch, make) -> None:
         ((target, replacement),) = spec.replacements
         return FixSpec(spec.message, ((target, make(replacement, self.ctx.code_for(node))),), spec.applicability)
 
-    monkeypatch.setattr(LegacyTensorConstructor, "_fix", patched)
+    monkeypatch.setattr(LegacyTensorConstructor, "_data_fix", patched)
 
 
 def test_a_fix_that_would_not_parse_is_dropped_and_the_others_applied(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -415,18 +415,6 @@ def test_diff_only_writes_nothing(tmp_path) -> None:
     assert path.read_text() == SOURCE and not result.written
     assert result.diff == unified_diff(SOURCE, SAFE_FIXED, "m.py")
     assert result.fixed == {"TL201": 3, "TL102": 1}
-
-
-def test_a_notebook_is_never_written(tmp_path) -> None:
-    import json
-
-    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-            "source": ["import torch\n", "c = torch.Tensor([1, 2])\n"]}
-    data = json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
-    path = _write(tmp_path, "m.ipynb", data)
-    result = fix_file(str(path), SETTINGS)
-    assert _codes(result.diagnostics) == ["TL102"] and result.diagnostics[0].fix is None
-    assert path.read_bytes() == data and not result.written
 
 
 if sys.platform == "win32":  # pragma: no cover - permissions and links behave differently there

@@ -176,20 +176,6 @@ def test_invalid_fix_is_reported_on_one_line_and_the_file_left_as_it_was(in_tmp,
     assert result.exit_code == 1
 
 
-def test_notebooks_are_not_fixed(in_tmp) -> None:
-    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-            "source": ["import torch\n", "c = torch.Tensor([1, 2])\n"]}
-    notebook = json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
-    (in_tmp / "nb.ipynb").write_text(notebook)
-    result = run("nb.ipynb", "--fix", "--output-format", "concise")
-    assert (in_tmp / "nb.ipynb").read_text() == notebook
-    assert result.stdout == (
-        "nb.ipynb:cell 1:2:5: TL102 `torch.Tensor(...)` is a legacy constructor (integers become a shape, "
-        "tensors are aliased); use `torch.tensor(...)` for data or `torch.empty(...)` for a shape\n"
-        "Found 1 finding (0 fixable).\n"
-    )
-
-
 def test_fix_in_parallel_processes(in_tmp) -> None:
     for number in range(5):
         (in_tmp / f"m{number}.py").write_text(SOURCE)

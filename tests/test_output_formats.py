@@ -9,7 +9,7 @@ import pytest
 from tests.conftest import run_torchlint
 
 SCHEMA = Path(__file__).resolve().parent / "data" / "sarif" / "sarif-schema-2.1.0.json"
-BAD = "import torch\nimport torch.nn.functional as F\n\nx = torch.Tensor(3, 4)\ny = F.softmax(\n    x\n)\n"
+BAD = "import torch\nimport torch.nn.functional as F\n\nx = torch.Tensor([3, 4])\ny = F.softmax(\n    x\n)\n"
 
 
 @pytest.fixture
@@ -29,10 +29,11 @@ def test_json_has_ruff_fields(repo):
         "noqa_row", "cell", "runtime",
     }
     assert first["filename"] == str(repo / "src" / "bad,name.py")
-    assert (first["location"], first["end_location"]) == ({"row": 4, "column": 5}, {"row": 4, "column": 23})
+    assert (first["location"], first["end_location"]) == ({"row": 4, "column": 5}, {"row": 4, "column": 25})
     assert first["fix"]["applicability"] == "safe"
     assert first["fix"]["edits"] == [
-        {"content": "torch.empty(3, 4)", "location": {"row": 4, "column": 5}, "end_location": {"row": 4, "column": 23}}
+        {"content": "torch.tensor([3, 4], dtype=torch.float32)", "location": {"row": 4, "column": 5},
+         "end_location": {"row": 4, "column": 25}}
     ]
     assert first["url"].endswith("docs/rules/TL102.md") and first["runtime"] is None
     assert findings[1]["severity"] == "error" and findings[1]["end_location"] == {"row": 7, "column": 2}
@@ -46,9 +47,9 @@ def test_json_is_an_empty_array_when_clean(project):
 def test_github_annotations(repo):
     lines = run_torchlint("check", "--output-format", "github", cwd=repo).stdout.splitlines()
     assert lines[0] == (
-        "::warning title=torchlint (TL102),file=src/bad%2Cname.py,line=4,col=5,endLine=4,endColumn=23::"
-        "TL102 `torch.Tensor(...)` with integers allocates uninitialized memory of that shape; use "
-        "`torch.empty(...)` or `torch.zeros(...)` for a shape, `torch.tensor(...)` for a value"
+        "::warning title=torchlint (TL102),file=src/bad%2Cname.py,line=4,col=5,endLine=4,endColumn=25::"
+        "TL102 `torch.Tensor(...)` is a legacy constructor (integers become a shape, tensors are aliased); "
+        "use `torch.tensor(...)` for data or `torch.empty(...)` for a shape"
     )
     # A finding over several lines leaves out the columns (GitHub rejects them).
     assert lines[1].startswith("::error title=torchlint (TL202),file=src/bad%2Cname.py,line=5,endLine=7::TL202 ")
@@ -75,7 +76,7 @@ def test_sarif_validates_and_has_what_code_scanning_needs(repo):
     assert first["ruleId"] == "TL102" and first["level"] == "warning"
     location = first["locations"][0]["physicalLocation"]
     assert location["artifactLocation"]["uri"] == "src/bad,name.py"
-    assert location["region"] == {"startLine": 4, "startColumn": 5, "endLine": 4, "endColumn": 23}
+    assert location["region"] == {"startLine": 4, "startColumn": 5, "endLine": 4, "endColumn": 25}
     fingerprints = [r["partialFingerprints"]["primaryLocationLineHash"] for r in run["results"]]
     assert len(set(fingerprints)) == len(fingerprints)
 

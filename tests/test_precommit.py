@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -30,6 +31,10 @@ def test_pre_commit_try_repo(tmp_path):
     (user / "pyproject.toml").write_text('[tool.torchlint]\nextend-exclude = ["vendored"]\n')
     (user / "train.py").write_text("import torch\nx = torch.Tensor(3)\n")
     (user / "vendored" / "old.py").write_text("import torch\ny = torch.Tensor(3)\n")
+    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
+             for source in (["!pip install torch\n", "import torch"], ["%%time\n", "z = torch.Tensor(3)"])]
+    notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (user / "nb.ipynb").write_text(json.dumps(notebook, indent=1))
     _git("init", "-q", cwd=user)
     _git("add", "-A", cwd=user)
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache")}
@@ -40,5 +45,7 @@ def test_pre_commit_try_repo(tmp_path):
     output = result.stdout + result.stderr
     assert result.returncode == 1, output
     assert "train.py:2:5: TL102" in output
+    # Notebooks go through the hook too, IPython syntax masked, findings by cell.
+    assert "nb.ipynb:cell 2:2:5: TL102" in output and "TL901" not in output
     # --force-exclude: the configured exclude applies to the files pre-commit passes explicitly.
     assert "old.py" not in output

@@ -1,3 +1,5 @@
 from torchlint.cli import main
 
-main()
+# Guarded: worker processes started by `spawn` import this module without running the CLI.
+if __name__ == "__main__":
+    main()

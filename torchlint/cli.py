@@ -1,4 +1,4 @@
-"""The command line: `torchlint check` and `torchlint rule`."""
+"""The command line: `torchlint check`, `torchlint rule` and `torchlint server`."""
 
 from __future__ import annotations
 
@@ -9,15 +9,21 @@ import sys
 import click
 
 from torchlint import __version__
-from torchlint.config import ConfigError, Options, resolve_settings
+from torchlint.add_noqa import add_noqa_files
+from torchlint.baseline import apply_baseline, write_baseline as write_baseline_file
+from torchlint.config import ConfigError, Options, SettingsResolver, describe
 from torchlint.diagnostics import Diagnostic
 from torchlint.docs import rule_page
 from torchlint.discovery import Discovery, PathError, display_name
-from torchlint.engine import check_files
-from torchlint.fix import fix_files
+from torchlint.engine import check_files, check_source, file_error
+from torchlint.fix import fix_files, fix_text
+from torchlint.git_diff import changed_rows
+from torchlint.progress import Progress
 from torchlint.output import OutputContext, format_names, render
-from torchlint.output.text import fix_listing, render_statistics, source_lines
+from torchlint.output.json import render_statistics as render_statistics_json
+from torchlint.output.text import fix_listing, forget_sources, render_statistics
 from torchlint.rules import all_rules, get_rule
+from torchlint.sources import UnreadableFile, decode_source
 
 
 def _codes(value: str | None) -> list[str] | None:
@@ -26,8 +32,13 @@ def _codes(value: str | None) -> list[str] | None:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def _use_color(no_color: bool) -> bool:
-    return not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
+def _use_color(color: str) -> bool:
+    """`--color`: always, never, or auto (a terminal, unless NO_COLOR is set or FORCE_COLOR is)."""
+    if color != "auto":
+        return color == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    return os.environ.get("FORCE_COLOR", "").lower() not in ("", "0", "false") or sys.stdout.isatty()
 
 
 class _Main(click.Group):
@@ -56,6 +67,11 @@ class _Main(click.Group):
             raise click.UsageError(str(error)) from None
         except KeyboardInterrupt:
             raise click.Abort() from None
+        except BrokenPipeError:
+            # The reader went away (`torchlint rule --all | head -1`): stop quietly, as a
+            # program killed by SIGPIPE would, and keep Python from flushing into the closed pipe.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(128 + 13)
         except Exception as error:  # noqa: BLE001 - the last line of defence, by design
             click.echo(f"torchlint: internal error: {type(error).__name__}: {error}", err=True)
             sys.exit(2)
@@ -67,7 +83,24 @@ def cli() -> None:
     """torchlint: find PyTorch pitfalls in Python code."""
 
 
-@cli.command()
+class _CheckCommand(click.Command):
+    """`check`: what follows `--` is the script's (with --runtime), never torchlint's paths."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            split = args.index("--")
+            ctx.meta["script_args"] = args[split + 1:]
+            args = args[:split]
+        runtime = "--runtime" in args  # before parsing, which consumes `args`
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as error:
+            if runtime:
+                error.message += f"; arguments for the script go after `--`: torchlint check --runtime SCRIPT -- {error.option_name} ..."
+            raise
+
+
+@cli.command(cls=_CheckCommand, short_help="Check files and directories for PyTorch pitfalls (or fix them, or run a script).")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--select", help="Comma-separated rule codes or prefixes to enable (replaces the default set).")
 @click.option("--ignore", help="Comma-separated rule codes or prefixes to disable.")
@@ -75,83 +108,167 @@ def cli() -> None:
 @click.option("--output-format", type=click.Choice(format_names()), default="full", show_default=True)
 @click.option("--exit-zero", is_flag=True, help="Exit with status 0 even when there are findings.")
 @click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of the findings.")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="Read settings from this TOML file.")
+@click.option("--config", "config_values", multiple=True,
+              help="Read settings from this TOML file; or KEY=VALUE (TOML) to override one setting. Repeatable.")
+@click.option("--isolated", is_flag=True, help="Read no configuration file.")
+@click.option("--show-settings", is_flag=True, help="Print the settings resolved for the single PATH, then exit.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Processes to use (default: all cores).")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
-@click.option("--no-color", is_flag=True, help="Never colour the output (also: the NO_COLOR variable).")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Colour the output: auto = on a terminal, unless NO_COLOR is set (FORCE_COLOR forces it).")
+@click.option("--no-color", is_flag=True, help="The same as --color never.")
+@click.option("--stdin-filename", metavar="PATH",
+              help="With PATH `-`: the name (and configuration) of the code on stdin.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the result cache (.torchlint_cache/).")
-@click.option("--fix", is_flag=True, help="Apply the safe fixes, then report the findings left.")
-@click.option("--unsafe-fixes", is_flag=True,
+@click.option("--fix/--no-fix", default=None, help="Apply the safe fixes, then report the findings left.")
+@click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
               help="Offer unsafe fixes too: `--fix` and `--diff` apply them, and they are shown as `[*]`.")
 @click.option("--diff", is_flag=True,
               help="Print a diff of what `--fix` would change; write nothing (exit 1 when there is a change).")
 @click.option("--show-fixes", is_flag=True, help="List what was fixed (or with `--diff`: would be), per file and rule.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit with status 1 when fixes were applied, too.")
+@click.option("--baseline", type=click.Path(dir_okay=False), help="Report only findings not in this baseline file.")
+@click.option("--write-baseline", type=click.Path(dir_okay=False),
+              help="Write the current findings to this baseline file, then exit.")
+@click.option("--diff-base", metavar="REF", help="Report only findings on rows changed since the git REF.")
+@click.option("--progress", is_flag=True, help="Show progress on stderr even where the CI variable is set.")
+@click.option("--add-noqa", is_flag=True, help="Add a `# noqa: CODE` comment for every finding, then exit.")
 @click.option("--runtime", is_flag=True,
               help="Run the script (the single PATH; its arguments after `--`) instrumented and give each finding a verdict.")
+@click.option("-m", "--module", "module", metavar="MODULE",
+              help="With --runtime: run `python -m MODULE` (e.g. pytest) instead of a script; its arguments after `--`.")
+@click.option("--fail-on", "fail_on", metavar="VERDICTS",
+              help="With --runtime: only findings with these verdicts fail the run (comma-separated: "
+                   "confirmed, refuted, not-observed, not-reached). Default: every finding.")
+@click.option("--run-record", "run_record", type=click.Path(dir_okay=False), metavar="FILE",
+              help="With --runtime: write the run record (script, arguments, exit status, timed out, device, verdict counts) as JSON to FILE.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps", "logical:cuda", "logical:mps"]),
               default="auto", show_default=True, help="With --runtime: where the script's tensors go.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="With --runtime: stop the script after SECONDS.")
-def check(paths, select, ignore, extend_select, output_format, exit_zero, statistics, config_file, jobs,
-          force_exclude, quiet, no_color, no_cache, fix, unsafe_fixes, diff, show_fixes, exit_non_zero_on_fix,
-          runtime, device, timeout) -> None:
+def check(paths, select, ignore, extend_select, output_format, exit_zero, statistics, config_values, isolated,
+          show_settings, jobs, force_exclude, quiet, color, no_color, stdin_filename, no_cache, fix, unsafe_fixes,
+          diff, show_fixes, exit_non_zero_on_fix, baseline, write_baseline, diff_base, progress, add_noqa, runtime,
+          module, fail_on, run_record, device, timeout) -> None:
     """Check PATHS (files or directories; default: the current directory).
 
-    With --runtime: `torchlint check --runtime SCRIPT -- ARGS...` runs SCRIPT once, as
-    `python SCRIPT ARGS` would, and marks each finding confirmed, refuted or not-reached.
+    With --runtime: `torchlint check --runtime SCRIPT -- ARGS...` (or `--runtime -m MODULE -- ARGS...`)
+    runs the script once, as `python SCRIPT ARGS` would, and gives each finding in the files it ran
+    a verdict: confirmed, refuted, not observed in this run, or not-reached.
     """
-    if config_file and not os.path.isfile(config_file):
-        raise click.UsageError(f"config file {config_file} does not exist")
-    settings = resolve_settings(
-        Options(config=config_file, select=_codes(select), ignore=_codes(ignore), extend_select=_codes(extend_select))
-    )
+    script_args = click.get_current_context().meta.get("script_args")
+    resolver = SettingsResolver(_options(config_values, isolated, select, ignore, extend_select))
+    settings = resolver.default
+    if show_settings:
+        if len(paths) != 1:
+            raise click.UsageError("--show-settings needs exactly one PATH")
+        click.echo(describe(resolver.for_file(paths[0])), nl=False)
+        return
+    # `fix = true` in the configuration applies to checks, never to a --runtime run.
+    fix = settings.fix and not runtime if fix is None else fix
+    unsafe_fixes = settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
     discovery = Discovery(settings.exclude, settings.root, force_exclude=force_exclude)
     script_failed = False
     internal_errors: list[str] = []
     fixed = None
     listing = ""
+    run = None
     if runtime:
         if fix or diff:
             raise click.UsageError("--fix and --diff cannot be combined with --runtime")
         # Machine-readable output owns stdout: the script's stdout goes to stderr then.
         keep_stdout = output_format in ("full", "concise") and not statistics
-        diagnostics, script_failed = _check_runtime(
-            paths, settings, discovery, jobs, device, timeout, keep_stdout, internal_errors
+        target = _runtime_target(paths, module, script_args)
+        diagnostics, run = _check_runtime(
+            target, settings, discovery, jobs, device, timeout, keep_stdout, internal_errors
         )
+        script_failed = run["timed_out"] or run["exit_status"] != 0
+        if run_record:
+            with open(run_record, "w", encoding="utf-8") as handle:
+                json.dump(run, handle, indent=2)
     else:
-        if device != "auto" or timeout is not None:
-            raise click.UsageError("--device and --timeout need --runtime")
-        files = discovery.files(list(paths) or ["."])
+        if device != "auto" or timeout is not None or module or fail_on or run_record:
+            raise click.UsageError("--device, --timeout, -m, --fail-on and --run-record need --runtime")
+        paths = (*paths, *(script_args or ()))  # without --runtime, `--` only ends the options
+        files = [] if paths == ("-",) else discovery.files(list(paths) or ["."])
+        if not files and paths != ("-",):
+            click.echo(f"torchlint: warning: no Python files found under {', '.join(paths or ['.'])}", err=True)
         named = [(path, display_name(path)) for path in files]
+        if add_noqa:
+            _add_noqa(named, resolver, jobs)
         if diff:
-            changed = _diff(named, settings, jobs, unsafe_fixes, show_fixes, quiet)
+            changed = _diff(named, resolver, jobs, unsafe_fixes, show_fixes, quiet)
             sys.exit(1 if changed and not exit_zero else 0)
-        if fix:
-            results = fix_files(named, settings, jobs, unsafe=unsafe_fixes, use_cache=not no_cache)
+        if paths == ("-",):
+            diagnostics = _check_stdin(stdin_filename, resolver, fix, unsafe_fixes)
+        elif fix:
+            results = _per_settings(resolver, named, lambda group, group_settings: fix_files(
+                group, group_settings, jobs, unsafe=unsafe_fixes, use_cache=not no_cache))
             _report_problems(results)
             internal_errors = [result.internal_error for result in results if result.internal_error]
             diagnostics = sorted((d for result in results for d in result.diagnostics), key=Diagnostic.sort_key)
             fixed = sum(sum(result.fixed.values()) for result in results)
             if show_fixes:
                 listing = fix_listing([(result.filename, result.fixed) for result in results], "Fixed")
-            source_lines.cache_clear()  # the source frames show the files as fixed
+            forget_sources()  # the source frames show the files as fixed
         else:
-            diagnostics = check_files(named, settings, jobs, internal_errors, use_cache=not no_cache)
+            meter = Progress(len(named), requested=progress)
+            diagnostics = sorted(_per_settings(resolver, named, lambda group, group_settings: check_files(
+                group, group_settings, jobs, internal_errors, use_cache=not no_cache, on_done=meter.advance)),
+                key=Diagnostic.sort_key)
+            meter.close()
+    diagnostics = _narrow(diagnostics, baseline, write_baseline, diff_base)
     context = OutputContext(
-        color=_use_color(no_color), rules=settings.rules, summary=not quiet, unsafe_fixes=unsafe_fixes,
+        color=_use_color("never" if no_color else color), rules=settings.rules, summary=not quiet, unsafe_fixes=unsafe_fixes,
         fixed=fixed, fix_listing=listing if output_format in ("full", "concise") or statistics else "",
+        run=run,
     )
     if listing and not context.fix_listing:
         click.echo(listing, err=True)  # keep machine-readable output parseable
     if statistics:
-        output = render_statistics(diagnostics, context)
+        output = (render_statistics_json if output_format == "json" else render_statistics)(diagnostics, context)
     else:
         output = render(output_format, diagnostics, context)
-    click.echo(output, nl=False)
+    if script_failed and not diagnostics and output_format in ("full", "concise") and not statistics:
+        output = "" if quiet else "No findings in the code that ran, but the script did not finish.\n"
+    click.echo(output, nl=False, color=context.color)  # click strips colour off a pipe otherwise
     _exit_on_internal_errors(internal_errors)
-    failed = bool(diagnostics) or script_failed or (exit_non_zero_on_fix and bool(fixed))
+    failing = diagnostics if not runtime else [d for d in diagnostics if d.runtime in _fail_verdicts(fail_on)]
+    failed = bool(failing) or script_failed or (exit_non_zero_on_fix and bool(fixed))
     sys.exit(1 if failed and not exit_zero else 0)
+
+
+def _check_stdin(stdin_filename: str | None, resolver: SettingsResolver, fix: bool, unsafe: bool) -> list[Diagnostic]:
+    """`torchlint check -`: the code on stdin, with the settings of `--stdin-filename`. With
+    `--fix`, the fixed code goes to stdout and the findings left to stderr (as ruff)."""
+    name = stdin_filename or "-"
+    settings = resolver.for_file(stdin_filename) if stdin_filename else resolver.default
+    try:
+        text = decode_source(sys.stdin.buffer.read()).text
+    except UnreadableFile as error:
+        return [file_error("TL902", name, f"cannot read stdin: {error}")]
+    if not fix:
+        return settings.fix_policy.applied(check_source(text, name, settings))
+    outcome = fix_text(text, name, settings, unsafe)
+    click.echo(outcome.text, nl=False)
+    for diagnostic in outcome.diagnostics:
+        click.echo(f"{name}:{diagnostic.location.row}:{diagnostic.location.column}: {diagnostic.code} "
+                   f"{diagnostic.message}", err=True)
+    sys.exit(1 if outcome.diagnostics else 0)
+
+
+def _options(config_values, isolated, select, ignore, extend_select) -> Options:
+    """`--config` names a file, or overrides a key with KEY=VALUE."""
+    files = [value for value in config_values if "=" not in value]
+    if len(files) > 1:
+        raise click.UsageError("--config names at most one file")
+    if files and not os.path.isfile(files[0]):
+        raise click.UsageError(f"config file {files[0]} does not exist")
+    return Options(
+        config=files[0] if files else None, select=_codes(select), ignore=_codes(ignore),
+        extend_select=_codes(extend_select), isolated=isolated,
+        overrides=[value for value in config_values if "=" in value],
+    )
 
 
 def _exit_on_internal_errors(errors: list[str]) -> None:
@@ -162,15 +279,49 @@ def _exit_on_internal_errors(errors: list[str]) -> None:
         sys.exit(2)
 
 
+def _narrow(diagnostics: list[Diagnostic], baseline, write_baseline, diff_base) -> list[Diagnostic]:
+    """The findings to report: not in the baseline, on rows changed since the git ref."""
+    if write_baseline:
+        write_baseline_file(diagnostics, write_baseline)
+        click.echo(f"Wrote {len(diagnostics)} findings to the baseline {write_baseline}.", err=True)
+        sys.exit(0)
+    if diff_base:
+        changed = changed_rows(diff_base)
+        diagnostics = [d for d in diagnostics if changed.is_new(d)]
+    if baseline:
+        result = apply_baseline(diagnostics, baseline)
+        if result.gone:
+            click.echo(f"torchlint: {result.gone} baseline entries no longer occur (fixed or changed): "
+                       f"refresh {baseline} with --write-baseline", err=True)
+        diagnostics = result.new
+    return diagnostics
+
+
+def _per_settings(resolver: SettingsResolver, named, run) -> list:
+    """`run(files, settings)` for each group of files that share their settings; results joined."""
+    return [item for settings, group in resolver.groups(named) for item in run(group, settings)]
+
+
+def _add_noqa(named, resolver, jobs) -> None:
+    """`--add-noqa`: write the comments, say how many, exit (2 when a file could not be handled)."""
+    results = _per_settings(resolver, named, lambda group, settings: add_noqa_files(group, settings, jobs))
+    _report_problems(results)
+    added = sum(result.added for result in results)
+    click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
+    _exit_on_internal_errors([result.internal_error for result in results if result.internal_error])
+    sys.exit(2 if any(problem.startswith("torchlint: error:") for r in results for problem in r.problems) else 0)
+
+
 def _report_problems(results) -> None:
     for result in results:
         for problem in result.problems:
             click.echo(problem, err=True)
 
 
-def _diff(named, settings, jobs, unsafe_fixes: bool, show_fixes: bool, quiet: bool) -> bool:
+def _diff(named, resolver, jobs, unsafe_fixes: bool, show_fixes: bool, quiet: bool) -> bool:
     """`--diff`: print what `--fix` would change, write nothing; True when something would change."""
-    results = fix_files(named, settings, jobs, unsafe=unsafe_fixes, write=False, diff=True)
+    results = _per_settings(resolver, named, lambda group, settings: fix_files(
+        group, settings, jobs, unsafe=unsafe_fixes, write=False, diff=True))
     _report_problems(results)
     for result in sorted(results, key=lambda result: result.filename):
         if result.diff:
@@ -187,15 +338,48 @@ def _diff(named, settings, jobs, unsafe_fixes: bool, show_fixes: bool, quiet: bo
     return any(result.diff for result in results)
 
 
-def _check_runtime(paths, settings, discovery, jobs, device, timeout, keep_stdout, internal_errors):
-    """Static findings for the script's directory, then one instrumented run of the script."""
-    from torchlint.runtime import RuntimeUnavailable, run_script
+FAIL_ON = {"confirmed": "confirmed", "refuted": "refuted", "not-observed": "not observed in this run",
+           "not-reached": "not-reached"}
 
+
+def _fail_verdicts(fail_on: str | None) -> set[str]:
+    if fail_on is None:
+        return set(FAIL_ON.values())
+    chosen = _codes(fail_on) or []
+    unknown = [name for name in chosen if name not in FAIL_ON]
+    if unknown:
+        raise click.UsageError(f"--fail-on: unknown verdict {unknown[0]!r}; choose from {', '.join(FAIL_ON)}")
+    return {FAIL_ON[name] for name in chosen}
+
+
+def _runtime_target(paths, module, script_args) -> dict:
+    """What --runtime runs: a script or a module, and the arguments it gets (those after `--`)."""
+    args = list(script_args or [])
+    if module:
+        if paths:
+            raise click.UsageError(
+                f"with -m {module}, {paths[0]} would not be checked or run: put the module's arguments "
+                f"after `--` (torchlint check --runtime -m {module} -- {' '.join(paths)})"
+            )
+        return {"script": None, "module": module, "args": args}
     if not paths or not os.path.isfile(paths[0]):
         raise click.UsageError("--runtime needs the script to run as the single PATH (its arguments after `--`)")
-    script, script_args = paths[0], list(paths[1:])
-    files = discovery.files([os.path.dirname(os.path.abspath(script))])
-    if os.path.abspath(script) not in {os.path.abspath(f) for f in files}:
+    if len(paths) > 1:
+        raise click.UsageError(
+            f"--runtime runs one script; {' '.join(paths[1:])} would be its arguments: put them after `--` "
+            f"(torchlint check --runtime {paths[0]} -- {' '.join(paths[1:])})"
+        )
+    return {"script": paths[0], "module": None, "args": args}
+
+
+def _check_runtime(target, settings, discovery, jobs, device, timeout, keep_stdout, internal_errors):
+    """Static findings for the script's directory (or the working directory with -m), then one
+    instrumented run; returns the judged findings and the run record."""
+    from torchlint.runtime import RuntimeUnavailable, run_script
+
+    script = target["script"]
+    files = discovery.files([os.path.dirname(os.path.abspath(script)) if script else "."])
+    if script and os.path.abspath(script) not in {os.path.abspath(f) for f in files}:
         files.append(script)
     findings = check_files([(path, display_name(path)) for path in files], settings, jobs, internal_errors)
     sys.stdout.flush()
@@ -203,25 +387,36 @@ def _check_runtime(paths, settings, discovery, jobs, device, timeout, keep_stdou
     if saved is not None:
         os.dup2(2, 1)  # the child inherits file descriptor 1
     try:
-        report = run_script(script, script_args, findings, device=device, timeout=timeout)
+        report = run_script(script, target["args"], findings, device=device, timeout=timeout, module=target["module"])
     except (RuntimeUnavailable, ValueError) as error:
         raise click.UsageError(str(error)) from None
     finally:
         if saved is not None:
             os.dup2(saved, 1)
             os.close(saved)
-    # Runtime-only findings follow --select/--ignore like the rest; codes the static side does
-    # not know yet (no rule file) are kept.
+    # Runtime-only findings follow --select/--ignore like the rest.
     enabled = {rule.code for rule in settings.rules}
-    known = {rule.code for rule in all_rules()}
-    diagnostics = sorted(
-        (d for d in report.diagnostics if d.code in enabled or d.code not in known), key=lambda d: d.sort_key()
-    )
+    diagnostics = sorted((d for d in report.diagnostics if d.code in enabled), key=lambda d: d.sort_key())
+    what = script or f"-m {target['module']}"
+    for note in report.notes:
+        click.echo(f"torchlint: note: {note}", err=True)
     if report.timed_out:
-        click.echo(f"torchlint: {script} timed out after {timeout:g} s; verdicts cover what ran", err=True)
+        click.echo(f"torchlint: {what} timed out after {timeout:g} s; verdicts cover what ran", err=True)
     elif report.exit_status != 0:
-        click.echo(f"torchlint: {script} exited with status {report.exit_status}; verdicts cover what ran", err=True)
-    return diagnostics, report.timed_out or report.exit_status != 0
+        click.echo(f"torchlint: {what} exited with status {report.exit_status}; verdicts cover what ran", err=True)
+    return diagnostics, _run_record(target, device, report, diagnostics)
+
+
+def _run_record(target, device, report, diagnostics) -> dict:
+    verdicts: dict[str, int] = {}
+    for d in diagnostics:
+        verdicts[d.runtime] = verdicts.get(d.runtime, 0) + 1
+    return {
+        "script": target["script"], "module": target["module"], "args": target["args"],
+        "exit_status": report.exit_status, "timed_out": report.timed_out,
+        "device": device, "resolved_device": report.device, "notes": list(report.notes),
+        "verdicts": verdicts,
+    }
 
 
 def rule_summary(rule) -> dict:
@@ -229,33 +424,49 @@ def rule_summary(rule) -> dict:
         "code": rule.code, "name": rule.name, "summary": rule.summary, "severity": rule.severity.value,
         "default": rule.default_enabled,
         "fixable": rule.fix_applicability.value if rule.fix_applicability else None,
+        "runtime_only": rule.runtime_only,
     }
 
 
-@cli.command()
+@cli.command(short_help="Explain a rule (by code or name), or list every rule with --all.")
 @click.argument("code", required=False)
 @click.option("--all", "show_all", is_flag=True, help="List every rule.")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def rule(code, show_all, output_format) -> None:
-    """Explain the rule CODE (e.g. TL101), or list every rule with --all."""
+    """Explain the rule CODE (a code such as TL101, or a name such as view-after-permute), or list
+    every rule with --all."""
     if show_all:
         rules = all_rules()
         if output_format == "json":
             click.echo(json.dumps([rule_summary(r) for r in rules], indent=2))
         else:
             for r in rules:
-                default = "" if r.default_enabled else " (off by default)"
-                click.echo(f"{r.code}  {r.name:<40} {r.severity.value:<8} {r.summary}{default}")
+                marks = [mark for mark, applies in (("off by default", not r.default_enabled),
+                                                    ("runtime only: --runtime", r.runtime_only)) if applies]
+                click.echo(f"{r.code}  {r.name:<40} {r.severity.value:<8} {r.summary}"
+                           + (f" ({'; '.join(marks)})" if marks else ""))
         return
     if not code:
         raise click.UsageError("give a rule code (e.g. TL101) or --all")
-    found = get_rule(code.strip().upper())
+    wanted = code.strip()
+    found = get_rule(wanted.upper()) or next((r for r in all_rules() if r.name == wanted.lower()), None)
     if found is None:
         raise click.UsageError(f"unknown rule code '{code}'")
     if output_format == "json":
         click.echo(json.dumps({**rule_summary(found), "doc": found.doc()}, indent=2))
     else:
         click.echo(rule_page(found), nl=False)
+
+
+@cli.command(short_help="Run the language server (LSP) on stdio, for editors.")
+def server() -> None:
+    """Run the language server (LSP) on stdin and stdout, for editors (needs `torchlint[server]`)."""
+    from torchlint.server import ServerUnavailable, run_server
+
+    try:
+        run_server()
+    except ServerUnavailable as error:
+        raise click.UsageError(str(error)) from None
 
 
 def main() -> None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 
 if sys.version_info >= (3, 11):
@@ -13,21 +15,61 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
+from torchlint.diagnostics import Applicability, Diagnostic
 from torchlint.rule import Rule
 from torchlint.rules import all_rules
+from torchlint.torch_requirement import declared_torch_version
 
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".venv", "venv", "env", "build", "dist", "__pycache__", "node_modules",
-    "site-packages", ".tox", ".nox", ".eggs", "*.egg-info",
+    "site-packages", ".tox", ".nox", ".eggs", "*.egg-info", ".ipynb_checkpoints",
 )
 # Findings about the file itself: always on, never suppressed.
 UNSUPPRESSIBLE = frozenset({"TL901", "TL902"})
-_LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
-KNOWN_KEYS = frozenset({*_LIST_KEYS, "per-file-ignores", "target-torch-version"})
+_LIST_KEYS = (
+    "select", "ignore", "extend-select", "exclude", "extend-exclude", "unfixable", "extend-safe-fixes",
+    "extend-unsafe-fixes",
+)
+# What each key holds, as a usage error names it.
+KEY_TYPES = {
+    **{key: "a list of strings" for key in _LIST_KEYS},
+    "per-file-ignores": "a table of glob = [codes]",
+    "target-torch-version": 'a version string such as "2.4"',
+    "fix": "true or false",
+    "unsafe-fixes": "true or false",
+}
+KNOWN_KEYS = frozenset(KEY_TYPES)
 
 
 class ConfigError(Exception):
     """A usage error in configuration or options: reported in one line, exit status 2."""
+
+
+@dataclass(frozen=True)
+class FixPolicy:
+    """Ruff's fix keys: `unfixable` rules offer no fix; `extend-safe-fixes` /
+    `extend-unsafe-fixes` make a rule's fixes safe / unsafe."""
+
+    unfixable: frozenset[str] = frozenset()
+    safe: frozenset[str] = frozenset()
+    unsafe: frozenset[str] = frozenset()
+
+    def applied(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+        if not (self.unfixable or self.safe or self.unsafe):
+            return diagnostics
+        return [self._applied(diagnostic) for diagnostic in diagnostics]
+
+    def _applied(self, diagnostic: Diagnostic) -> Diagnostic:
+        fix = diagnostic.fix
+        if fix is None:
+            return diagnostic
+        if diagnostic.code in self.unfixable:
+            return replace(diagnostic, fix=None)
+        if diagnostic.code in self.unsafe:
+            return replace(diagnostic, fix=replace(fix, applicability=Applicability.UNSAFE))
+        if diagnostic.code in self.safe:
+            return replace(diagnostic, fix=replace(fix, applicability=Applicability.SAFE))
+        return diagnostic
 
 
 @dataclass(frozen=True)
@@ -38,6 +80,11 @@ class Settings:
     target_torch_version: tuple[int, ...] | None = None
     # Where relative `exclude` and `per-file-ignores` patterns are anchored.
     root: str = field(default_factory=os.getcwd)
+    fix: bool = False
+    unsafe_fixes: bool = False
+    fix_policy: FixPolicy = FixPolicy()
+    # (setting, where its value came from), for `--show-settings`.
+    origins: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     def rules_for(self, filename: str) -> tuple[type[Rule], ...]:
         ignored = self.ignored_codes(filename)
@@ -75,7 +122,35 @@ def expand_selectors(selectors: list[str], origin: str) -> set[str]:
     return codes
 
 
+def _read_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as error:
+        raise ConfigError(f"cannot read {path}: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"invalid TOML in {path}: {error}") from None
+
+
+def _has_table(path: Path) -> bool:
+    try:
+        return "torchlint" in _read_toml(path).get("tool", {})
+    except ConfigError:
+        return True  # let loading it report the error
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest pyproject.toml with a `[tool.torchlint]` table at or above `start` (as ruff
+    looks for `[tool.ruff]`)."""
+    for directory in (start, *start.parents):
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file() and _has_table(candidate):
+            return candidate
+    return None
+
+
 def find_pyproject(start: Path) -> Path | None:
+    """The nearest pyproject.toml at or above `start`: the project, config or not."""
     for directory in (start, *start.parents):
         candidate = directory / "pyproject.toml"
         if candidate.is_file():
@@ -84,37 +159,49 @@ def find_pyproject(start: Path) -> Path | None:
 
 
 def load_table(path: Path) -> dict:
-    try:
-        with open(path, "rb") as handle:
-            document = tomllib.load(handle)
-    except OSError as error:
-        raise ConfigError(f"cannot read {path}: {error.strerror}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"invalid TOML in {path}: {error}") from None
+    document = _read_toml(path)
     table = document.get("tool", {}).get("torchlint")
     if table is None and path.name != "pyproject.toml":
         table = document  # a standalone torchlint.toml holds the keys at top level
-    table = table or {}
+    return check_table(table or {}, str(path))
+
+
+def check_table(table: dict, origin: str) -> dict:
+    """The table, when every key is known and holds a value of its type."""
     unknown = sorted(set(table) - KNOWN_KEYS)
     if unknown:
-        raise ConfigError(f"unknown configuration key '{unknown[0]}' in {path}")
+        raise ConfigError(f"unknown configuration key '{unknown[0]}' in {origin}")
+    for key, value in table.items():
+        if not _has_type(key, value):
+            raise ConfigError(f"'{key}' in {origin} must be {KEY_TYPES[key]}, not {value!r}")
     return table
 
 
-def _string_list(table: dict, key: str, path: Path) -> list[str]:
-    value = table.get(key, [])
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ConfigError(f"'{key}' in {path} must be a list of strings")
-    return value
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
-def _parse_version(text: object, origin: str) -> tuple[int, ...]:
+def _has_type(key: str, value: object) -> bool:
+    if key in _LIST_KEYS:
+        return _strings(value)
+    if key == "per-file-ignores":
+        return isinstance(value, dict) and all(_strings(codes) for codes in value.values())
+    if key == "target-torch-version":
+        return isinstance(value, str) and re.fullmatch(r"\d+(\.\d+)*", value.strip()) is not None
+    return isinstance(value, bool)
+
+
+def parse_override(text: str) -> dict:
+    """`--config KEY=VALUE`: one key, its value in TOML (`select = ["TL1"]`, `fix = true`)."""
     try:
-        return tuple(int(part) for part in str(text).split(".")[:2])
-    except ValueError:
-        raise ConfigError(f"invalid target-torch-version '{text}' in {origin}") from None
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"--config {text!r} is not KEY = VALUE in TOML ({error})") from None
+    return check_table(table, f"--config {text!r}")
+
+
+def _parse_version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.strip().split(".")[:2])
 
 
 @dataclass
@@ -125,40 +212,121 @@ class Options:
     select: list[str] | None = None
     ignore: list[str] | None = None
     extend_select: list[str] | None = None
+    isolated: bool = False  # read no configuration file
+    overrides: list[str] = field(default_factory=list)  # `--config KEY=VALUE`
+
+
+def _codes(table: dict, key: str, origin: str) -> set[str]:
+    return expand_selectors(table.get(key, []), origin)
 
 
 def resolve_settings(options: Options, cwd: Path | None = None) -> Settings:
-    cwd = cwd or Path.cwd()
-    path = Path(options.config) if options.config else find_pyproject(cwd)
-    table = load_table(path) if path else {}
-    origin = str(path) if path else "settings"
-    root = str(path.parent.resolve()) if path else str(cwd)
+    """The settings for files in `cwd` (a file's directory, or the working directory)."""
+    cwd = (cwd or Path.cwd()).resolve()
+    path = None if options.isolated else Path(options.config) if options.config else find_config(cwd)
+    table = dict(load_table(path)) if path else {}
+    origin = str(path) if path else "defaults"
+    origins = {key: origin for key in table}
+    for override in options.overrides:
+        parsed = parse_override(override)
+        table.update(parsed)
+        origins.update((key, "--config") for key in parsed)
+    project = find_pyproject(cwd)
+    root = str(path.parent.resolve()) if path else str(project.parent) if project else str(cwd)
 
-    select = options.select if options.select is not None else _string_list(table, "select", path) or None
-    extend = _string_list(table, "extend-select", path) if path else []
-    ignore = _string_list(table, "ignore", path) if path else []
+    select = options.select if options.select is not None else table.get("select")
     cli = "command-line options"
     enabled = expand_selectors(select, origin if options.select is None else cli) if select else {
         rule.code for rule in all_rules() if rule.default_enabled
     }
-    enabled |= expand_selectors(extend, origin) | expand_selectors(options.extend_select or [], cli)
-    enabled -= expand_selectors(ignore, origin) | expand_selectors(options.ignore or [], cli)
+    enabled |= _codes(table, "extend-select", origin) | expand_selectors(options.extend_select or [], cli)
+    enabled -= _codes(table, "ignore", origin) | expand_selectors(options.ignore or [], cli)
     enabled |= UNSUPPRESSIBLE
-
-    per_file = table.get("per-file-ignores", {})
-    if not isinstance(per_file, dict):
-        raise ConfigError(f"'per-file-ignores' in {path} must be a table of glob = [codes]")
     per_file_ignores = tuple(
-        (pattern, frozenset(expand_selectors(codes if isinstance(codes, list) else [codes], origin) - UNSUPPRESSIBLE))
-        for pattern, codes in per_file.items()
+        (pattern, frozenset(expand_selectors(codes, origin) - UNSUPPRESSIBLE))
+        for pattern, codes in table.get("per-file-ignores", {}).items()
     )
-    exclude = tuple(_string_list(table, "exclude", path)) if path and "exclude" in table else DEFAULT_EXCLUDES
-    exclude += tuple(_string_list(table, "extend-exclude", path)) if path else ()
-    version = table.get("target-torch-version")
+    exclude = tuple(table.get("exclude", DEFAULT_EXCLUDES)) + tuple(table.get("extend-exclude", ()))
+    version = _target_version(table.get("target-torch-version"), project, options.isolated, origins)
     return Settings(
         rules=tuple(rule for rule in all_rules() if rule.code in enabled),
         exclude=exclude,
         per_file_ignores=per_file_ignores,
-        target_torch_version=_parse_version(version, origin) if version is not None else None,
+        target_torch_version=version,
         root=root,
+        fix=table.get("fix", False),
+        unsafe_fixes=table.get("unsafe-fixes", False),
+        fix_policy=FixPolicy(*(frozenset(_codes(table, key, origin)) for key in (
+            "unfixable", "extend-safe-fixes", "extend-unsafe-fixes"))),
+        origins=tuple(sorted(origins.items())),
     )
+
+
+def _target_version(
+    configured: str | None, project: Path | None, isolated: bool, origins: dict[str, str]
+) -> tuple[int, ...] | None:
+    """`target-torch-version` when set, else the lowest torch the project declares."""
+    if configured is not None:
+        return _parse_version(configured)
+    if project is None or isolated:
+        return None
+    declared = declared_torch_version(project, _read_toml(project))
+    if declared is None:
+        return None
+    origins["target-torch-version"] = f"inferred from {declared[1]}"
+    return declared[0]
+
+
+@lru_cache(maxsize=None)
+def _config_and_project(directory: str) -> tuple[Path | None, Path | None]:
+    return find_config(Path(directory)), find_pyproject(Path(directory))
+
+
+class SettingsResolver:
+    """The settings of each checked file: those of the nearest `[tool.torchlint]` above it (as
+    ruff finds its configuration), unless a configuration file is named or `--isolated` is given."""
+
+    def __init__(self, options: Options) -> None:
+        self._options = options
+        self._resolved: dict[tuple, Settings] = {}
+        self.default = self._for_directory(os.getcwd())
+
+    def _for_directory(self, directory: str) -> Settings:
+        located = (None, None) if self._options.config or self._options.isolated else _config_and_project(directory)
+        if located not in self._resolved:
+            self._resolved[located] = resolve_settings(self._options, Path(directory))
+        return self._resolved[located]
+
+    def for_file(self, path: str) -> Settings:
+        return self._for_directory(os.path.dirname(os.path.abspath(path)))
+
+    def groups(self, named: list[tuple[str, str]]) -> list[tuple[Settings, list[tuple[str, str]]]]:
+        """(path, display name) pairs grouped by their settings, in order of first appearance."""
+        grouped: dict[int, tuple[Settings, list[tuple[str, str]]]] = {}
+        for path, name in named:
+            settings = self.for_file(path)
+            grouped.setdefault(id(settings), (settings, []))[1].append((path, name))
+        return list(grouped.values())
+
+
+def describe(settings: Settings) -> str:
+    """`--show-settings`: the resolved settings, each with where it came from."""
+    origins = dict(settings.origins)
+    version = settings.target_torch_version
+    lines = [
+        f"root = {settings.root}",
+        f"rules = {', '.join(rule.code for rule in settings.rules)}",
+        f"exclude = {list(settings.exclude)}  # {origins.get('exclude', 'defaults')}",
+        f"per-file-ignores = {[(p, sorted(c)) for p, c in settings.per_file_ignores]}",
+        f"target-torch-version = {'.'.join(map(str, version)) if version else 'none'}"
+        f"  # {origins.get('target-torch-version', 'not set')}",
+        f"fix = {str(settings.fix).lower()}  # {origins.get('fix', 'defaults')}",
+        f"unsafe-fixes = {str(settings.unsafe_fixes).lower()}  # {origins.get('unsafe-fixes', 'defaults')}",
+    ]
+    for key, codes in (("unfixable", settings.fix_policy.unfixable), ("extend-safe-fixes", settings.fix_policy.safe),
+                       ("extend-unsafe-fixes", settings.fix_policy.unsafe)):
+        lines.append(f"{key} = {sorted(codes)}  # {origins.get(key, 'defaults')}")
+    for key in ("select", "extend-select", "ignore"):
+        if key in origins:
+            lines.append(f"# {key} from {origins[key]}")
+    return "\n".join(lines) + "\n"

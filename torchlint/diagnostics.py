@@ -58,7 +58,8 @@ class Diagnostic:
     runtime_detail: str | None = field(default=None, compare=False)
 
     def sort_key(self) -> tuple:
-        return (self.filename, self.location.row, self.location.column, self.code)
+        # A notebook's findings go cell by cell (rows count within a cell); 0 for other files.
+        return (self.filename, self.cell or 0, self.location.row, self.location.column, self.code)
 
     def with_runtime(self, verdict: str, detail: str | None = None) -> "Diagnostic":
         return replace(self, runtime=verdict, runtime_detail=detail)

@@ -8,6 +8,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from pathspec import GitIgnoreSpec
+
 CHECKED_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
@@ -16,46 +18,30 @@ class PathError(Exception):
 
 
 @dataclass(frozen=True)
-class _IgnorePattern:
-    base: str  # the directory whose .gitignore holds the pattern
-    pattern: str
-    negated: bool
-    directory_only: bool
-    anchored: bool
+class _Gitignore:
+    """One .gitignore file: its patterns apply to paths below its directory."""
 
-    def matches(self, path: str, is_directory: bool) -> bool:
-        if self.directory_only and not is_directory:
-            return False
+    base: str
+    spec: GitIgnoreSpec
+
+    def verdict(self, path: str, is_directory: bool) -> bool | None:
+        """True: ignored; False: re-included by a `!` pattern; None: no pattern matches."""
         relative = os.path.relpath(path, self.base).replace(os.sep, "/")
         if relative.startswith(".."):
-            return False
-        if self.anchored:
-            return fnmatch.fnmatch(relative, self.pattern)
-        return fnmatch.fnmatch(os.path.basename(path), self.pattern) or fnmatch.fnmatch(relative, self.pattern)
+            return None
+        return self.spec.check_file(relative + "/" if is_directory else relative).include
 
 
-def _read_gitignore(directory: str) -> list[_IgnorePattern]:
+def _read_gitignore(directory: str) -> list[_Gitignore]:
     try:
         with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().splitlines()
+            return [_Gitignore(directory, GitIgnoreSpec.from_lines(handle.read().splitlines()))]
     except OSError:
         return []
-    patterns = []
-    for line in lines:
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        negated = line.startswith("!")
-        line = line.lstrip("!")
-        directory_only = line.endswith("/")
-        line = line.rstrip("/")
-        anchored = "/" in line
-        patterns.append(_IgnorePattern(directory, line.lstrip("/"), negated, directory_only, anchored))
-    return patterns
 
 
-def _enclosing_gitignores(top: str) -> list[_IgnorePattern]:
-    """The .gitignore patterns of the directories above `top`, up to its repository's root."""
+def _enclosing_gitignores(top: str) -> list[_Gitignore]:
+    """The .gitignore files of the directories above `top`, up to its repository's root."""
     parents = []
     for parent in Path(os.path.abspath(top)).parents:
         parents.append(str(parent))
@@ -63,15 +49,16 @@ def _enclosing_gitignores(top: str) -> list[_IgnorePattern]:
             break
     else:
         return []
-    return [pattern for parent in reversed(parents) for pattern in _read_gitignore(parent)]
+    return [gitignore for parent in reversed(parents) for gitignore in _read_gitignore(parent)]
 
 
-def _git_ignored(path: str, is_directory: bool, patterns: list[_IgnorePattern]) -> bool:
-    ignored = False
-    for pattern in patterns:
-        if pattern.matches(path, is_directory):
-            ignored = not pattern.negated
-    return ignored
+def _git_ignored(path: str, is_directory: bool, gitignores: list[_Gitignore]) -> bool:
+    """As git decides: the deepest .gitignore with a matching pattern, its last such pattern."""
+    for gitignore in reversed(gitignores):
+        verdict = gitignore.verdict(path, is_directory)
+        if verdict is not None:
+            return verdict
+    return False
 
 
 class Discovery:
@@ -127,7 +114,7 @@ class Discovery:
                     files.append(os.path.normpath(path))
         return files
 
-    def _skip(self, path: str, is_directory: bool, ignore: list[_IgnorePattern]) -> bool:
+    def _skip(self, path: str, is_directory: bool, ignore: list[_Gitignore]) -> bool:
         if is_directory and os.path.islink(path):
             return True
         return self.is_excluded(path) or _git_ignored(os.path.abspath(path), is_directory, ignore)

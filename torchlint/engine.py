@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 
 import libcst as cst
@@ -18,16 +19,17 @@ from torchlint.config import UNSUPPRESSIBLE, Settings
 from torchlint.analysis.names import nested_statement_lists
 from torchlint.context import FileContext, FixSpec, PendingReport
 from torchlint.diagnostics import Diagnostic, Edit, Fix, Location
-from torchlint.notebook import notebook_source
-from torchlint.noqa import file_exemption, line_suppresses
 from torchlint.positions import StatementPositions
 from torchlint.rule import Rule
-from torchlint.rules import get_rule
-from torchlint.sources import LINE_BREAK, UnreadableFile, decode_source, read_bytes, source_rows
+from torchlint.rules import all_rules, get_rule
+from torchlint.rules.tl903_unused_noqa import UnusedNoqa, unused_noqa
+from torchlint.sources import LINE_BREAK, UnreadableFile, decode_source, read_bytes
+from torchlint.suppressions import NO_SUPPRESSIONS, Suppressions, may_hold_torchlint_noqa, read_suppressions
 from torchlint.walker import Walker
 
 # Rules only look at files that mention torch at all: a cheap textual pre-filter.
 _RELEVANT = re.compile(r"torch|backward|zero_grad")
+_KNOWN_CODES = frozenset(rule.code for rule in all_rules())
 
 
 class _ImportCollector:
@@ -68,7 +70,7 @@ def file_error(rule_code: str, filename: str, message: str, row: int = 1, column
     )
 
 
-def _syntax_error(source: str, filename: str, error: cst.ParserSyntaxError) -> Diagnostic:
+def syntax_error(source: str, filename: str, error: cst.ParserSyntaxError) -> Diagnostic:
     # CPython's parser gives the clearer message and location; libcst's is the fallback for
     # code that CPython accepts but this libcst cannot parse.
     try:
@@ -102,8 +104,10 @@ def _to_edits(fix: FixSpec, positions: StatementPositions, chain, newline: str =
     return Fix(fix.applicability, fix.message, tuple(sorted(edits, key=lambda edit: edit.location)))
 
 
-def _resolve(ctx: FileContext, pending: list[PendingReport], filename: str) -> list[Diagnostic]:
-    positions = StatementPositions(ctx.module, ctx.source)
+def _resolve(
+    module: cst.Module, source: str, pending: list[PendingReport], filename: str, suppressions: Suppressions
+) -> list[Diagnostic]:
+    positions = StatementPositions(module, source)
     diagnostics = []
     for report in pending:
         span = positions.range_of(report.node, report.chain)
@@ -114,22 +118,18 @@ def _resolve(ctx: FileContext, pending: list[PendingReport], filename: str) -> l
                 code=rule.code, name=rule.name, message=report.message, filename=filename,
                 location=start, end_location=Location(span.end.line, span.end.column + 1),
                 severity=rule.severity,
-                fix=_to_edits(report.fix, positions, report.chain, ctx.module.default_newline) if report.fix else None,
-                noqa_row=start.row,
+                fix=_to_edits(report.fix, positions, report.chain, module.default_newline) if report.fix else None,
+                noqa_row=suppressions.noqa_row(start.row),
             )
         )
     return diagnostics
 
 
-def _not_suppressed(diagnostics: list[Diagnostic], source: str) -> list[Diagnostic]:
-    lines = source_rows(source)
-    kept = []
-    for diagnostic in diagnostics:
-        row = diagnostic.noqa_row or diagnostic.location.row
-        line = lines[row - 1] if 0 < row <= len(lines) else ""
-        if diagnostic.code in UNSUPPRESSIBLE or not line_suppresses(line, diagnostic.code):
-            kept.append(diagnostic)
-    return kept
+def _not_suppressed(diagnostics: list[Diagnostic], suppressions: Suppressions) -> list[Diagnostic]:
+    return [
+        diagnostic for diagnostic in diagnostics
+        if diagnostic.code in UNSUPPRESSIBLE or not suppressions.suppresses(diagnostic.noqa_row, diagnostic.code)
+    ]
 
 
 def _unique(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
@@ -143,32 +143,47 @@ def _unique(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     return unique
 
 
-def check_source(source: str, filename: str, settings: Settings, module: cst.Module | None = None) -> list[Diagnostic]:
-    """Every finding of the enabled rules in one file's text (`module`: its tree, if already parsed)."""
-    try:
-        module = module if module is not None else cst.parse_module(source)
-    except cst.ParserSyntaxError as error:
-        return [_syntax_error(source, filename, error)]
-    except RecursionError:
-        return [file_error("TL901", filename, "SyntaxError: too deeply nested to parse")]
-    # After parsing: a file-level noqa never hides that the file is broken.
-    exemption = file_exemption(source)
-    if exemption.whole_file:
-        return []
-    rule_classes = [
-        rule for rule in settings.rules_for(filename)
-        if not rule.runtime_only and rule.code not in exemption.codes and rule.code not in UNSUPPRESSIBLE
-    ]
-    if not rule_classes or not _RELEVANT.search(source):
+def _walk(
+    module: cst.Module, source: str, filename: str, settings: Settings, rule_classes: list[type[Rule]]
+) -> list[PendingReport]:
+    """The findings of one traversal of the tree by every rule in `rule_classes`."""
+    if not rule_classes:
         return []
     ctx = FileContext(filename, source, module, settings)
     _collect_top_level_imports(ctx)
     rules: list[Rule] = [rule_class(ctx) for rule_class in rule_classes]
     Walker([_ImportCollector(ctx), ctx.values, ctx.kinds, *rules], ctx.ancestors).walk(module)
-    if not ctx.pending:
+    return ctx.pending
+
+
+def check_source(source: str, filename: str, settings: Settings, module: cst.Module | None = None) -> list[Diagnostic]:
+    """Every finding of the enabled rules in one file's text (`module`: its tree, if already parsed)."""
+    try:
+        module = module if module is not None else cst.parse_module(source)
+    except cst.ParserSyntaxError as error:
+        return [syntax_error(source, filename, error)]
+    except RecursionError:
+        return [file_error("TL901", filename, "SyntaxError: too deeply nested to parse")]
+    # After parsing: a file-level noqa never hides that the file is broken.
+    suppressions = read_suppressions(source) if may_hold_torchlint_noqa(source) else NO_SUPPRESSIONS
+    if suppressions.whole_file:
         return []
-    diagnostics = _not_suppressed(_resolve(ctx, ctx.pending, filename), source)
-    return sorted(_unique(diagnostics), key=Diagnostic.sort_key)
+    enabled = settings.rules_for(filename)
+    rule_classes = [
+        rule for rule in enabled
+        if not rule.runtime_only and rule.code not in suppressions.file_codes and rule.code not in UNSUPPRESSIBLE
+    ]
+    judge_noqa = UnusedNoqa in rule_classes and bool(suppressions.directives)
+    pending = _walk(module, source, filename, settings, rule_classes) if _RELEVANT.search(source) else []
+    if not pending and not judge_noqa:
+        return []
+    if suppressions is NO_SUPPRESSIONS:
+        suppressions = read_suppressions(source)  # where each finding's noqa would be read
+    found = _resolve(module, source, pending, filename, suppressions)
+    if judge_noqa:
+        judged = {rule.code for rule in rule_classes}
+        found += unused_noqa(suppressions, found, judged, _KNOWN_CODES, source, filename)
+    return sorted(_unique(_not_suppressed(found, suppressions)), key=Diagnostic.sort_key)
 
 
 def check_file(
@@ -180,18 +195,20 @@ def check_file(
         key = cache_key(filename, data, settings) if cache else ""
         cached = cache.get(key, filename) if cache else None
         if cached is not None:
-            return cached
+            return settings.fix_policy.applied(cached)
         source = decode_source(data)
         if path.endswith(".ipynb"):
-            notebook = notebook_source(source.text)
-            diagnostics = [notebook.locate(d) for d in check_source(notebook.text, filename, settings)]
+            from torchlint.notebook.check import check_notebook  # it checks its cells with this module
+
+            diagnostics = check_notebook(source.text, filename, settings)
         else:
             diagnostics = check_source(source.text, filename, settings)
     except UnreadableFile as error:
         return [file_error("TL902", filename, f"cannot read file: {error}")]
     if cache:
         cache.put(key, diagnostics)
-    return diagnostics
+    # After the cache: its entries hold the rules' own fixes, whatever the fix settings.
+    return settings.fix_policy.applied(diagnostics)
 
 
 def internal_error_text(display_name: str, error: Exception) -> str:
@@ -209,25 +226,36 @@ def _check_one(job: tuple[str, str, Settings, bool]) -> tuple[list[Diagnostic], 
         return [], internal_error_text(display_name, error)
 
 
-def map_files(worker, work: list, jobs: int | None = None) -> list:
-    """`worker` over each item of `work`, in order, in parallel processes when there are several."""
+def map_files(worker, work: list, jobs: int | None = None, on_done: Callable[[], None] | None = None) -> list:
+    """`worker` over each item of `work`, in order, in parallel processes when there are several;
+    `on_done()` after each item."""
     jobs = jobs or os.cpu_count() or 1
     if jobs <= 1 or len(work) < 4:
-        return list(map(worker, work))
+        return _collect(map(worker, work), on_done)
     with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
-        return list(pool.map(worker, work, chunksize=max(1, len(work) // (jobs * 8))))
+        return _collect(pool.map(worker, work, chunksize=max(1, len(work) // (jobs * 8))), on_done)
+
+
+def _collect(results: Iterable, on_done: Callable[[], None] | None) -> list:
+    if on_done is None:
+        return list(results)
+    collected = []
+    for result in results:
+        collected.append(result)
+        on_done()
+    return collected
 
 
 def check_files(
     files: list[tuple[str, str]], settings: Settings, jobs: int | None = None, errors: list[str] | None = None,
-    *, use_cache: bool = False,
+    *, use_cache: bool = False, on_done: Callable[[], None] | None = None,
 ) -> list[Diagnostic]:
     """Check (path, display name) pairs, in parallel processes when there are several files.
 
     Internal errors are appended to `errors` when a list is given, else raised. With
     `use_cache`, results are kept in `.torchlint_cache/` beside the configuration.
     """
-    results = map_files(_check_one, [(path, name, settings, use_cache) for path, name in files], jobs)
+    results = map_files(_check_one, [(path, name, settings, use_cache) for path, name in files], jobs, on_done)
     failures = [error for _, error in results if error is not None]
     if failures and errors is None:
         raise RuntimeError(failures[0])

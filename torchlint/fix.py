@@ -17,7 +17,7 @@ import stat
 import tempfile
 import warnings
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import libcst as cst
@@ -25,7 +25,9 @@ import libcst as cst
 from torchlint.cache import ResultCache, cache_key
 from torchlint.config import UNSUPPRESSIBLE, Settings
 from torchlint.diagnostics import Applicability, Diagnostic, Location
-from torchlint.engine import check_file, check_source, file_error, internal_error_text, map_files
+from torchlint.engine import check_source, file_error, internal_error_text, map_files
+from torchlint.notebook import read_notebook
+from torchlint.notebook.fix import NotebookText
 from torchlint.sources import LINE_BREAK, UnreadableFile, decode_source, read_bytes
 
 # Passes of apply-then-check per file: enough for fixes that overlap or that enable another.
@@ -188,9 +190,25 @@ def _keep_final_newline(original: str, text: str) -> str:
     return text
 
 
-def fix_text(text: str, filename: str, settings: Settings, unsafe: bool = False) -> FixOutcome:
+class PythonText:
+    """How `fix_text` checks the text it fixes and tells whether a fix left it valid: as one
+    Python file. (A notebook's cells bring their own: torchlint/notebook/fix.py.)"""
+
+    def python(self, text: str) -> str:
+        """The Python that `text` stands for: it must still parse and compile after a fix."""
+        return text
+
+    def check(self, text: str, filename: str, settings: Settings, module=None) -> list[Diagnostic]:
+        return check_source(text, filename, settings, module)
+
+    def where(self, diagnostic: Diagnostic, text: str, filename: str) -> str:
+        return f"{filename}:{diagnostic.location.row}:{diagnostic.location.column}"
+
+
+def fix_text(text: str, filename: str, settings: Settings, unsafe: bool = False,
+             kind: PythonText = PythonText()) -> FixOutcome:
     """Apply the fixes of one Python text (and of what its fixes uncover), in passes."""
-    diagnostics = check_source(text, filename, settings)
+    diagnostics = kind.check(text, filename, settings)
     outcome = FixOutcome(text, text, diagnostics, diagnostics)
     if any(d.code in UNSUPPRESSIBLE for d in diagnostics):
         return outcome  # a file that does not parse or read is never written
@@ -198,7 +216,7 @@ def fix_text(text: str, filename: str, settings: Settings, unsafe: bool = False)
 
     def original_compiles() -> bool:
         if not compiles:
-            compiles.append(_compile_error(text, filename) is None)
+            compiles.append(_compile_error(kind.python(text), filename) is None)
         return compiles[0]
 
     rejected: set[tuple] = set()
@@ -206,7 +224,7 @@ def fix_text(text: str, filename: str, settings: Settings, unsafe: bool = False)
     def candidates() -> list[Diagnostic]:
         starts = _row_starts(outcome.text)
         return order_fixes([
-            d for d in outcome.diagnostics
+            d for d in settings.fix_policy.applied(outcome.diagnostics)
             if is_applicable(d, unsafe) and _identity(outcome.text, starts, d) not in rejected
         ])
 
@@ -216,10 +234,10 @@ def fix_text(text: str, filename: str, settings: Settings, unsafe: bool = False)
         if not fixes:
             return _settled(outcome)
         new_text, applied = apply_fixes(outcome.text, fixes)
-        module, problem = _parse(new_text, filename, original_compiles)
+        module, problem = _parse(kind.python(new_text), filename, original_compiles)
         if problem is not None:
             new_text, applied, module = _without_invalid(outcome.text, fixes, filename, original_compiles,
-                                                          rejected, outcome.problems)
+                                                          rejected, outcome.problems, kind)
         if not applied:
             return _settled(outcome)
         if new_text in seen:
@@ -227,7 +245,7 @@ def fix_text(text: str, filename: str, settings: Settings, unsafe: bool = False)
         seen.add(new_text)
         outcome.fixed.update(d.code for d in applied)
         outcome.text = new_text
-        outcome.diagnostics = check_source(new_text, filename, settings, module)
+        outcome.diagnostics = kind.check(new_text, filename, settings, module)
     if candidates():
         outcome.problems.append(
             f"torchlint: warning: {filename}: fixes did not settle within {MAX_PASSES} passes; "
@@ -236,13 +254,23 @@ def fix_text(text: str, filename: str, settings: Settings, unsafe: bool = False)
     return _settled(outcome)
 
 
+def fix_one(text: str, filename: str, diagnostic: Diagnostic) -> str | None:
+    """The text with this one finding's fix applied (an editor's quick fix), checked like a pass of
+    `fix_text`; None when the fix does not apply to the text or its result would not be valid."""
+    new_text, applied = apply_fixes(text, [diagnostic])
+    if not applied:
+        return None
+    _, problem = _parse(new_text, filename, lambda: _compile_error(text, filename) is None)
+    return new_text if problem is None else None
+
+
 def _settled(outcome: FixOutcome) -> FixOutcome:
     outcome.text = _keep_final_newline(outcome.original, outcome.text)
     return outcome
 
 
 def _without_invalid(text: str, candidates: list[Diagnostic], filename: str, must_compile: Callable[[], bool],
-                     rejected: set[tuple], problems: list[str]):
+                     rejected: set[tuple], problems: list[str], kind: PythonText):
     """The fixes taken one at a time, each kept only when the text still parses and compiles."""
     starts = _row_starts(text)
     accepted: list[Diagnostic] = []
@@ -251,16 +279,26 @@ def _without_invalid(text: str, candidates: list[Diagnostic], filename: str, mus
         trial, applied = apply_fixes(text, [*accepted, diagnostic])
         if diagnostic not in applied:
             continue  # overlaps an accepted fix: the next pass sees it again
-        trial_module, problem = _parse(trial, filename, must_compile)
+        trial_module, problem = _parse(kind.python(trial), filename, must_compile)
         if problem is None:
             accepted.append(diagnostic)
             result, module = trial, trial_module
             continue
         rejected.add(_identity(text, starts, diagnostic))
-        where = f"{filename}:{diagnostic.location.row}:{diagnostic.location.column}"
+        where = kind.where(diagnostic, text, filename)
         problems.append(f"torchlint: error: {where}: the {diagnostic.code} fix was not applied: "
                         f"the fixed code would not be valid ({problem})")
     return result, accepted, module
+
+
+def fix_notebook(raw: str, filename: str, settings: Settings, unsafe: bool = False) -> FixOutcome:
+    """`fix_text` for a notebook's JSON text: its code cells are fixed, the rest kept byte for byte."""
+    cells = NotebookText(raw, filename)
+    outcome = fix_text(cells.joined, filename, settings, unsafe, cells)
+    return replace(
+        outcome, original=raw, text=cells.written(outcome.text),
+        diagnostics=cells.located(outcome.diagnostics, outcome.text), initial=cells.located(outcome.initial, cells.joined),
+    )
 
 
 # Files ------------------------------------------------------------------------------------
@@ -334,22 +372,35 @@ def unified_diff(before: str, after: str, filename: str) -> str:
     return "".join(lines)
 
 
+def notebook_diff(before: str, after: str, filename: str) -> str:
+    """`--diff` for a notebook's JSON texts: a unified diff per changed code cell, named
+    `NAME:cell N` (a cell's last line counts as ending with a line break)."""
+
+    def lines(source: str) -> str:
+        return source if not source or _TRAILING_BREAK.search(source) else source + "\n"
+
+    pairs = zip(read_notebook(before).cells, read_notebook(after).cells)
+    return "".join(
+        unified_diff(lines(old.source), lines(new.source), f"{filename}:cell {old.number}")
+        for old, new in pairs if old.source != new.source
+    )
+
+
 def fix_file(path: str, settings: Settings, display_name: str | None = None, *, unsafe: bool = False,
              write: bool = True, diff: bool = False, cache: ResultCache | None = None) -> FileFixResult:
     """Fix one file: write it (`write`) and/or describe the change as a diff (`diff`)."""
     filename = display_name or path
-    if path.endswith(".ipynb"):  # notebooks are checked, never rewritten
-        return FileFixResult(filename, check_file(path, settings, display_name, cache), {})
+    notebook = path.endswith(".ipynb")
     try:
         data = read_bytes(path)
         key = cache_key(filename, data, settings) if cache else ""
         cached = cache.get(key, filename) if cache else None
-        if cached is not None and not any(is_applicable(d, unsafe) for d in cached):
+        if cached is not None and not any(is_applicable(d, unsafe) for d in settings.fix_policy.applied(cached)):
             return FileFixResult(filename, cached, {})
         source = decode_source(data)
+        outcome = (fix_notebook if notebook else fix_text)(source.text, filename, settings, unsafe)
     except UnreadableFile as error:
         return FileFixResult(filename, [file_error("TL902", filename, f"cannot read file: {error}")], {})
-    outcome = fix_text(source.text, filename, settings, unsafe)
     result = FileFixResult(filename, outcome.diagnostics, dict(outcome.fixed), problems=outcome.problems)
     if outcome.text == source.text:
         if cache:
@@ -362,7 +413,7 @@ def fix_file(path: str, settings: Settings, display_name: str | None = None, *, 
                                f"encoded as {source.encoding} ({error.reason})")
         return FileFixResult(filename, outcome.initial, {}, problems=result.problems)
     if diff:
-        result.diff = unified_diff(source.text, outcome.text, filename)
+        result.diff = (notebook_diff if notebook else unified_diff)(source.text, outcome.text, filename)
     if not write:
         return result
     try:
@@ -386,7 +437,10 @@ def _fix_one(job: tuple) -> FileFixResult:
     path, display_name, settings, unsafe, write, diff, use_cache = job
     try:
         cache = ResultCache(settings.root) if use_cache else None
-        return fix_file(path, settings, display_name, unsafe=unsafe, write=write, diff=diff, cache=cache)
+        result = fix_file(path, settings, display_name, unsafe=unsafe, write=write, diff=diff, cache=cache)
+        # The cache keeps the rules' own fixes; the fix settings shape what is reported.
+        result.diagnostics = settings.fix_policy.applied(result.diagnostics)
+        return result
     except Exception as error:  # noqa: BLE001 - isolate one file's failure, by design
         return FileFixResult(display_name, [], {}, internal_error=internal_error_text(display_name, error))
 

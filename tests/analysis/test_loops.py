@@ -226,26 +226,36 @@ def test_noise_scheduler_files_are_not_scanned_for_training_steps() -> None:
     assert loops.training_loops() == [] and loops.step_functions() == []
 
 
-def test_element_sources() -> None:
-    from torchlint.analysis.loops import element_source
+def test_element_walks() -> None:
+    from torchlint.analysis.loops import element_walk
 
-    def source_of(header: str) -> str | None:
+    def walk_of(header: str) -> tuple[list[str], list[tuple[str, str | None]], str | None] | None:
         loop = cst.parse_statement(f"{header}\n    pass\n")
-        found = element_source(loop)
-        return None if found is None else cst.Module([]).code_for_node(found)
+        found = element_walk(loop.target, loop.iter)
+        if found is None:
+            return None
+        code = cst.Module([]).code_for_node
+        elements = [(name, None if source is None else code(source)) for name, source in found.elements]
+        return [code(source) for source in found.sources], elements, None if found.mapping is None else code(found.mapping)
 
-    assert source_of("for row in t:") == "t"
-    assert source_of("for i in range(len(t)):") == "t"
-    assert source_of("for i in range(t.size(0)):") == "t"
-    assert source_of("for i in range(x.shape[0]):") == "x"
-    assert source_of("for i, row in enumerate(self.w):") == "self.w"
-    assert source_of("for i in range(10):") is None
-    assert source_of("for a in range(0, n, 2):") is None
-    assert source_of("while True:") is None
+    assert walk_of("for row in t:") == (["t"], [("row", "t")], None)
+    assert walk_of("for i in range(len(t)):") == (["t"], [], None)
+    assert walk_of("for i in range(t.size(0)):") == (["t"], [], None)
+    assert walk_of("for i in range(x.shape[0]):") == (["x"], [], None)
+    assert walk_of("for i, row in enumerate(self.w):") == (["self.w"], [("row", "self.w")], None)
+    assert walk_of("for a, b in zip(t, u):") == (["t", "u"], [("a", "t"), ("b", "u")], None)
+    assert walk_of("for p in model.parameters():") == ([], [("p", None)], None)
+    assert walk_of("for name, p in self.net.named_parameters():") == ([], [("p", None)], None)
+    assert walk_of("for k, v in model.state_dict().items():") == ([], [("v", None)], None)
+    assert walk_of("for k, v in metrics.items():") == ([], [("v", "metrics")], "metrics")
+    assert walk_of("for v in logs.values():") == ([], [("v", "logs")], "logs")
+    assert walk_of("for i in range(10):") is None
+    assert walk_of("for a in range(0, n, 2):") is None
+    assert walk_of("for k in metrics.keys():") is None
 
 
-def test_enclosing_loops_and_throttles_from_the_walk() -> None:
-    from torchlint.analysis.loops import enclosing_loops, throttled_since
+def test_enclosing_loops_from_the_walk() -> None:
+    from torchlint.analysis.loops import enclosing_loops
     from torchlint.walker import Walker
 
     module = cst.parse_module(
@@ -270,18 +280,11 @@ def test_enclosing_loops_and_throttles_from_the_walk() -> None:
 
         def visit_Call(self, node):
             if isinstance(node.func, cst.Name) and node.func.value == "probe":
-                loops = enclosing_loops(self.ancestors)
-                throttled = bool(loops) and throttled_since(self.ancestors, loops[0])
-                seen[node.args[0].value.evaluated_value] = (len(loops), throttled)
+                seen[node.args[0].value.evaluated_value] = len(enclosing_loops(self.ancestors))
 
     ancestors: list = []
     Walker([Probe(ancestors)], ancestors).walk(module)
-    assert seen == {
-        "iterable": (1, False),
-        "throttled": (2, True),
-        "every step": (2, False),
-        "own function": (0, False),
-    }
+    assert seen == {"iterable": 1, "throttled": 2, "every step": 2, "own function": 0}
 
 
 def test_gradients_cleared_or_written_by_hand() -> None:
@@ -298,3 +301,29 @@ def test_gradients_cleared_or_written_by_hand() -> None:
         """
     )
     assert rows == ["zero_grad - nested", "zero_grad - nested", "zero_grad - nested", "grad set - nested", "grad set - nested"]
+
+
+def test_epoch_loops_run_no_step_of_their_own() -> None:
+    loops, _ = analysis(
+        """
+        def train_epoch(loader):
+            for x, y in loader:
+                loss = model(x)
+                loss.backward()
+                opt.step()
+
+        for epoch in range(3):
+            for x, y in loader:
+                model(x).backward()
+            train_epoch(loader)
+
+        for step in range(100):
+            train_epoch(loader)
+            loss = step_once()
+            loss.backward()
+        """
+    )
+    steps = [loops.iteration(loop).steps_each_iteration for loop in loops.loops()]
+    trains = [loops.iteration(loop).is_training_step for loop in loops.loops()]
+    assert trains == [True, True, True, True]
+    assert steps == [True, False, True, True]

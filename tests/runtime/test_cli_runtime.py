@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from conftest import line_of
+from conftest import finding, line_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -41,7 +41,7 @@ def test_check_runtime_text_and_json(script, tmp_path):
 
     machine = _torchlint("check", "--runtime", "--device", "cpu", "--output-format", "json", "train.py",
                          cwd=tmp_path)
-    found = {(d["code"], d["location"]["row"], d["runtime"]) for d in json.loads(machine.stdout)}
+    found = {(d["code"], d["location"]["row"], d["runtime"]["verdict"]) for d in json.loads(machine.stdout)}
     assert ("TL102", line_of(path, "torch.Tensor(2, 3)"), "confirmed") in found
     assert ("TL601", line_of(path, "F.mse_loss"), "confirmed") in found
     assert "script args" in machine.stderr  # the script's stdout cannot corrupt the JSON
@@ -71,3 +71,78 @@ def test_engine_findings_get_verdicts_through_run_script(script):
 def test_runtime_options_need_runtime(tmp_path):
     result = _torchlint("check", "--timeout", "3", ".", cwd=tmp_path)
     assert result.returncode == 2 and "--runtime" in result.stderr
+
+
+CI_SCRIPT = """
+import sys
+import torch
+w = torch.Tensor([1.0, 2.0])
+if "--never" in sys.argv:
+    b = torch.Tensor(5)
+print("done", sys.argv[1:])
+"""
+SCHEMA = os.path.join(ROOT, "tests", "data", "sarif", "sarif-schema-2.1.0.json")
+
+
+def test_sarif_carries_verdicts_and_the_run_record_and_fail_on_lets_ci_pass(script, tmp_path):
+    import jsonschema
+
+    path = script(CI_SCRIPT)
+    (tmp_path / "sibling.py").write_text("import torch\nt = torch.Tensor(2)\n")  # never runs
+    result = _torchlint("check", "--runtime", "--device", "cpu", "--output-format", "sarif",
+                        "--run-record", "run.json", "--fail-on", "confirmed", "train.py", "--", "--epochs", "2",
+                        cwd=tmp_path)
+    # Only refuted and not-reached findings: `--fail-on confirmed` lets the run pass.
+    assert result.returncode == 0, result.stderr
+    log = json.loads(result.stdout)
+    with open(SCHEMA) as handle:
+        jsonschema.validate(log, json.load(handle))
+    run = log["runs"][0]
+    found = {(r["locations"][0]["physicalLocation"]["region"]["startLine"], r["level"], r["properties"]["runtimeVerdict"])
+             for r in run["results"]}
+    # The sibling file never ran: no verdict, no finding.
+    assert found == {(line_of(path, "torch.Tensor([1.0, 2.0])"), "note", "refuted"),
+                     (line_of(path, "torch.Tensor(5)"), "warning", "not-reached")}
+    [invocation] = run["invocations"]
+    assert invocation["exitCode"] == 0 and invocation["executionSuccessful"] is True
+    assert invocation["arguments"] == ["--epochs", "2"]
+    record = json.loads((tmp_path / "run.json").read_text())
+    assert record == invocation["properties"]["torchlintRun"]
+    assert record["script"] == "train.py" and record["timed_out"] is False and record["device"] == "cpu"
+    assert record["verdicts"] == {"refuted": 1, "not-reached": 1}
+
+
+def test_github_annotation_shows_the_verdict_and_a_refuted_finding_is_a_notice(tmp_path):
+    from torchlint.output import OutputContext
+    from torchlint.output.github import render
+
+    base = finding(script_file(tmp_path), "TL102", "torch.Tensor(2)")
+    refuted = base.with_runtime("refuted", "called with data (list)")
+    confirmed = base.with_runtime("confirmed", "called with ints (2,)")
+    lines = render([refuted, confirmed], OutputContext(color=False, rules=())).splitlines()
+    assert lines[0].startswith("::notice ") and lines[0].endswith("::TL102 [refuted] static finding (called with data (list))")
+    assert lines[1].startswith("::error ") and "TL102 [confirmed] static finding" in lines[1]
+
+
+def script_file(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("import torch\nt = torch.Tensor(2)\n")
+    return path
+
+
+def test_hints_for_script_arguments_without_double_dash(script, tmp_path):
+    script(CI_SCRIPT)
+    option = _torchlint("check", "--runtime", "train.py", "--epochs", "2", cwd=tmp_path)
+    assert option.returncode == 2
+    assert "arguments for the script go after `--`" in option.stderr
+    extra = _torchlint("check", "--runtime", "train.py", "data.txt", cwd=tmp_path)
+    assert extra.returncode == 2
+    assert "data.txt would be its arguments: put them after `--`" in extra.stderr
+
+
+def test_a_script_that_crashed_never_prints_all_checks_passed(script, tmp_path):
+    script("import torch\nraise SystemExit('diverged')\n")
+    result = _torchlint("check", "--runtime", "--device", "cpu", "train.py", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "All checks passed" not in result.stdout
+    assert "the script did not finish" in result.stdout and "exited with status 1" in result.stderr

@@ -31,11 +31,15 @@ class SelfAttributes:
         function, classdef = self._enclosing_method()
         if function is None or classdef is None or first_parameter(function) != attribute.value.value:
             return None
+        return self.in_class(classdef, attribute.attr.value)
+
+    def in_class(self, classdef: cst.ClassDef, name: str) -> cst.BaseExpression | None:
+        """What `self.<name>` was assigned in `classdef`, if that is one known expression."""
         table = self._classes.get(id(classdef))
         if table is None:
             table = self._collect(classdef)
             self._classes[id(classdef)] = table
-        value = table.get(attribute.attr.value)
+        value = table.get(name)
         return value if isinstance(value, cst.BaseExpression) else None
 
     def _enclosing_method(self) -> tuple[cst.FunctionDef | None, cst.ClassDef | None]:

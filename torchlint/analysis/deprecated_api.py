@@ -14,7 +14,9 @@ Fields:
   (a safe autofix); `UNSAFE_RENAME` when the rename keeps the signature but changes behaviour the
   author must check (default tolerances, state_dict keys); `RENAME_SINGLE_ARGUMENT` when the
   rename is drop-in only for a call with exactly one positional argument (the fix is offered for
-  those calls, safe); `NONE` when arguments or results differ (no fix).
+  those calls, safe); `REWRITE` when TL504 rewrites the call's arguments for `rename_to` (a safe
+  fix, written per name in the rule: `torch.qr(A, some=False)` -> `torch.linalg.qr(A,
+  mode="complete")`); `NONE` when arguments or results differ (no fix).
 - `removed`: True when calling it raises on current torch.
 - `replacement_since`: the torch version that introduced the replacement; with a configured
   `target-torch-version` below it, the old API is the only choice and is not reported.
@@ -33,6 +35,7 @@ class FixKind(enum.Enum):
     RENAME = "rename"
     RENAME_SINGLE_ARGUMENT = "rename-single-argument"
     UNSAFE_RENAME = "unsafe-rename"
+    REWRITE = "rewrite"
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ def _dotted(version: Version | None) -> str:
     return ".".join(str(part) for part in version) if version else "?"
 
 
-R, S, U, N = FixKind.RENAME, FixKind.RENAME_SINGLE_ARGUMENT, FixKind.UNSAFE_RENAME, FixKind.NONE
+R, S, U, W = FixKind.RENAME, FixKind.RENAME_SINGLE_ARGUMENT, FixKind.UNSAFE_RENAME, FixKind.REWRITE
 
 DEPRECATED_APIS: tuple[DeprecatedApi, ...] = (
     # torch.linalg replaced the old linear-algebra functions (TorchFix TOR001/TOR101 table).
@@ -92,11 +95,11 @@ DEPRECATED_APIS: tuple[DeprecatedApi, ...] = (
     DeprecatedApi("torch.lstsq", (1, 9), "torch.linalg.lstsq(A, B)", note="arguments reversed", removed=True),
     DeprecatedApi("torch.symeig", (1, 9), "torch.linalg.eigh` or `torch.linalg.eigvalsh", removed=True),
     DeprecatedApi("torch.matrix_rank", (1, 9), "torch.linalg.matrix_rank", removed=True),
-    DeprecatedApi("torch.qr", (1, 9), "torch.linalg.qr", S, "torch.linalg.qr",
+    DeprecatedApi("torch.qr", (1, 9), "torch.linalg.qr", W, "torch.linalg.qr",
                   note="`some=False` becomes `mode=\"complete\"`"),
-    DeprecatedApi("torch.cholesky", (1, 9), "torch.linalg.cholesky", S, "torch.linalg.cholesky",
+    DeprecatedApi("torch.cholesky", (1, 9), "torch.linalg.cholesky", W, "torch.linalg.cholesky",
                   note="`upper=True` becomes `.mH`"),
-    DeprecatedApi("torch.chain_matmul", (1, 9), "torch.linalg.multi_dot([a, b, c])"),
+    DeprecatedApi("torch.chain_matmul", (1, 9), "torch.linalg.multi_dot([a, b, c])", W, "torch.linalg.multi_dot"),
     DeprecatedApi("torch.svd", (1, 9), "torch.linalg.svd",
                   note="it returns Vh, not V; `some` becomes `full_matrices`"),
     DeprecatedApi("torch.norm", (1, 9), "torch.linalg.vector_norm`, `torch.linalg.matrix_norm` or `torch.linalg.norm"),
@@ -164,6 +167,18 @@ DEPRECATED_APIS: tuple[DeprecatedApi, ...] = (
                   "torch.library.register_fake", replacement_since=(2, 4)),
     DeprecatedApi("torch.autograd.Variable", None, "torch.tensor(..., requires_grad=True)", note="a Variable is a plain tensor"),
 )
+
+# Keyword arguments that were removed and are now silently ignored, with what to write instead.
+# (`F.sigmoid` / `F.tanh` are not here: their 0.4.1 deprecation was withdrawn, pytorch#65909, and
+# torch 2.x neither warns nor documents them as deprecated; scripts/check_deprecated_table.py.)
+DEPRECATED_KEYWORDS: dict[tuple[str, str], str] = {
+    ("torch.autograd.Variable", "volatile"): (
+        "`volatile=True` was removed in torch 0.4 and does nothing: gradients are recorded; "
+        "use `with torch.no_grad():` around the computation"
+    ),
+}
+# The loss keywords replaced by `reduction=` (torch 0.4.1): every torch loss warns when given them.
+DEPRECATED_LOSS_KEYWORDS = ("size_average", "reduce")
 
 _AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
 

@@ -30,7 +30,9 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchlint.analysis.imports import ImportTable
-from torchlint.analysis.names import dotted_name, nested_statement_lists, positional_args
+from torchlint.analysis.names import (
+    argument, dotted_name, nested_statement_lists, positional_args, suite_statements,
+)
 from torchlint.walker import child_nodes
 
 Loop = cst.For | cst.While
@@ -57,6 +59,8 @@ class Kind(enum.Enum):
     CLIP = "clip"
     NEEDS_GRAD = "needs grad"  # autograd.grad, requires_grad_(), enable_grad(): code that wants gradients
     OPTIMIZER_CREATED = "optimizer created"  # `opt = torch.optim.SGD(...)` inside the loop
+    EVAL_MODE = "eval mode"  # `model.eval()`, `model.train(False)`: target is the module
+    TRAIN_MODE = "train mode"  # `model.train()`, `model.train(True)`
 
 
 class Role(enum.Enum):
@@ -136,6 +140,12 @@ class Iteration:
     def is_training_step(self) -> bool:
         """The loop runs training steps: it calls `backward()` or an optimizer `step()`."""
         return self.calls_backward or self.steps_optimizer
+
+    @property
+    def steps_each_iteration(self) -> bool:
+        """A backward or an optimizer step runs in the iteration itself, not only in a nested loop:
+        an epoch loop around the batch loop runs no step of its own."""
+        return any(event.kind in (Kind.BACKWARD, Kind.OPTIMIZER_STEP) and not event.loops for event in self.events)
 
     @property
     def clears_gradients(self) -> bool:
@@ -246,6 +256,26 @@ def is_throttle(test: cst.BaseExpression) -> bool:
     return _is_modulo(test)
 
 
+def is_limited(statement: cst.If) -> bool:
+    """`if shown < 3: ...; shown += 1`: the body runs a bounded number of times, whatever the loop."""
+    counters = {
+        small.target.value
+        for line in suite_statements(statement.body) if isinstance(line, cst.SimpleStatementLine)
+        for small in line.body
+        if isinstance(small, cst.AugAssign) and isinstance(small.operator, cst.AddAssign) and isinstance(small.target, cst.Name)
+    }
+    return bool(counters) and _compares_below(statement.test, counters)
+
+
+def _compares_below(test: cst.BaseExpression, counters: set[str]) -> bool:
+    if isinstance(test, cst.BooleanOperation):
+        return _compares_below(test.left, counters) or _compares_below(test.right, counters)
+    return (
+        isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value in counters
+        and any(isinstance(target.operator, (cst.LessThan, cst.LessThanEqual)) for target in test.comparisons)
+    )
+
+
 def _is_modulo(expr: cst.BaseExpression) -> bool:
     return (
         isinstance(expr, cst.BinaryOperation)
@@ -333,6 +363,10 @@ _GRAD_FUNCTIONS = frozenset(
      "torch.autograd.functional.jacobian", "torch.autograd.functional.vjp", "torch.autograd.functional.hessian"}
 )
 _CLEARING_WORDS = ("zero_grad", "reset_grad", "clear_grad", "zero_grads")
+# `nn.Module` methods that return the module itself.
+_SELF_RETURNING_MODULE_METHODS = frozenset(
+    {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval", "requires_grad_", "to_empty"}
+)
 # Objects whose `backward(loss)` method back-propagates its argument.
 _BACKWARD_OWNERS = ("accelerator", "fabric", "engine", "trainer", "strategy", "precision", "plugin")
 
@@ -611,6 +645,9 @@ class _Scanner:
         """Emits the event of a method call; True when the call is not a local-function call."""
         analysis = self.analysis
         has_args = bool(call.args)
+        if method in ("eval", "train") and not _is_self(receiver):
+            self._mode_switch(call, method, receiver)
+            return True
         if method == "backward":
             if _is_super(receiver) or _is_function_class(receiver):
                 return True
@@ -657,6 +694,20 @@ class _Scanner:
             self.emit(kind, call, _first_argument(call))
             return True
         return not _is_self(receiver)
+
+    def _mode_switch(self, call: cst.Call, method: str, receiver: cst.BaseExpression) -> None:
+        """`model.eval()` / `model.train(mode)`: a module switched between training and evaluation."""
+        # `model.to(device).train()`: the module methods in between return the module itself.
+        while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) \
+                and receiver.func.attr.value in _SELF_RETURNING_MODULE_METHODS:
+            receiver = receiver.func.value
+        mode = argument(call, 0, "mode") if method == "train" else None
+        if method == "eval" and not call.args:
+            self.emit(Kind.EVAL_MODE, call, receiver)
+        elif method == "train" and (not call.args or _is_true(mode)):
+            self.emit(Kind.TRAIN_MODE, call, receiver)
+        elif method == "train" and isinstance(mode, cst.Name) and mode.value == "False":
+            self.emit(Kind.EVAL_MODE, call, receiver)
 
 
 def _first_argument(call: cst.Call) -> cst.BaseExpression | None:
@@ -718,40 +769,103 @@ def enclosing_loops(ancestors: list[cst.CSTNode]) -> list[Loop]:
     return found
 
 
-def throttled_since(ancestors: list[cst.CSTNode], loop: Loop) -> bool:
-    """The current node is in the body of a throttling `if` (`if step % N == 0:`) inside `loop`."""
-    for index in range(len(ancestors) - 1, -1, -1):
-        node = ancestors[index]
-        if node is loop:
-            return False
-        if isinstance(node, cst.If) and index + 1 < len(ancestors) and ancestors[index + 1] is node.body:
-            if is_throttle(node.test):
-                return True
-    return False
+# Loops over the elements of a tensor, over parameters, over a dict of tensors -------------------
+
+# Module methods whose iteration yields its tensors (the parameters and buffers, on its device).
+_TENSOR_ITERATORS = frozenset({"parameters", "buffers"})
+_NAMED_TENSOR_ITERATORS = frozenset({"named_parameters", "named_buffers"})
+_SIZE_METHODS = frozenset({"size", "numel", "nelement"})
 
 
-def element_source(loop: Loop) -> cst.BaseExpression | None:
-    """What a per-element loop walks over: `t` in `for row in t`, `for i in range(len(t))`,
-    `range(t.size(0))`, `range(t.shape[0])`, `range(t.numel())`, `enumerate(t)`, `zip(t, ...)`.
+@dataclass(frozen=True)
+class ElementWalk:
+    """What a `for` loop (or a comprehension clause) walks over, one element per iteration.
 
-    The caller decides whether that expression is a tensor.
+    `sources` are the expressions walked over: the caller decides whether they are tensors
+    (`t` in `for row in t`, `range(len(t))`, `range(t.size(0))`, `zip(t, u)`). `elements` names
+    the loop variables that hold one element, with the source it comes from, or None when the
+    element is a parameter or a buffer (`model.parameters()`, `named_parameters()`), a tensor
+    whatever the receiver is. `mapping` is the dict of `for k, v in d.items()` / `d.values()`:
+    its values are the elements.
     """
-    if not isinstance(loop, cst.For):
+
+    sources: tuple[cst.BaseExpression, ...] = ()
+    elements: tuple[tuple[str, cst.BaseExpression | None], ...] = ()
+    mapping: cst.BaseExpression | None = None
+
+    @property
+    def over_parameters(self) -> bool:
+        return any(source is None for _, source in self.elements)
+
+    def source_of(self, name: str) -> tuple[bool, cst.BaseExpression | None]:
+        """(bound here, its source): whether `name` holds an element, and of what."""
+        for element, source in self.elements:
+            if element == name:
+                return True, source
+        return False, None
+
+
+def element_walk(target: cst.BaseExpression, iterable: cst.BaseExpression) -> ElementWalk | None:
+    """The element walk of `for target in iterable`, or None when it walks over nothing tensor-like."""
+    names = _positional_names(target)
+    if isinstance(iterable, (cst.Name, cst.Attribute, cst.Subscript)):
+        return ElementWalk((iterable,), _bind(names[:1] if isinstance(target, cst.Name) else [], [iterable]))
+    if not isinstance(iterable, cst.Call):
         return None
-    iterable = loop.iter
-    if isinstance(iterable, (cst.Name, cst.Attribute)):
-        return iterable
-    if not isinstance(iterable, cst.Call) or not isinstance(iterable.func, cst.Name) or not iterable.args:
+    func = iterable.func
+    if isinstance(func, cst.Attribute) and not iterable.args:
+        method = func.attr.value
+        if method in _TENSOR_ITERATORS and isinstance(target, cst.Name):
+            return ElementWalk(elements=((target.value, None),))
+        if method in _NAMED_TENSOR_ITERATORS and len(names) == 2:
+            return ElementWalk(elements=((names[1], None),))
+        if method in ("items", "values"):
+            value = names[1] if method == "items" and len(names) == 2 else (
+                target.value if method == "values" and isinstance(target, cst.Name) else None
+            )
+            if value is None:
+                return None
+            if _is_state_dict(func.value):
+                return ElementWalk(elements=((value, None),))
+            return ElementWalk(elements=((value, func.value),), mapping=func.value)
         return None
-    wrapper, first = iterable.func.value, iterable.args[0].value
-    if wrapper in ("enumerate", "zip"):
-        return first if isinstance(first, (cst.Name, cst.Attribute)) else None
-    if wrapper != "range" or len(iterable.args) != 1:
+    if not isinstance(func, cst.Name) or not iterable.args:
         return None
-    if isinstance(first, cst.Call) and isinstance(first.func, cst.Name) and first.func.value == "len" and first.args:
-        return first.args[0].value
-    if isinstance(first, cst.Call) and isinstance(first.func, cst.Attribute) and first.func.attr.value in ("size", "numel"):
-        return first.func.value
-    if isinstance(first, cst.Subscript) and isinstance(first.value, cst.Attribute) and first.value.attr.value == "shape":
-        return first.value.value
+    arguments = [arg.value for arg in iterable.args if arg.keyword is None and not arg.star]
+    if func.value == "enumerate" and arguments:
+        values = names[1:2] if isinstance(target, cst.Tuple) and len(names) == 2 else []
+        return ElementWalk((arguments[0],), _bind(values, arguments[:1]))
+    if func.value == "zip" and arguments:
+        return ElementWalk(tuple(arguments), _bind(names if len(names) == len(arguments) else [], arguments))
+    if func.value == "range" and len(arguments) == 1:
+        sized = _sized(arguments[0])
+        return ElementWalk((sized,)) if sized is not None else None
+    return None
+
+
+def _positional_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [element.value.value if isinstance(element.value, cst.Name) else "" for element in target.elements]
+    return []
+
+
+def _bind(names: list[str], sources: list[cst.BaseExpression]) -> tuple[tuple[str, cst.BaseExpression], ...]:
+    return tuple((name, source) for name, source in zip(names, sources) if name)
+
+
+def _is_state_dict(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "state_dict"
+
+
+def _sized(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`t` in `len(t)`, `t.size(0)`, `t.shape[0]`, `t.numel()`."""
+    if isinstance(expr, cst.Call):
+        if isinstance(expr.func, cst.Name) and expr.func.value == "len" and expr.args:
+            return expr.args[0].value
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SIZE_METHODS:
+            return expr.func.value
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape":
+        return expr.value.value
     return None

@@ -7,6 +7,8 @@ are imported from elsewhere (unknowable statically) counts as a Module when it d
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from torchlint.analysis.imports import ImportTable
@@ -17,6 +19,56 @@ _MODULE_BASES = frozenset(
     {"lightning.LightningModule", "pytorch_lightning.LightningModule", "lightning.pytorch.LightningModule",
      "pytorch_lightning.core.LightningModule", "lightning.pytorch.core.LightningModule"}
 )
+
+
+# The last word of a name that holds a module (`model`, `self.text_encoder`, `layer`, `netD`).
+_MODULE_WORD = re.compile(
+    r"(?:^|_)(model|module|net|network|layer|block|encoder|decoder|backbone|head|classifier|stem|neck"
+    r"|generator|discriminator|critic|unet|vae|autoencoder|mlp|cnn|rnn|lstm|gru)$"
+    r"|^net[A-Z]\w*$"
+)
+# The last word of a container of modules (`self.layers[i]`, `self.downsample_modules[0]`).
+_MODULES_WORD = re.compile(r"(?:^|_)(models|modules|layers|blocks|heads|stages|encoders|decoders)$")
+
+
+def last_word(expr: cst.BaseExpression) -> str | None:
+    """`encoder` for `self.text.encoder`, `model` for `model`."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    return None
+
+
+def named_like_module(expr: cst.BaseExpression) -> bool:
+    """`model`, `self.backbone`, `netD`, `self.layers[i]`: a name people give to a module."""
+    if isinstance(expr, cst.Subscript):
+        return named_like_modules(expr.value)
+    word = last_word(expr)
+    return word is not None and _MODULE_WORD.search(word) is not None
+
+
+def named_like_modules(expr: cst.BaseExpression) -> bool:
+    """`self.layers`, `blocks`: a name people give to a container of modules."""
+    word = last_word(expr)
+    return word is not None and _MODULES_WORD.search(word) is not None
+
+
+# Functions of model libraries that build a model: `torchvision.models.resnet18()`,
+# `timm.create_model(...)`, `torch.hub.load(...)`, `AutoModel.from_pretrained(...)`.
+_MODEL_FACTORY = re.compile(
+    r"torchvision\.models\.(\w+\.)*[a-z]\w*|timm\.create_model|timm\.models\.(\w+\.)*create_model|torch\.hub\.load"
+    r"|(transformers|diffusers)\.\w*(Model|For)\w*\.from_pretrained|open_clip\.create_model\w*"
+)
+
+
+# torchvision.models helpers that return weights, names or builders, not a model.
+_NOT_MODEL_FACTORY = re.compile(r"(get_(?!model$)|list_)\w*")
+
+
+def is_model_factory(qualified: str) -> bool:
+    last = qualified.rsplit(".", 1)[-1]
+    return _MODEL_FACTORY.fullmatch(qualified) is not None and _NOT_MODEL_FACTORY.fullmatch(last) is None
 
 
 def is_torch_module_class(qualified: str) -> bool:
@@ -66,14 +118,20 @@ class ModuleClasses:
             self._verdicts = self._classify()
         return name in self._module_names
 
+    def class_named(self, name: str) -> cst.ClassDef | None:
+        """The Module class of this file called `name` (the first one, if several)."""
+        if self._verdicts is None:
+            self._verdicts = self._classify()
+        return self._module_names.get(name)
+
     def _classify(self) -> dict[int, bool]:
         verdicts: dict[int, bool] = {}
-        self._module_names: set[str] = set()
+        self._module_names: dict[str, cst.ClassDef] = {}
         for classdef in _class_definitions(self._module.body):
             verdict = self._classify_one(classdef)
             verdicts[id(classdef)] = verdict
             if verdict:
-                self._module_names.add(classdef.name.value)
+                self._module_names.setdefault(classdef.name.value, classdef)
         return verdicts
 
     def _classify_one(self, classdef: cst.ClassDef) -> bool:

@@ -67,6 +67,10 @@ def is_constant_true(expr: cst.BaseExpression | None) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "True"
 
 
+def is_constant_false(expr: cst.BaseExpression | None) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "False"
+
+
 def suite_statements(suite: cst.BaseSuite) -> list[cst.CSTNode]:
     """The statements of an indented block; a one-line suite (`if x: a = 1`) comes as itself."""
     return list(suite.body) if isinstance(suite, cst.IndentedBlock) else [suite]

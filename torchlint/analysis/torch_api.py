@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchlint.analysis.loops import name_hint
 from torchlint.analysis.names import argument, keyword_arg, method_name, method_receiver, positional_args
 
 SOFTMAX_FUNCTIONS = frozenset(
@@ -121,3 +122,16 @@ def loss_of_produced_input(
         return None
     computed = called_function(ctx, call)
     return None if computed is None else (computed, producer, written)
+
+
+_LOSS_WORDS = ("loss", "criterion", "cross_entropy", "kl_div")
+
+
+def looks_like_loss(value: cst.CSTNode) -> bool:
+    """`criterion(out, y)`, `F.cross_entropy(...)`, `loss_fn(...)`, `outputs.loss`: a loss by its name."""
+    if isinstance(value, cst.Attribute):
+        return value.attr.value == "loss"
+    if not isinstance(value, cst.Call):
+        return False
+    hint = name_hint(value.func)
+    return any(word in hint for word in _LOSS_WORDS)

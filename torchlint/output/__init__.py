@@ -20,6 +20,8 @@ class OutputContext:
     fixed: int | None = None
     # `--show-fixes`: the list of what was fixed, shown before the summary of the text formats.
     fix_listing: str = ""
+    # `--runtime`: the run record (script, arguments, exit status, timed out, device...).
+    run: dict | None = None
 
 
 def repository_root(start: Path | None = None) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from torchlint.diagnostics import Diagnostic
 from torchlint.output import OutputContext, repository_path, repository_root
+from torchlint.output.notebooks import cell_label, json_rows
 
 
 def _escape_data(text: str) -> str:
@@ -14,21 +15,54 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def _level(diagnostic: Diagnostic) -> str:
+    """A finding the run proved wrong is a notice, not an error or a warning."""
+    return "notice" if diagnostic.runtime == "refuted" else diagnostic.severity.value
+
+
+def _message(diagnostic: Diagnostic) -> str:
+    if diagnostic.runtime is None:
+        return f"{diagnostic.code} {diagnostic.message}"
+    observed = f" ({diagnostic.runtime_detail})" if diagnostic.runtime_detail else ""
+    return f"{diagnostic.code} [{diagnostic.runtime}] {diagnostic.message}{observed}"
+
+
 def render(diagnostics: list[Diagnostic], context: OutputContext) -> str:
     root = repository_root()
     lines = []
     for d in diagnostics:
-        properties = [
-            ("title", f"torchlint ({d.code})"),
-            ("file", repository_path(d.filename, root)),
-            ("line", str(d.location.row)),
-        ]
-        single_line = d.end_location.row == d.location.row
-        if single_line:
-            properties.append(("col", str(d.location.column)))
-        properties.append(("endLine", str(d.end_location.row)))
-        if single_line:
-            properties.append(("endColumn", str(d.end_location.column)))
-        rendered = ",".join(f"{key}={_escape_property(value)}" for key, value in properties)
-        lines.append(f"::{d.severity.value} {rendered}::{_escape_data(f'{d.code} {d.message}')}")
+        lines.append(_cell_annotation(d, root) if d.cell is not None else _annotation(d, root))
     return "".join(line + "\n" for line in lines)
+
+
+def _annotation(d: Diagnostic, root) -> str:
+    properties = [
+        ("title", f"torchlint ({d.code})"),
+        ("file", repository_path(d.filename, root)),
+        ("line", str(d.location.row)),
+    ]
+    single_line = d.end_location.row == d.location.row
+    if single_line:
+        properties.append(("col", str(d.location.column)))
+    properties.append(("endLine", str(d.end_location.row)))
+    if single_line:
+        properties.append(("endColumn", str(d.end_location.column)))
+    return _command(d, properties, _message(d))
+
+
+def _cell_annotation(d: Diagnostic, root) -> str:
+    """GitHub cannot address a cell: the annotation goes on the JSON rows holding the flagged
+    lines, and the title and message name the cell."""
+    first, last = json_rows(d)
+    properties = [
+        ("title", f"torchlint ({d.code}) in cell {d.cell}"),
+        ("file", repository_path(d.filename, root)),
+        ("line", str(first)),
+        ("endLine", str(last)),
+    ]
+    return _command(d, properties, f"{_message(d)} ({cell_label(d)})")
+
+
+def _command(d: Diagnostic, properties: list[tuple[str, str]], message: str) -> str:
+    rendered = ",".join(f"{key}={_escape_property(value)}" for key, value in properties)
+    return f"::{_level(d)} {rendered}::{_escape_data(message)}"

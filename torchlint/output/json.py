@@ -1,4 +1,9 @@
-"""JSON: one array of objects with ruff's fields (plus `runtime`)."""
+"""JSON: one array of objects with ruff's fields (plus `runtime`).
+
+`runtime` is null in static mode; with `--runtime` it is `{"verdict": ..., "observed": ...}`. The
+array stays ruff's shape, so the run record (exit status, timed out, device) is not in it: it is
+written with `--run-record FILE`, and SARIF carries it as its invocation.
+"""
 
 from __future__ import annotations
 
@@ -36,9 +41,26 @@ def to_dict(diagnostic: Diagnostic) -> dict:
         "url": rule.url() if rule else None,
         "noqa_row": diagnostic.noqa_row,
         "cell": diagnostic.cell,
-        "runtime": diagnostic.runtime,
+        "runtime": None if diagnostic.runtime is None else {
+            "verdict": diagnostic.runtime, "observed": diagnostic.runtime_detail,
+        },
     }
 
 
 def render(diagnostics: list[Diagnostic], context: OutputContext) -> str:
     return json.dumps([to_dict(d) for d in diagnostics], indent=2) + "\n"
+
+
+def render_statistics(diagnostics: list[Diagnostic], context: OutputContext) -> str:
+    """`--statistics --output-format json`: one object per rule, most frequent first (as ruff)."""
+    from torchlint.output.text import is_fixable
+
+    counts: dict[str, list[Diagnostic]] = {}
+    for diagnostic in diagnostics:
+        counts.setdefault(diagnostic.code, []).append(diagnostic)
+    rows = [
+        {"code": code, "name": found[0].name, "count": len(found),
+         "fixable": any(is_fixable(d, context) for d in found)}
+        for code, found in sorted(counts.items(), key=lambda item: (-len(item[1]), item[0]))
+    ]
+    return json.dumps(rows, indent=2) + "\n"

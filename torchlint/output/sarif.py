@@ -9,6 +9,7 @@ from collections import Counter
 from torchlint import __version__
 from torchlint.diagnostics import Diagnostic
 from torchlint.output import OutputContext, repository_path, repository_root
+from torchlint.output.notebooks import cell_label, json_rows
 from torchlint.output.text import source_lines
 
 _SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -31,12 +32,42 @@ def _rule_descriptor(rule) -> dict:
 
 def _fingerprint(diagnostic: Diagnostic, path: str, seen: Counter) -> str:
     """Stable across re-runs and line moves: the code, the path and the flagged line's text."""
-    lines = source_lines(diagnostic.filename) if diagnostic.cell is None else ()
+    lines = source_lines(diagnostic.filename, diagnostic.cell)
     row = diagnostic.location.row
     text = lines[row - 1].strip() if 0 < row <= len(lines) else ""
     digest = hashlib.sha256(f"{diagnostic.code}\0{path}\0{text}".encode()).hexdigest()[:16]
     seen[digest] += 1
     return f"{digest}:{seen[digest]}"
+
+
+def _invocation(run: dict) -> dict:
+    """The `--runtime` run record as SARIF's invocation of the checked program."""
+    command = [run["script"]] if run["script"] else ["-m", run["module"]]
+    return {
+        "commandLine": " ".join(["python", *command, *run["args"]]),
+        "arguments": run["args"],
+        "exitCode": run["exit_status"],
+        "executionSuccessful": run["exit_status"] == 0 and not run["timed_out"],
+        "properties": {"torchlintRun": run},
+    }
+
+
+def _region(d: Diagnostic) -> dict:
+    """The finding's lines; for a notebook cell, the JSON file's rows that hold them, with the
+    position within the cell in the region's properties."""
+    if d.cell is None:
+        return {
+            "startLine": d.location.row, "startColumn": d.location.column,
+            "endLine": d.end_location.row, "endColumn": d.end_location.column,
+        }
+    first, last = json_rows(d)
+    return {
+        "startLine": first, "endLine": last,
+        "properties": {
+            "cell": d.cell, "row": d.location.row, "column": d.location.column,
+            "endRow": d.end_location.row, "endColumn": d.end_location.column,
+        },
+    }
 
 
 def render(diagnostics: list[Diagnostic], context: OutputContext) -> str:
@@ -50,20 +81,21 @@ def render(diagnostics: list[Diagnostic], context: OutputContext) -> str:
         result = {
             "ruleId": d.code,
             "level": _LEVELS[d.severity.value],
-            "message": {"text": d.message},
+            "message": {"text": d.message if d.cell is None else f"{d.message} ({cell_label(d)})"},
             "locations": [{
                 "physicalLocation": {
                     "artifactLocation": {"uri": path, "uriBaseId": "%SRCROOT%"},
-                    "region": {
-                        "startLine": d.location.row, "startColumn": d.location.column,
-                        "endLine": d.end_location.row, "endColumn": d.end_location.column,
-                    },
+                    "region": _region(d),
                 }
             }],
             "partialFingerprints": {"primaryLocationLineHash": _fingerprint(d, path, seen)},
         }
         if d.code in index:
             result["ruleIndex"] = index[d.code]
+        if d.runtime is not None:
+            if d.runtime == "refuted":
+                result["level"] = "note"  # the run proved the finding wrong
+            result["properties"] = {"runtimeVerdict": d.runtime, "runtimeObserved": d.runtime_detail}
         results.append(result)
     log = {
         "$schema": _SCHEMA,
@@ -76,6 +108,7 @@ def render(diagnostics: list[Diagnostic], context: OutputContext) -> str:
             }},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
             "results": results,
+            **({"invocations": [_invocation(context.run)]} if context.run else {}),
         }],
     }
     return json.dumps(log, indent=2) + "\n"

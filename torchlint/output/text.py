@@ -6,7 +6,9 @@ from collections import Counter
 from functools import lru_cache
 
 from torchlint.diagnostics import Applicability, Diagnostic
+from torchlint.notebook import cell_rows
 from torchlint.output import OutputContext
+from torchlint.output.notebooks import notebook_at
 from torchlint.sources import UnreadableFile, read_source, source_rows
 
 _BOLD, _RED, _YELLOW, _CYAN, _DIM, _RESET = "\033[1m", "\033[31m", "\033[33m", "\033[36m", "\033[2m", "\033[0m"
@@ -17,11 +19,25 @@ def _paint(text: str, style: str, context: OutputContext) -> str:
 
 
 @lru_cache(maxsize=64)
-def source_lines(filename: str) -> tuple[str, ...]:
+def _file_rows(filename: str) -> tuple[str, ...]:
     try:
         return tuple(source_rows(read_source(filename).text))
     except UnreadableFile:
         return ()
+
+
+def source_lines(filename: str, cell: int | None = None) -> tuple[str, ...]:
+    """The rows of a file, or of one cell of a notebook, as findings count them."""
+    if cell is None:
+        return _file_rows(filename)
+    notebook = notebook_at(filename)
+    return cell_rows(notebook, cell) if notebook is not None else ()
+
+
+def forget_sources() -> None:
+    """Read files again (after fixes changed them)."""
+    _file_rows.cache_clear()
+    notebook_at.cache_clear()
 
 
 def is_fixable(diagnostic: Diagnostic, context: OutputContext) -> bool:
@@ -54,7 +70,7 @@ def headline(diagnostic: Diagnostic, context: OutputContext) -> str:
 
 
 def _source_frame(diagnostic: Diagnostic, context: OutputContext) -> list[str]:
-    lines = source_lines(diagnostic.filename) if diagnostic.cell is None else ()
+    lines = source_lines(diagnostic.filename, diagnostic.cell)
     row = diagnostic.location.row
     if not 0 < row <= len(lines):
         return []

@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.loops import enclosing_loops, name_hint
-from torchlint.analysis.names import method_name
+from torchlint.analysis.dataflow import assigned_names
+from torchlint.analysis.loops import enclosing_loops
+from torchlint.analysis.names import dotted_name, method_name, suite_statements
+from torchlint.analysis.torch_api import looks_like_loss
 from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.rule import Rule
@@ -11,22 +13,25 @@ from torchlint.rule import Rule
 # Calls whose result no longer carries the autograd graph.
 _DETACHING_METHODS = frozenset({"item", "detach", "tolist", "numpy"})
 _DETACHING_FUNCTIONS = frozenset({"float", "int", "round", "abs"})
-_LOSS_WORDS = ("loss", "criterion", "cross_entropy", "kl_div")
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
 
 
 class LossAccumulatedWithGraph(Rule):
     """
     ## What it does
-    Flags `total += loss` (or `total = total + loss`) inside a loop that calls `.backward()` or an
-    optimizer `step()`, when `loss` is the tensor the loop back-propagates (or the result of a loss
-    function) and `total` lives across iterations. Accumulating `loss.item()`, `loss.detach()` or
-    `float(loss)` is fine, and so is summing loss terms within one iteration.
+    Flags `total += loss` (or `total = total + loss`), `losses.append(loss)` and
+    `history[step] = loss` inside a loop that calls `.backward()` or an optimizer `step()`, when
+    `loss` is the tensor the loop back-propagates (or the result of a loss function) and `total`,
+    `losses` or `history` lives across iterations. Accumulating or storing `loss.item()`,
+    `loss.detach()` or `float(loss)` is fine, and so are summing loss terms within one iteration,
+    a list made in the same iteration, and a store under a literal key (`logs["loss"] = loss`),
+    which replaces the previous step's entry.
 
     ## Why is this bad?
-    `loss` carries its autograd graph, and so does `total` after the addition: every iteration's
-    graph stays reachable from `total` until it is reset, so memory grows with each step (the
-    first entry of PyTorch's FAQ on memory). The logged value does not need the graph.
+    `loss` carries its autograd graph, and so does `total` after the addition (or the list that
+    holds it): every iteration's graph stays reachable until it is reset, so memory grows with
+    each step (the first entry of PyTorch's FAQ on memory). The logged value does not need the
+    graph.
 
     ## Example
     ```python
@@ -43,10 +48,15 @@ class LossAccumulatedWithGraph(Rule):
     ```python
         total_loss += loss.detach()  # or loss.item(), which synchronises every step
     ```
+    and `losses.append(loss.detach())` for a list of step losses.
 
     ## Fix safety
-    The fix adds `.detach()` and is unsafe: it changes behaviour if the accumulated value is
-    back-propagated on purpose later.
+    The fix adds `.detach()` and is unsafe: it changes behaviour if the accumulated value (or a
+    stored loss) is back-propagated on purpose later. It keeps the tensor (on its device, no
+    synchronisation); `.item()` is the better choice where the value is only printed.
+
+    Bug left in place: no, the graph is released each step. Computation changed: only for code that
+    back-propagates the stored or accumulated value later.
     """
 
     code = "TL003"
@@ -59,44 +69,99 @@ class LossAccumulatedWithGraph(Rule):
         if isinstance(node.operator, cst.AddAssign) and isinstance(node.target, cst.Name):
             self._check(node, node.target.value, node.value)
 
+    def visit_Call(self, node: cst.Call) -> None:
+        """`losses.append(loss)`: a list that outlives the iteration keeps every step's graph."""
+        if method_name(node) != "append" or len(node.args) != 1 or node.args[0].keyword or node.args[0].star:
+            return
+        container = _container_name(node.func.value)
+        stored = node.args[0].value
+        if container is None or not isinstance(stored, cst.Name):
+            return
+        leaf = self._attached_loss([stored], container)
+        if leaf is not None:
+            written = self.ctx.code_for(node.func.value)
+            self.report(
+                node,
+                f"`{written}.append({leaf.value})` keeps the autograd graph of every step alive in "
+                f"`{written}`; append `{leaf.value}.detach()` (or `.item()` when it is only logged)",
+                fix=_detach_fix(leaf),
+            )
+
     def visit_Assign(self, node: cst.Assign) -> None:
         value = node.value
-        if (
-            len(node.targets) == 1
-            and isinstance(node.targets[0].target, cst.Name)
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        if isinstance(target, cst.Subscript):
+            self._check_store(node, target, value)
+        elif (
+            isinstance(target, cst.Name)
             and isinstance(value, cst.BinaryOperation)
             and isinstance(value.operator, cst.Add)
             and isinstance(value.left, cst.Name)
-            and value.left.value == node.targets[0].target.value
+            and value.left.value == target.value
         ):
             self._check(node, value.left.value, value.right)
 
+    def _check_store(self, node: cst.Assign, target: cst.Subscript, value: cst.BaseExpression) -> None:
+        """`history[step] = loss`: a new entry per iteration (a literal key is overwritten instead)."""
+        container = _container_name(target.value)
+        index = target.slice[0].slice if len(target.slice) == 1 else None
+        if container is None or not isinstance(index, cst.Index) or not isinstance(value, cst.Name):
+            return
+        if isinstance(index.value, (cst.SimpleString, cst.Integer, cst.Float, cst.ConcatenatedString)):
+            return
+        leaf = self._attached_loss([value], container)
+        if leaf is not None:
+            written = self.ctx.code_for(target.value)
+            self.report(
+                node,
+                f"storing `{leaf.value}` in `{written}` every iteration keeps the autograd graph of every "
+                f"step alive; store `{leaf.value}.detach()` (or `.item()` when it is only logged)",
+                fix=_detach_fix(leaf),
+            )
+
     def _check(self, node: cst.CSTNode, total: str, added: cst.BaseExpression) -> None:
-        leaves = _name_leaves(added)
+        leaf = self._attached_loss(_name_leaves(added), total)
+        if leaf is not None:
+            self.report(
+                node,
+                f"`{total}` accumulates `{leaf.value}` with its autograd graph across iterations, "
+                f"keeping every step's graph alive; add `{leaf.value}.detach()` (or `.item()`)",
+                fix=_detach_fix(leaf),
+            )
+
+    def _attached_loss(self, leaves: list[cst.Name], total: str) -> cst.Name | None:
+        """The first of `leaves` that is a loss still attached to its graph, when the current
+        statement sits in a training loop and `total` lives across its iterations."""
         if not leaves:
-            return
+            return None
         loops = enclosing_loops(self.ctx.ancestors)
-        if not loops or not self.ctx.loops.is_training_loop(loops[0]):
-            return
-        ctx = self.ctx
-        # Reset earlier in this same iteration: a sum of terms within one step, not across steps.
-        if ctx.values.value_of(total) is not None or ctx.grad_mode.is_disabled():
-            return
-        subjects = ctx.loops.iteration(loops[0]).backward_subjects()
+        if not loops or not self.ctx.loops.is_training_loop(loops[0]) or self.ctx.grad_mode.is_disabled():
+            return None
+        if total in assigned_names(suite_statements(loops[0].body)) and self.ctx.values.value_of(total) is not None:
+            return None  # reset earlier in this iteration: terms of one step, not a sum across steps
+        subjects = self.ctx.loops.iteration(loops[0]).backward_subjects()
         if total in subjects:
-            return  # deliberate graph accumulation: the sum itself is back-propagated
+            return None  # deliberate graph accumulation: the sum itself is back-propagated
         for leaf in leaves:
-            value = ctx.values.value_of(leaf.value)
+            value = self.ctx.values.value_of(leaf.value)
             if value is not None and _detached(value):
                 continue
-            if leaf.value in subjects or (value is not None and _is_loss(value)):
-                self.report(
-                    node,
-                    f"`{total}` accumulates `{leaf.value}` with its autograd graph across iterations, "
-                    f"keeping every step's graph alive; add `{leaf.value}.detach()` (or `.item()`)",
-                    fix=FixSpec(f"Use `{leaf.value}.detach()`", ((leaf, f"{leaf.value}.detach()"),), Applicability.UNSAFE),
-                )
-                return
+            if leaf.value in subjects or (value is not None and looks_like_loss(value)):
+                return leaf
+        return None
+
+
+def _detach_fix(leaf: cst.Name) -> FixSpec:
+    return FixSpec(f"Use `{leaf.value}.detach()`", ((leaf, f"{leaf.value}.detach()"),), Applicability.UNSAFE)
+
+
+def _container_name(expr: cst.BaseExpression) -> str | None:
+    """`losses` for `losses`, `history["train"]` or `self.losses`: the name whose lifetime matters."""
+    while isinstance(expr, cst.Subscript):
+        expr = expr.value
+    return dotted_name(expr)
 
 
 def _name_leaves(expr: cst.BaseExpression) -> list[cst.Name]:
@@ -116,13 +181,3 @@ def _detached(value: cst.CSTNode) -> bool:
     if isinstance(value, cst.Attribute):
         return value.attr.value == "data"
     return isinstance(value, (cst.Integer, cst.Float, cst.Param))
-
-
-def _is_loss(value: cst.CSTNode) -> bool:
-    """`criterion(out, y)`, `F.cross_entropy(...)`, `loss_fn(...)`, `outputs.loss`."""
-    if isinstance(value, cst.Attribute):
-        return value.attr.value == "loss"
-    if not isinstance(value, cst.Call):
-        return False
-    hint = name_hint(value.func)
-    return any(word in hint for word in _LOSS_WORDS)

@@ -1,36 +1,32 @@
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
+from torchlint.analysis.dataflow import target_names
+from torchlint.analysis.module_values import builds_module, holds_module
+from torchlint.analysis.modules import last_word, named_like_modules
 from torchlint.analysis.names import dotted_name, positional_args
-from torchlint.analysis.nn_layers import nn_class_name
 from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.rule import Rule
 
-# The last word of a name that holds a module (`model`, `self.text_encoder`, `layer`).
-_MODULE_WORD = re.compile(
-    r"(?:^|_)(model|module|net|network|layer|block|encoder|decoder|backbone|head|classifier|stem|neck)$"
-)
-# The last word of a container of modules (`self.layers[i]`, `self.downsample_modules[0]`).
-_MODULES_WORD = re.compile(r"(?:^|_)(models|modules|layers|blocks|heads|stages|encoders|decoders)$")
-
-
-def _last_word(expr: cst.BaseExpression) -> str | None:
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value
-    return None
+# Module methods whose iteration yields submodules (`for m in self.children():`).
+_SUBMODULE_ITERATORS = frozenset({"children", "modules"})
+_NAMED_SUBMODULE_ITERATORS = frozenset({"named_children", "named_modules"})
 
 
 class ForwardCalledDirectly(Rule):
     """
     ## What it does
-    Flags `m.forward(x)` on a module where `m(x)` was meant. Calls on `super()`, on a class
-    (`Base.forward(self, x)`) and `self.forward(...)` are fine.
+    Flags `m.forward(x)` on a module where `m(x)` was meant: a `torch.nn` layer, an instance of a
+    Module class of this file, a model built by a function of this file or by a model library
+    (`torchvision.models.resnet18()`, `timm.create_model(...)`, `torch.hub.load(...)`), an
+    attribute the class assigns a module (`self.backbone.forward(x)`), an element of a container
+    of modules (`for layer in self.layers:`, `self.blocks[i]`, `self.children()`), and a name
+    people give to modules (`model`, `encoder`, `netD`). Calls on `super()`, on a class
+    (`Base.forward(self, x)`) and `self.forward(...)` are fine, and so is
+    `torch.distributed.nn.RemoteModule`, whose `forward` is its documented remote call: in a file
+    that uses `RemoteModule`, only a value known to be built as a module is reported.
 
     ## Why is this bad?
     `nn.Module.__call__` runs the forward pre-hooks and hooks, backward hooks, and the machinery
@@ -53,6 +49,9 @@ class ForwardCalledDirectly(Rule):
     ## Fix safety
     The fix rewrites `m.forward(x)` to `m(x)` and is unsafe: the module's hooks start running,
     which is the point, but changes what the call does when hooks are registered.
+
+    Bug left in place: no, the hooks run. Computation changed: only where forward or full hooks are
+    registered (they now run, as they were meant to).
     """
 
     code = "TL005"
@@ -73,7 +72,7 @@ class ForwardCalledDirectly(Rule):
         if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self"):
             return
         classdef = self.ctx.enclosing_class()
-        if classdef is not None and self._constructs_module(node.value):
+        if classdef is not None and builds_module(self.ctx, node.value):
             self._module_attributes.setdefault(id(classdef), set()).add(target.attr.value)
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -97,32 +96,36 @@ class ForwardCalledDirectly(Rule):
             return dotted_name(receiver.func) == "super"
         if isinstance(receiver, cst.Name) and receiver.value in ("self", "cls"):
             return True
-        last = _last_word(receiver)
+        last = last_word(receiver)
         if last is not None and last[:1].isupper():
             return True  # `Base.forward(self, x)`, `nn.LayerNorm.forward(self, x)`
         first = positional_args(call)[:1]
         return bool(first) and isinstance(first[0].value, cst.Name) and first[0].value.value == "self"
 
     def _is_module(self, receiver: cst.BaseExpression) -> bool:
-        resolved = self.ctx.values.resolve(receiver)
-        if isinstance(resolved, cst.Call):
-            return self._constructs_module(resolved)
-        for expr in (receiver, resolved):
-            if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-                classdef = self.ctx.enclosing_class()
-                if classdef is not None and expr.attr.value in self._module_attributes.get(id(classdef), ()):
-                    return True
-            last = _last_word(expr)
-            if last is not None and _MODULE_WORD.search(last):
-                return True
-            if isinstance(expr, cst.Subscript):
-                container = _last_word(expr.value)
-                if container is not None and _MODULES_WORD.search(container):
-                    return True
-        return False
-
-    def _constructs_module(self, call: cst.Call) -> bool:
-        if nn_class_name(self.ctx.callee(call)) is not None:
+        # `RemoteModule.forward` is its API: where one may be around, a module's name is no proof.
+        by_name = "RemoteModule" not in self.ctx.source
+        if holds_module(self.ctx, receiver, by_name=by_name):
             return True
-        written = dotted_name(call.func)
-        return written is not None and "." not in written and self.ctx.module_classes.is_module_name(written)
+        if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
+            classdef = self.ctx.enclosing_class()
+            if classdef is not None and receiver.attr.value in self._module_attributes.get(id(classdef), ()):
+                return True
+        return by_name and isinstance(receiver, cst.Name) and self._element_of_modules(receiver.value)
+
+    def _element_of_modules(self, name: str) -> bool:
+        """`layer` in `for layer in self.layers:`, `for i, m in enumerate(self.children()):`."""
+        for node in reversed(self.ctx.ancestors):
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+            if not isinstance(node, cst.For) or name not in target_names(node.target):
+                continue
+            iterable, names = node.iter, target_names(node.target)
+            if isinstance(iterable, cst.Call) and dotted_name(iterable.func) == "enumerate" and iterable.args:
+                iterable, names = iterable.args[0].value, names[1:]
+            if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute):
+                method = iterable.func.attr.value
+                return method in _SUBMODULE_ITERATORS or (method in _NAMED_SUBMODULE_ITERATORS and names[-1:] == [name])
+            container = names == [name] and isinstance(iterable, (cst.Name, cst.Attribute))
+            return container and (named_like_modules(iterable) or holds_module(self.ctx, iterable, by_name=False))
+        return False

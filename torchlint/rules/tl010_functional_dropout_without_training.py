@@ -45,6 +45,9 @@ class FunctionalDropoutWithoutTraining(Rule):
     ## Fix safety
     The fix adds `training=self.training` and is unsafe: it turns the dropout off in eval mode,
     which changes the model's evaluation outputs (to the intended ones).
+
+    Bug left in place: no. Computation changed: evaluation outputs change (dropout off in eval
+    mode); training is unchanged.
     """
 
     code = "TL010"

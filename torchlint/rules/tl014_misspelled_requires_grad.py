@@ -43,6 +43,9 @@ class MisspelledRequiresGrad(Rule):
     ## Fix safety
     The fix renames the attribute or keyword to `requires_grad`. It is unsafe because it changes
     behaviour: the assignment starts to take effect (parameters get frozen, or tracked).
+
+    Bug left in place: no. Computation changed: yes, by design: the flag now takes effect, so what
+    is trained or tracked changes.
     """
 
     code = "TL014"

@@ -53,6 +53,11 @@ class ViewAfterPermute(Rule):
     ## Fix safety
     The fix renames `.view(` to `.reshape(`, which returns the same values (copying only when a
     view is impossible). It is safe: the code it replaces could only raise.
+
+    Bug left in place: no, the reshape merges the same dims the view was asked to. Computation
+    changed: no; where the view would have raised, `reshape` copies, so writes through the result
+    no longer reach the original tensor, which no working code relied on (the original line
+    raised).
     """
 
     code = "TL101"

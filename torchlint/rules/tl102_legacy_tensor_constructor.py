@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
-from torchlint.analysis.tensors import LEGACY_CONSTRUCTOR_DTYPES
+from torchlint.analysis.names import dotted_name, method_name, method_receiver, positional_args
+from torchlint.analysis.tensors import LEGACY_CONSTRUCTOR_DTYPES, PARAMETER_CLASSES
 from torchlint.analysis.torch_api import torch_module_name
 from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
@@ -16,15 +19,35 @@ _CONSTRUCTORS = {
 }
 
 
+# `FloatTensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`: a constructor named, not called.
+_ALIAS_TEXT = re.compile(r"=[^=\n]*\b\w*Tensor\b(?!\s*\()")
+
+# In-place methods that overwrite every element of a freshly allocated tensor.
+_INITIALISERS = frozenset(
+    {"uniform_", "normal_", "zero_", "fill_", "copy_", "random_", "bernoulli_", "exponential_",
+     "geometric_", "cauchy_", "log_normal_"}
+)
+
+
 def _is_int_literal(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Integer)
+
+
+def _is_size(expr: cst.BaseExpression) -> bool:
+    """An expression that can be a dimension size (`4`, `n`, `config.hidden_size`, `2 * d`), not
+    data (a list, a tuple, a call that returns an array)."""
+    if isinstance(expr, cst.BinaryOperation):
+        return _is_size(expr.left) and _is_size(expr.right)
+    return isinstance(expr, (cst.Integer, cst.Name, cst.Attribute, cst.Subscript))
 
 
 class LegacyTensorConstructor(Rule):
     """
     ## What it does
     Flags calls of the legacy constructors `torch.Tensor(...)`, `torch.FloatTensor(...)`,
-    `torch.LongTensor(...)`, `torch.cuda.FloatTensor(...)` and their kin with arguments.
+    `torch.LongTensor(...)`, `torch.cuda.FloatTensor(...)` and their kin with arguments, also
+    through a name assigned one (`FloatTensor = torch.FloatTensor`, or
+    `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`).
 
     ## Why is this bad?
     The legacy constructors guess what their arguments mean. Integers are taken as a shape:
@@ -46,9 +69,19 @@ class LegacyTensorConstructor(Rule):
     ```
 
     ## Fix safety
-    The fix is safe: `torch.Tensor(3, 4)` becomes `torch.empty(3, 4)` (identical behaviour, now
-    explicit) and `torch.Tensor([1, 2])` becomes `torch.tensor([1, 2], dtype=torch.float32)`
-    (the same values and dtype). Other argument forms get no fix.
+    Integer arguments are ambiguous: `torch.Tensor(3)` may be a shape or a botched value, and
+    turning it into `torch.empty(3)` would keep the uninitialized memory and silence the warning.
+    So integers get no fix, and the message shows both replacements, unless the code shows a
+    shape to be filled: inside `nn.Parameter(...)`, or followed by an in-place initialiser
+    (`torch.Tensor(n).uniform_()`, or `w = torch.Tensor(n, m)` whose first use is `w.normal_()`
+    or `nn.init.xavier_uniform_(w)`). There the fix to `torch.empty(...)` is safe: identical
+    behaviour, now explicit. A list or tuple argument is data: `torch.Tensor([1, 2])` becomes
+    `torch.tensor([1, 2], dtype=torch.float32)` (the same values and dtype), a safe fix. A
+    constructor called through an alias (`Tensor = torch.cuda.FloatTensor if cuda else
+    torch.FloatTensor`) and other argument forms get no fix.
+
+    Bug left in place: the `torch.empty` fix keeps uninitialized memory, which is why it is offered
+    only where the code fills it. Computation changed: no.
     """
 
     code = "TL102"
@@ -57,40 +90,128 @@ class LegacyTensorConstructor(Rule):
     severity = Severity.WARNING
     fix_applicability = Applicability.SAFE
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # Only a file that assigns a constructor without calling it can call one through an alias.
+        self._may_alias = _ALIAS_TEXT.search(ctx.source) is not None
+
     def visit_Call(self, node: cst.Call) -> None:
         if not node.args:
             return
-        constructor = _CONSTRUCTORS.get(self.ctx.callee(node) or "")
+        constructor = self._constructor(node.func)
         if constructor is None:
             return
-        name, on_cuda = constructor
+        name, on_cuda, aliased = constructor
         written = self.ctx.code_for(node.func)
-        if all(not arg.keyword and not arg.star and _is_int_literal(arg.value) for arg in node.args):
+        plain = all(not arg.keyword and not arg.star for arg in node.args)
+        shape_fix = None if aliased or not plain else self._shape_fix(node, name, on_cuda)
+        if shape_fix is not None and all(_is_size(arg.value) for arg in node.args) and self._filled_as_shape(node):
             message = (
-                f"`{written}(...)` with integers allocates uninitialized memory of that shape; "
-                "use `torch.empty(...)` or `torch.zeros(...)` for a shape, `torch.tensor(...)` for a value"
+                f"`{written}(...)` allocates uninitialized memory of that shape through a legacy constructor; "
+                "say so with `torch.empty(...)`"
+            )
+            self.report(node, message, fix=shape_fix)
+        elif plain and all(_is_int_literal(arg.value) for arg in node.args):
+            shape, values = self._replacements(node, name, on_cuda)
+            self.report(
+                node,
+                f"`{written}(...)` with integers allocates uninitialized memory of that shape, not a tensor of "
+                f"those values; use `{shape}` (or `torch.zeros`) for a shape, `{values}` for values",
             )
         else:
             message = (
                 f"`{written}(...)` is a legacy constructor (integers become a shape, tensors are aliased); "
                 "use `torch.tensor(...)` for data or `torch.empty(...)` for a shape"
             )
-        self.report(node, message, fix=self._fix(node, name, on_cuda))
+            self.report(node, message, fix=None if aliased else self._data_fix(node, name, on_cuda))
 
-    def _fix(self, node: cst.Call, name: str, on_cuda: bool) -> FixSpec | None:
-        torch_name = torch_module_name(self.ctx)
-        if torch_name is None or any(arg.keyword or arg.star for arg in node.args):
+    def _constructor(self, func: cst.BaseExpression) -> tuple[str, bool, bool] | None:
+        """(constructor name, on CUDA, reached through an alias) for the called expression:
+        `torch.FloatTensor`, or a name assigned one (`Tensor = torch.cuda.FloatTensor if cuda
+        else torch.FloatTensor`, where the first branch names it)."""
+        found = _CONSTRUCTORS.get(self.ctx.qualified_name(func) or "")
+        if found is not None:
+            return (*found, False)
+        if not isinstance(func, cst.Name) or not self._may_alias:
             return None
-        arguments = ", ".join(self.ctx.code_for(arg.value) for arg in node.args)
+        value = self.ctx.kinds.resolve(func)
+        branches = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+        constructors = [_CONSTRUCTORS.get(self.ctx.qualified_name(branch) or "") for branch in branches]
+        if value is func or None in constructors:
+            return None
+        return (*constructors[0], True)
+
+    def _filled_as_shape(self, node: cst.Call) -> bool:
+        """The code shows the integers are a shape to be filled: `nn.Parameter(torch.Tensor(n, m))`,
+        `torch.Tensor(n).uniform_(...)`, or `w = torch.Tensor(n, m)` whose first use is an
+        in-place initialiser (`w.normal_()`, `nn.init.xavier_uniform_(w)`)."""
+        ancestors = self.ctx.ancestors
+        parent = ancestors[-1] if ancestors else None
+        if isinstance(parent, cst.Arg) and len(ancestors) >= 2 and isinstance(ancestors[-2], cst.Call):
+            return self.ctx.callee(ancestors[-2]) in PARAMETER_CLASSES
+        if isinstance(parent, cst.Attribute) and len(ancestors) >= 2 and isinstance(ancestors[-2], cst.Call):
+            return parent.value is node and parent.attr.value in _INITIALISERS
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+            return self._initialised_next(parent)
+        return False
+
+    def _initialised_next(self, assignment: cst.Assign) -> bool:
+        written = dotted_name(assignment.targets[0].target)
+        block = next((node for node in reversed(self.ctx.ancestors) if isinstance(node, (cst.IndentedBlock, cst.Module))), None)
+        line = self.ctx.ancestors[-2] if len(self.ctx.ancestors) >= 2 else None
+        if written is None or block is None or line not in block.body:
+            return False
+        mention = re.compile(rf"(?<![\w.]){re.escape(written)}(?!\w)")
+        for statement in block.body[block.body.index(line) + 1:]:
+            if not mention.search(self.ctx.module.code_for_node(statement)):
+                continue
+            call = _only_call(statement)
+            if call is None:
+                return False
+            receiver = method_receiver(call)
+            if receiver is not None and dotted_name(receiver) in (written, f"{written}.data"):
+                return method_name(call) in _INITIALISERS
+            qualified = self.ctx.callee(call) or ""
+            first = positional_args(call)[0].value if positional_args(call) else None
+            return qualified.startswith("torch.nn.init.") and first is not None and dotted_name(first) == written
+        return False
+
+    def _shape_fix(self, node: cst.Call, name: str, on_cuda: bool) -> FixSpec | None:
+        torch_name = torch_module_name(self.ctx)
+        if torch_name is None:
+            return None
+        shape, _ = self._replacements(node, name, on_cuda, torch_name)
+        return FixSpec("Replace with `torch.empty(...)`", ((node, shape),))
+
+    def _replacements(self, node: cst.Call, name: str, on_cuda: bool, torch_name: str = "torch") -> tuple[str, str]:
+        """`torch.empty(3, 4)` (a shape) and `torch.tensor([3.0, 4.0])` (values) for integer arguments."""
+        arguments = [self.ctx.code_for(arg.value) for arg in node.args]
         device = ', device="cuda"' if on_cuda else ""
         dtype = LEGACY_CONSTRUCTOR_DTYPES[name]
-        if all(_is_int_literal(arg.value) for arg in node.args):
-            # `torch.Tensor(3, 4)` already had the default dtype: say nothing more than it did.
-            dtype_argument = f", dtype={torch_name}.{dtype}" if dtype else ""
-            replacement = f"{torch_name}.empty({arguments}{dtype_argument}{device})"
-            return FixSpec("Replace with `torch.empty(...)`", ((node, replacement),))
-        if len(node.args) == 1 and isinstance(node.args[0].value, (cst.List, cst.Tuple)):
-            # `torch.tensor` would infer int64 from integer data; keep the legacy float dtype.
-            replacement = f"{torch_name}.tensor({arguments}, dtype={torch_name}.{dtype or 'float32'}{device})"
-            return FixSpec("Replace with `torch.tensor(...)`", ((node, replacement),))
-        return None
+        # `torch.Tensor(3, 4)` already had the default dtype: say nothing more than it did.
+        dtype_argument = f", dtype={torch_name}.{dtype}" if dtype else ""
+        shape = f"{torch_name}.empty({', '.join(arguments)}{dtype_argument}{device})"
+        as_values = [f"{value}.0" for value in arguments] if dtype in (None, "float32", "float64", "float16", "bfloat16") else arguments
+        values = f"{torch_name}.tensor([{', '.join(as_values)}]{dtype_argument}{device})"
+        return shape, values
+
+    def _data_fix(self, node: cst.Call, name: str, on_cuda: bool) -> FixSpec | None:
+        torch_name = torch_module_name(self.ctx)
+        if torch_name is None or len(node.args) != 1 or node.args[0].keyword or node.args[0].star:
+            return None
+        if not isinstance(node.args[0].value, (cst.List, cst.Tuple)):
+            return None
+        # `torch.tensor` would infer int64 from integer data; keep the legacy float dtype.
+        device = ', device="cuda"' if on_cuda else ""
+        dtype = LEGACY_CONSTRUCTOR_DTYPES[name]
+        replacement = f"{torch_name}.tensor({self.ctx.code_for(node.args[0].value)}, dtype={torch_name}.{dtype or 'float32'}{device})"
+        return FixSpec("Replace with `torch.tensor(...)`", ((node, replacement),))
+
+
+def _only_call(statement: cst.CSTNode) -> cst.Call | None:
+    """The call a one-expression statement line makes (`w.normal_(0, 0.02)`), else None."""
+    if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+        small = statement.body[0]
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            return small.value
+    return None

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchlint.analysis.module_values import output_activation
 from torchlint.analysis.names import method_receiver, positional_args
 from torchlint.analysis.torch_api import (
     LOG_FUNCTIONS, SIGMOID_FUNCTIONS, SOFTMAX_FUNCTIONS, call_matches, functional_module_name, unary_operand,
@@ -16,7 +17,9 @@ class LogOfSoftmax(Rule):
     ## What it does
     Flags the logarithm of a softmax or a sigmoid computed in two steps: `softmax(x).log()`,
     `torch.log(F.softmax(x, dim=1))`, `torch.log(torch.sigmoid(x))`, also when the softmax or
-    sigmoid result reaches the log through a local variable.
+    sigmoid result reaches the log through a local variable, and the log of the output of a model
+    whose last step is one: an `nn.Sequential(..., nn.Softmax(dim=1))` built in the file, or a
+    Module class of the file whose `forward` returns `torch.sigmoid(...)` (`torch.log(model(x))`).
 
     ## Why is this bad?
     Softmax and sigmoid outputs underflow to exactly 0 for very negative logits, and the log of 0
@@ -38,6 +41,9 @@ class LogOfSoftmax(Rule):
     ## Fix safety
     The fix is safe: the result is equal wherever the old expression was finite, and finite where
     it was `-inf`. It is offered when the softmax or sigmoid is written inside the log call.
+
+    Bug left in place: no. Computation changed: only where the old expression underflowed to `-inf`
+    (now finite) or lost precision.
     """
 
     code = "TL201"
@@ -61,7 +67,17 @@ class LogOfSoftmax(Rule):
             message = "log of `sigmoid` underflows to -inf; use `F.logsigmoid(...)`"
             fix = None if through_variable else self._logsigmoid_fix(node, inner)
         else:
-            return
+            activation = output_activation(self.ctx, inner)
+            if activation is None:
+                return
+            stable = "F.log_softmax` (or end the model with `nn.LogSoftmax`)" if activation == "softmax" else (
+                "F.logsigmoid`"
+            )
+            message = (
+                f"log of a model whose last step is `{activation}` underflows to -inf; "
+                f"return the logits from the model and use `{stable}"
+            )
+            fix = None
         self.report(node, message, fix=fix)
 
     def _log_argument(self, call: cst.Call) -> cst.BaseExpression | None:

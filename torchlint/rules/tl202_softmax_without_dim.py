@@ -46,6 +46,9 @@ class SoftmaxWithoutDim(Rule):
     ## Fix safety
     The fix adds `dim=-1` and is unsafe: it states a choice (the last dimension) that the author
     must check, and it changes the result for inputs where PyTorch's guess picked another dim.
+
+    Bug left in place: possibly, when the intended dim was not the last one; that is why the fix is
+    unsafe. Computation changed: yes for inputs where the implicit dim was not the last.
     """
 
     code = "TL202"

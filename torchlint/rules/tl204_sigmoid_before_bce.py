@@ -2,9 +2,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.names import has_star_args, keyword_arg, positional_args
+from torchlint.analysis.module_values import output_activation
+from torchlint.analysis.names import argument, has_star_args, keyword_arg, positional_args
 from torchlint.analysis.torch_api import (
-    BINARY_CROSS_ENTROPY_LOSSES, SIGMOID_FUNCTIONS, functional_module_name, loss_of_produced_input, unary_operand,
+    BINARY_CROSS_ENTROPY_LOSSES, SIGMOID_FUNCTIONS, called_function, functional_module_name, loss_of_produced_input,
+    unary_operand,
 )
 from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
@@ -17,8 +19,10 @@ class SigmoidBeforeBce(Rule):
     """
     ## What it does
     Flags `binary_cross_entropy` / `BCELoss` whose input is the output of a `sigmoid`, written
-    inline or passed through a local variable. Loss modules are recognised when built inline,
-    held in a local, or assigned once to a `self.` attribute.
+    inline or passed through a local variable, or the output of a model whose last step is one
+    (an `nn.Sequential(..., nn.Sigmoid())` built in the file, or a Module class of the file whose
+    `forward` returns `torch.sigmoid(...)`). Loss modules are recognised when built inline, held
+    in a local, or assigned once to a `self.` attribute.
 
     ## Why is this bad?
     For large logits the sigmoid rounds to exactly 0 or 1 in floating point, and the log inside
@@ -46,6 +50,9 @@ class SigmoidBeforeBce(Rule):
     `F.binary_cross_entropy_with_logits(x, y, ...)` (the same parameters in the same order). It is
     safe: the value is equal where the old one was accurate, and exact where the old one saturated.
     It is offered only for the functional form with the sigmoid written inline.
+
+    Bug left in place: no. Computation changed: only where the old sigmoid saturated (now exact) or
+    lost precision.
     """
 
     code = "TL204"
@@ -56,7 +63,10 @@ class SigmoidBeforeBce(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         found = loss_of_produced_input(self.ctx, node, SIGMOID_FUNCTIONS, "sigmoid")
-        if found is None or found[0] not in BINARY_CROSS_ENTROPY_LOSSES:
+        if found is None:
+            self._check_model_output(node)
+            return
+        if found[0] not in BINARY_CROSS_ENTROPY_LOSSES:
             return
         loss, sigmoid, written = found
         fix = self._with_logits_fix(node, sigmoid) if sigmoid is written and loss == _FUNCTIONAL_BCE else None
@@ -66,6 +76,19 @@ class SigmoidBeforeBce(Rule):
             "`binary_cross_entropy_with_logits` (`BCEWithLogitsLoss`) on the logits",
             fix=fix,
         )
+
+    def _check_model_output(self, node: cst.Call) -> None:
+        """`criterion(net(x), y)` with a BCE criterion and a `net` whose last step is a sigmoid."""
+        written = argument(node, 0, "input") if node.args else None
+        producer = self.ctx.values.resolve(written) if written is not None else None
+        if not isinstance(producer, cst.Call) or called_function(self.ctx, node) not in BINARY_CROSS_ENTROPY_LOSSES:
+            return
+        if output_activation(self.ctx, producer) == "sigmoid":
+            self.report(
+                node,
+                "`binary_cross_entropy` of a model whose last step is `sigmoid` saturates for large logits; "
+                "drop the final sigmoid and use `binary_cross_entropy_with_logits` (`BCEWithLogitsLoss`)",
+            )
 
     def _with_logits_fix(self, loss: cst.Call, sigmoid: cst.Call) -> FixSpec | None:
         logits = unary_operand(self.ctx, sigmoid, SIGMOID_FUNCTIONS, "sigmoid")

@@ -43,6 +43,9 @@ class ManualLogsumexp(Rule):
     The fix is safe: `torch.logsumexp(x, dim, keepdim)` equals the written expression wherever
     that one is finite. It is offered when all three calls are written in one expression and the
     sum takes only `dim` and `keepdim`.
+
+    Bug left in place: no. Computation changed: only where the written form overflowed or
+    underflowed (now finite).
     """
 
     code = "TL205"

@@ -12,10 +12,14 @@ from torchlint.rule import Rule
 _CONSTANT_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
 
 
+def _is_minus_one(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and is_literal_one(expr.expression)
+
+
 class ManualExpm1(Rule):
     """
     ## What it does
-    Flags `torch.exp(x) - 1` and `x.exp() - 1`. An exponent written as a number
+    Flags `torch.exp(x) - 1` (also `- 1.0`), `-1 + torch.exp(x)` and `x.exp() - 1`. An exponent written as a number
     (`torch.exp(torch.tensor(10.0)) - 1`) is not flagged: its size is known.
 
     ## Why is this bad?
@@ -34,7 +38,11 @@ class ManualExpm1(Rule):
     ```
 
     ## Fix safety
-    The fix is safe: `torch.expm1(x)` is the same function, computed more accurately.
+    The fix is safe: `torch.expm1(x)` is the same function, computed more accurately; it never
+    changes the result by more than rounding.
+
+    Bug left in place: no. Computation changed: only in the low-order bits, towards the exact
+    value.
     """
 
     code = "TL206"
@@ -44,9 +52,12 @@ class ManualExpm1(Rule):
     fix_applicability = Applicability.SAFE
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if not isinstance(node.operator, cst.Subtract) or not is_literal_one(node.right):
+        if isinstance(node.operator, cst.Subtract) and is_literal_one(node.right):
+            left = node.left
+        elif isinstance(node.operator, cst.Add) and _is_minus_one(node.left):
+            left = node.right  # `-1 + torch.exp(x)`
+        else:
             return
-        left = node.left
         if not isinstance(left, cst.Call) or left.lpar:
             return
         exponent = unary_operand(self.ctx, left, EXP_FUNCTIONS, "exp")

@@ -12,10 +12,11 @@ from torchlint.rule import Rule
 class ManualLog1p(Rule):
     """
     ## What it does
-    Flags `torch.log(1 + x)`, `torch.log(x + 1)` and the method forms `(1 + x).log()`.
+    Flags `torch.log(1 + x)`, `torch.log(x + 1)`, `torch.log(1 - x)` (and `1. - x`) and the
+    method forms `(1 + x).log()`, `(1 - x).log()`.
 
     ## Why is this bad?
-    For `x` near 0, `1 + x` rounds to 1 before the log is taken: in float32, `torch.log(1 + x)` is
+    For `x` near 0, `1 + x` (or `1 - x`) rounds to 1 before the log is taken: in float32, `torch.log(1 + x)` is
     0 for `|x| < 6e-8` and inaccurate well beyond that. `torch.log1p(x)` computes the same value
     accurately. For `log(1 + exp(x))` use `F.softplus(x)`, which also avoids the overflow of `exp`.
 
@@ -30,8 +31,12 @@ class ManualLog1p(Rule):
     ```
 
     ## Fix safety
-    The fix is safe: `torch.log1p(x)` is the same function, computed more accurately. No fix is
+    The fix is safe: `torch.log1p(x)` (`torch.log1p(-x)` for `log(1 - x)`) is the same function,
+    computed more accurately; it never changes the result by more than rounding. No fix is
     offered for `log(1 + exp(x))`, whose better form (`softplus`) differs in how it saturates.
+
+    Bug left in place: no. Computation changed: only in the low-order bits, towards the exact
+    value.
     """
 
     code = "TL207"
@@ -42,29 +47,32 @@ class ManualLog1p(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         logged = unary_operand(self.ctx, node, LOG_FUNCTIONS, "log")
-        if not isinstance(logged, cst.BinaryOperation) or not isinstance(logged.operator, cst.Add):
+        if not isinstance(logged, cst.BinaryOperation) or not isinstance(logged.operator, (cst.Add, cst.Subtract)):
             return
+        negated = isinstance(logged.operator, cst.Subtract)
         if is_literal_one(logged.left):
             operand = logged.right
-        elif is_literal_one(logged.right):
+        elif is_literal_one(logged.right) and not negated:
             operand = logged.left
         else:
             return
         if is_number(operand):
             return
-        if isinstance(operand, cst.Call) and unary_operand(self.ctx, operand, EXP_FUNCTIONS, "exp") is not None:
+        if not negated and isinstance(operand, cst.Call) and unary_operand(self.ctx, operand, EXP_FUNCTIONS, "exp") is not None:
             self.report(node, "`log(1 + exp(x))` overflows and loses precision; use `F.softplus(x)`")
             return
-        self.report(
-            node,
-            "`log(1 + x)` loses precision for `x` near 0; use `torch.log1p(x)`",
-            fix=self._fix(node, operand),
-        )
+        if negated:
+            message = "`log(1 - x)` loses precision for `x` near 0; use `torch.log1p(-x)`"
+        else:
+            message = "`log(1 + x)` loses precision for `x` near 0; use `torch.log1p(x)`"
+        self.report(node, message, fix=self._fix(node, operand, negated))
 
-    def _fix(self, node: cst.Call, operand: cst.BaseExpression) -> FixSpec | None:
+    def _fix(self, node: cst.Call, operand: cst.BaseExpression, negated: bool) -> FixSpec | None:
         code = self.ctx.code_for(operand)
+        if negated:
+            code = f"-({code})" if needs_parentheses(operand) else f"-{code}"
         if self.ctx.callee(node) is None:
-            replacement = f"({code}).log1p()" if needs_parentheses(operand) else f"{code}.log1p()"
+            replacement = f"({code}).log1p()" if negated or needs_parentheses(operand) else f"{code}.log1p()"
         else:
             torch_name = torch_module_name(self.ctx)
             if torch_name is None or len(node.args) != 1:

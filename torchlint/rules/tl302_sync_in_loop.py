@@ -1,12 +1,17 @@
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from functools import cached_property
+
 import libcst as cst
 
-from torchlint.analysis.loops import Loop, element_source, enclosing_loops, throttled_since
+from torchlint.analysis.dataflow import target_names
+from torchlint.analysis.loops import ElementWalk, Loop, element_walk, is_limited, is_throttle
 from torchlint.analysis.names import positional_args
-from torchlint.analysis.values import Device
+from torchlint.analysis.tensor_evidence import TensorEvidence, places_on_accelerator
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
+from torchlint.walker import child_nodes
 
 _SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 _SYNC_BUILTINS = frozenset({"float", "int", "bool"})
@@ -14,28 +19,63 @@ _SYNC_BUILTINS = frozenset({"float", "int", "bool"})
 _SINKS = frozenset(
     {"print", "append", "extend", "update", "add", "log", "log_dict", "log_metrics", "info", "debug",
      "warning", "write", "add_scalar", "add_scalars", "add_histogram", "set_postfix", "set_postfix_str",
-     "set_description", "format", "record", "put"}
+     "set_description", "format", "record", "put", "insert"}
 )
 # Wrappers the value passes through on its way to the consumer.
-_TRANSPARENT_CALLS = frozenset({"round", "float", "int", "abs", "str", "dict", "detach", "item", "tolist", "numpy", "cpu"})
+_TRANSPARENT_CALLS = frozenset(
+    {"round", "float", "int", "abs", "str", "dict", "detach", "item", "tolist", "numpy", "cpu", "sum", "mean", "list"}
+)
 _TRANSPARENT = (
     cst.BinaryOperation, cst.UnaryOperation, cst.FormattedStringExpression, cst.FormattedString,
-    cst.Element, cst.List, cst.Tuple, cst.DictElement, cst.Dict, cst.Arg,
+    cst.Element, cst.List, cst.Tuple, cst.DictElement, cst.Dict, cst.Arg, cst.Set,
 )
+_CONTAINERS = (cst.Dict, cst.List, cst.Set, cst.FormattedString, cst.BaseComp)
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+# How many locals a synced value is followed through (`v = loss.item(); total = v * n; log(total)`).
+_MAX_LOCALS = 3
 
-_ELEMENT_LOOP = "loop over tensor elements"
-_CONTAINERS = (cst.Dict, cst.List, cst.FormattedString)
+
+@dataclass
+class _Repetition:
+    """A loop or comprehension around the sync, and what it tells about the values in it."""
+
+    node: Loop | cst.BaseComp
+    walk: ElementWalk | None
+    throttled: bool  # the sync sits under a throttle (`if step % N == 0:`) inside this repetition
+    elements: bool = False  # it walks over tensors, parameters or a dict of tensors
+
+
+@dataclass
+class _Known:
+    tensors: set[str] = field(default_factory=set)
+    # Values of a dict of unknown content: tensors when `.item()` is called on them.
+    dict_values: set[str] = field(default_factory=set)
 
 
 class SyncInLoop(Rule):
     """
     ## What it does
     Flags `.item()`, `.tolist()`, `.cpu()`, `.numpy()` and `float(t)` / `int(t)` / `bool(t)` on a
-    value known to be a tensor, inside a training-step loop (one that calls `backward()` or an
-    optimizer `step()`) or a loop over the elements of a tensor, when the result is only
-    accumulated, stored or logged. Tensors known to be on the CPU, syncs under a throttle (`if step % log_every == 0:`), after the
-    loop, on Python numbers, or whose value Python needs every step (`env.step(action.item())`,
-    `if loss.item() > limit:`) are not reported.
+    tensor, where the call runs on every iteration of a training step loop (one whose iteration
+    calls `backward()` or an optimizer `step()`, also a GAN loop with several optimizers) or of a
+    loop or comprehension over the elements of a tensor (`for row in t`, `range(len(t))`,
+    `range(t.size(0))`, `zip(t1, t2)`), over `model.parameters()` / `named_parameters()`, or over a
+    dict of tensors (`{k: v.item() for k, v in metrics.items()}`).
+
+    The sync happens where it is called, not where its result is used: a value synced every
+    iteration and stored in a local that is only logged, accumulated or printed under
+    `if step % 100 == 0:` is reported. A value is a tensor when torchlint sees it made by torch,
+    when it is a module's output, a loss (`criterion(out, y)`, or anything `backward()` is called
+    on), a batch moved with `.to(device)`, or computed from these.
+
+    Not reported: a value Python needs every iteration (`if token.item() == eos: break`,
+    `env.step(action.item())`, an index), a sync under a throttle (`if step % log_every == 0:`)
+    or a limit (`if shown < 3: shown += 1; print(...)`),
+    once per epoch after the inner batch loop or in the loop's `else`, tensors known to be on the
+    CPU, and any file that never places anything on an accelerator (no `.cuda()`, `.to(device)`,
+    `device=`, model moved or prepared): there the tensors live on the CPU and reading them costs
+    no sync.
 
     ## Why is this bad?
     Each of these copies a value from the accelerator to the host and blocks the CPU until every
@@ -45,6 +85,7 @@ class SyncInLoop(Rule):
     ## Example
     ```python
     for x, y in loader:
+        x, y = x.to(device), y.to(device)
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         optimizer.step()
@@ -68,25 +109,33 @@ class SyncInLoop(Rule):
     summary = "Host-device sync (.item(), .cpu(), float(t)...) every iteration of a training or per-element loop"
     severity = Severity.WARNING
 
+    @cached_property
+    def _evidence(self) -> TensorEvidence | None:
+        """None when the file never places anything on an accelerator: no sync to report there."""
+        return TensorEvidence(self.ctx) if places_on_accelerator(self.ctx.source) else None
+
     def visit_Call(self, node: cst.Call) -> None:
         operand = self._synced_operand(node)
-        if operand is None:
+        if operand is None or self._evidence is None:
             return
-        loops = enclosing_loops(self.ctx.ancestors)
-        if not loops:
+        chain = list(self.ctx.ancestors)
+        repetitions = self._repetitions(node, chain)
+        if not repetitions:
             return
-        loop = loops[0]
-        kind = self._loop_kind(loop)
-        if kind is None or throttled_since(self.ctx.ancestors, loop):
+        known = self._known(repetitions)
+        found = self._per_iteration(repetitions)
+        if found is None or not self._synced_tensor(node, operand, known):
             return
-        if not self._is_tensor(operand, loop, kind) or not self._only_recorded(node):
+        body = found.node if isinstance(found.node, cst.BaseComp) else found.node.body
+        if not self._only_recorded(node, chain, body, 0):
             return
-        shown = f"{node.func.value}(...)" if isinstance(node.func, cst.Name) else f".{node.func.attr.value}()"
         self.report(
             node,
-            f"`{shown}` synchronises with the device on every iteration of this {kind}; accumulate on the "
-            "device (`.detach()`) and read the value once after the loop or every N steps",
+            f"`{_shown(node)}` synchronises with the device on every iteration of this {_describe(found)}; "
+            "accumulate on the device (`.detach()`) and read the value once after the loop or every N steps",
         )
+
+    # What is synced ------------------------------------------------------------------------
 
     def _synced_operand(self, call: cst.Call) -> cst.BaseExpression | None:
         func = call.func
@@ -106,52 +155,114 @@ class SyncInLoop(Rule):
             return positional[0].value if positional else None
         return None
 
-    def _is_tensor(self, operand: cst.BaseExpression, loop: Loop, kind: str) -> bool:
-        """A tensor that may live on an accelerator (reading a CPU tensor costs no sync)."""
-        info = self.ctx.kinds.info(operand)
-        if info.is_tensor:
-            return info.device not in (Device.DEFAULT, Device.CPU)
-        if kind != _ELEMENT_LOOP or not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name):
-            return False
-        # `for row in t: row.sum().item()`: the elements of a tensor are tensors.
-        root = operand
-        while isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute):
-            root = root.func.value
-        while isinstance(root, cst.Subscript):
-            root = root.value
-        return isinstance(root, cst.Name) and root.value == loop.target.value and isinstance(loop.iter, (cst.Name, cst.Attribute))
+    def _synced_tensor(self, call: cst.Call, operand: cst.BaseExpression, known: _Known) -> bool:
+        names = frozenset(known.tensors)
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "item":
+            names |= known.dict_values  # `.item()` on a dict's value: the dict holds tensors
+        return self._evidence.on_device(operand, names)
 
-    def _loop_kind(self, loop: Loop) -> str | None:
-        if self.ctx.loops.is_training_loop(loop):
-            return "training loop"
-        source = element_source(loop)
-        if source is not None and self.ctx.kinds.is_tensor(source):
-            return _ELEMENT_LOOP
+    # Where it repeats ----------------------------------------------------------------------
+
+    def _repetitions(self, node: cst.CSTNode, chain: list[cst.CSTNode]) -> list[_Repetition]:
+        """The loops and comprehensions whose every iteration runs `node`, innermost first."""
+        found: list[_Repetition] = []
+        throttled = False
+        child = node
+        for parent in reversed(chain):
+            if isinstance(parent, _SCOPES):
+                break
+            if isinstance(parent, cst.If) and child is parent.body and (is_throttle(parent.test) or is_limited(parent)):
+                throttled = True
+            elif isinstance(parent, (cst.For, cst.While)):
+                if child is parent.body or (isinstance(parent, cst.While) and child is parent.test):
+                    walk = element_walk(parent.target, parent.iter) if isinstance(parent, cst.For) else None
+                    found.append(_Repetition(parent, walk, throttled))
+            elif isinstance(parent, _COMPREHENSIONS) and child is not parent.for_in:
+                clause = parent.for_in
+                while clause is not None:
+                    found.append(_Repetition(parent, element_walk(clause.target, clause.iter), throttled))
+                    clause = clause.inner_for_in
+            child = parent
+        return found
+
+    def _known(self, repetitions: list[_Repetition]) -> _Known:
+        """Names known to hold tensors: what `backward()` is called on, loop elements of tensors."""
+        known = _Known()
+        loops = self.ctx.loops
+        for repetition in reversed(repetitions):
+            node = repetition.node
+            if isinstance(node, (cst.For, cst.While)) and loops.is_training_loop(node):
+                known.tensors |= loops.iteration(node).backward_subjects()
+            walk = repetition.walk
+            if walk is None:
+                continue
+            if walk.mapping is not None:
+                repetition.elements = True
+                target = known.tensors if self._holds_tensors(walk.mapping, known) else known.dict_values
+                target.update(name for name, _ in walk.elements)
+                continue
+            tensors = [source for source in walk.sources if self._evidence.on_device(source, frozenset(known.tensors))]
+            repetition.elements = walk.over_parameters or bool(tensors)
+            known.tensors.update(
+                name for name, source in walk.elements if source is None or any(source is t for t in tensors)
+            )
+        return known
+
+    def _holds_tensors(self, mapping: cst.BaseExpression, known: _Known) -> bool:
+        """A dict whose values are tensors: `{"loss": loss, "acc": acc}`."""
+        made = self.ctx.values.resolve(mapping)
+        if not isinstance(made, cst.Dict):
+            return False
+        names = frozenset(known.tensors)
+        return any(
+            isinstance(element, cst.DictElement) and self._evidence.on_device(element.value, names)
+            for element in made.elements
+        )
+
+    def _per_iteration(self, repetitions: list[_Repetition]) -> _Repetition | None:
+        """The innermost repetition that runs a training step or walks over tensor elements.
+
+        An epoch loop whose steps all run in the batch loop inside it runs no step itself: a sync
+        after the batch loop happens once per epoch.
+        """
+        for repetition in repetitions:
+            if repetition.throttled:
+                return None
+            node = repetition.node
+            if repetition.elements:
+                return repetition
+            if isinstance(node, (cst.For, cst.While)) and self.ctx.loops.is_training_loop(node) \
+                    and self.ctx.loops.iteration(node).steps_each_iteration:
+                return repetition
         return None
 
-    def _only_recorded(self, call: cst.Call) -> bool:
-        """The synced value is only accumulated, stored or logged (not needed by Python right now)."""
-        ancestors = self.ctx.ancestors
-        child: cst.CSTNode = call
-        contained = False  # passed through a dict, list or f-string
-        for index in range(len(ancestors) - 1, -1, -1):
-            parent = ancestors[index]
+    # How the value is used -----------------------------------------------------------------
+
+    def _only_recorded(self, node: cst.CSTNode, chain: list[cst.CSTNode], body: cst.CSTNode, depth: int) -> bool:
+        """The synced value is only accumulated, stored or logged (not needed by Python right now).
+
+        `chain` holds the ancestors of `node`, outermost first; `body` is the repetition's body.
+        """
+        child = node
+        contained = False  # passed through a dict, list, comprehension or f-string
+        for index in range(len(chain) - 1, -1, -1):
+            parent = chain[index]
             if isinstance(parent, cst.Attribute) and parent.value is child:
                 # `x.cpu().numpy()`, `loss.detach().item()`: continue from the outer call.
-                outer = ancestors[index - 1] if index else None
+                outer = chain[index - 1] if index else None
                 if isinstance(outer, cst.Call) and outer.func is parent and parent.attr.value in _TRANSPARENT_CALLS:
                     child = outer
                     continue
                 return False
-            if isinstance(parent, _TRANSPARENT):
+            if isinstance(parent, _TRANSPARENT) or _is_element_of(parent, child):
                 contained = contained or isinstance(parent, _CONTAINERS)
                 child = parent
                 continue
+            if isinstance(parent, cst.IfExp) and child is not parent.test:
+                child = parent
+                continue
             if isinstance(parent, cst.Call):
-                callee = parent.func
-                name = callee.attr.value if isinstance(callee, cst.Attribute) else (
-                    callee.value if isinstance(callee, cst.Name) else None
-                )
+                name = _callee_word(parent)
                 if name in _SINKS:
                     return True
                 if name in _TRANSPARENT_CALLS:
@@ -161,11 +272,116 @@ class SyncInLoop(Rule):
             if isinstance(parent, cst.AugAssign):
                 return parent.value is child
             if isinstance(parent, (cst.Assign, cst.AnnAssign)):
-                # A container (`logs = {"loss": loss.item()}`) or a stored attribute/item is a record;
-                # a plain name may feed anything later: stay quiet.
-                if child is not parent.value:
-                    return False
-                targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
-                return contained or any(isinstance(t, (cst.Subscript, cst.Attribute)) for t in targets)
+                return child is parent.value and self._stored(parent, contained, body, depth)
             return False
         return False
+
+    def _stored(self, assignment: cst.Assign | cst.AnnAssign, contained: bool, body: cst.CSTNode, depth: int) -> bool:
+        """A container, an attribute or an item is a record; a local is one when every later read is."""
+        targets = [t.target for t in assignment.targets] if isinstance(assignment, cst.Assign) else [assignment.target]
+        if contained or any(isinstance(t, (cst.Subscript, cst.Attribute)) for t in targets):
+            return True
+        names = [t.value for t in targets if isinstance(t, cst.Name)]
+        if len(names) != len(targets) or depth >= _MAX_LOCALS:
+            return False
+        return all(
+            self._only_recorded(read, read_chain, body, depth + 1)
+            for name in names
+            for read, read_chain in _reads_of(body, name, assignment)
+        )
+
+
+def _shown(call: cst.Call) -> str:
+    return f"{call.func.value}(...)" if isinstance(call.func, cst.Name) else f".{call.func.attr.value}()"
+
+
+def _describe(repetition: _Repetition) -> str:
+    node = repetition.node
+    if repetition.elements:
+        walk = repetition.walk
+        what = "parameters" if walk is not None and walk.over_parameters else (
+            "a dict of tensors" if walk is not None and walk.mapping is not None else "tensor elements"
+        )
+        return f"{'comprehension' if isinstance(node, cst.BaseComp) else 'loop'} over {what}"
+    return "training loop"
+
+
+def _callee_word(call: cst.Call) -> str | None:
+    callee = call.func
+    if isinstance(callee, cst.Attribute):
+        return callee.attr.value
+    return callee.value if isinstance(callee, cst.Name) else None
+
+
+def _is_element_of(parent: cst.CSTNode, child: cst.CSTNode) -> bool:
+    """`child` is what a comprehension collects (its element, or a dict comprehension's key or value)."""
+    if isinstance(parent, cst.DictComp):
+        return child is parent.key or child is parent.value
+    return isinstance(parent, _COMPREHENSIONS) and child is parent.elt
+
+
+# Reads of a local --------------------------------------------------------------------------------
+
+
+def _reads_of(body: cst.CSTNode, name: str, assignment: cst.CSTNode) -> list[tuple[cst.Name, list[cst.CSTNode]]]:
+    """The reads of `name` that see the value `assignment` gives it, each with its ancestors.
+
+    In the order of the loop body: the reads after the assignment up to the next binding, and,
+    since the loop comes round again, the reads from the top of the body up to the first binding.
+    """
+    events: list[tuple[str, cst.CSTNode, list[cst.CSTNode]]] = []
+    _scan(body, name, [], events)
+    position = next((index for index, event in enumerate(events) if event[1] is assignment), None)
+    if position is None:
+        return []
+    return _reads_until_binding(events[position + 1:]) + _reads_until_binding(events[:position])
+
+
+def _reads_until_binding(events) -> list[tuple[cst.Name, list[cst.CSTNode]]]:
+    reads = []
+    for kind, node, chain in events:
+        if kind == "bind":
+            break
+        reads.append((node, chain))
+    return reads
+
+
+def _scan(node: cst.CSTNode, name: str, chain: list[cst.CSTNode], events: list) -> None:
+    """Appends ("read", Name, ancestors) and ("bind", statement, []) events for `name`, in order."""
+    if isinstance(node, _SCOPES):
+        return
+    if isinstance(node, cst.Name):
+        if node.value == name and _is_read(node, chain):
+            events.append(("read", node, list(chain)))
+        return
+    chain.append(node)
+    for child in child_nodes(node):
+        _scan(child, name, chain, events)
+    chain.pop()
+    if _binds(node, name):
+        events.append(("bind", node, []))
+
+
+def _binds(node: cst.CSTNode, name: str) -> bool:
+    if isinstance(node, cst.Assign):
+        return any(name in target_names(target.target) for target in node.targets)
+    if isinstance(node, (cst.AnnAssign, cst.For, cst.NamedExpr)):
+        return name in target_names(node.target)
+    return False
+
+
+def _is_read(node: cst.Name, chain: list[cst.CSTNode]) -> bool:
+    """Not an attribute's name, a keyword, or a name being bound."""
+    child: cst.CSTNode = node
+    for parent in reversed(chain):
+        if isinstance(parent, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)):
+            child = parent
+            continue
+        if isinstance(parent, cst.Attribute):
+            return child is not parent.attr
+        if isinstance(parent, cst.Arg):
+            return child is not parent.keyword
+        if isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.For, cst.CompFor, cst.AnnAssign, cst.NamedExpr)):
+            return child is not parent.target
+        return not isinstance(parent, (cst.AsName, cst.Param, cst.ImportAlias))
+    return True

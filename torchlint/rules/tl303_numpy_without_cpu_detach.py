@@ -48,7 +48,11 @@ class NumpyWithoutCpuDetach(Rule):
 
     ## Fix safety
     The fix inserts the missing `.cpu()` and/or `.detach()` before `.numpy()`. It is safe: the
-    values are the same and the code no longer raises (the array is a copy instead of a view).
+    values are the same and the code no longer raises.
+
+    Bug left in place: no. Computation changed: no. The array of an accelerator tensor is a copy
+    (the old line raised); for a CPU tensor `.detach().numpy()` still shares its memory, as the old
+    `.numpy()` would have.
     """
 
     code = "TL303"

@@ -48,6 +48,11 @@ class DiscardedTo(Rule):
     The fix assigns the result back to the receiver (`x = x.to(d)`). It is offered when the
     receiver is a plain name or attribute chain, and is safe: it performs the conversion the
     statement was written for.
+
+    Bug left in place: no. Computation changed: yes, by design: the tensor is converted, as the
+    statement intended. Other names bound to the old tensor keep it, and an `nn.Parameter`
+    attribute cannot be reassigned a plain tensor (`self.weight = self.weight.to(d)` raises): move
+    the module instead.
     """
 
     code = "TL304"

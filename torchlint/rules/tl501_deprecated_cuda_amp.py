@@ -54,6 +54,9 @@ class DeprecatedCudaAmp(Rule):
     `autocast` arguments into keywords because `torch.amp.autocast` orders them differently
     (`torch.cuda.amp.autocast(True)` becomes `torch.amp.autocast("cuda", enabled=True)`). The
     default dtypes are the same. It is offered where `torch` is imported as a module.
+
+    Bug left in place: no. Computation changed: no: the same autocast/GradScaler behaviour on the
+    same device, without the FutureWarning.
     """
 
     code = "TL501"
@@ -63,7 +66,8 @@ class DeprecatedCudaAmp(Rule):
     fix_applicability = Applicability.SAFE
 
     def visit_Call(self, node: cst.Call) -> None:
-        if _last_name(node.func) not in AMP_LAST_SEGMENTS:
+        # A bare name may be an alias (`from torch.cuda.amp import autocast as ac`): resolve it.
+        if _last_name(node.func) not in AMP_LAST_SEGMENTS and not isinstance(node.func, cst.Name):
             return
         api = AMP_BY_NAME.get(self.ctx.callee(node) or "")
         if api is None or not old_api_reportable(self.ctx, api.replacement_since, node):
@@ -73,7 +77,9 @@ class DeprecatedCudaAmp(Rule):
     def visit_Decorator(self, node: cst.Decorator) -> None:
         # `@torch.cuda.amp.custom_fwd` without parentheses applies it just like a call.
         decorator = node.decorator
-        if isinstance(decorator, cst.Call) or _last_name(decorator) not in AMP_LAST_SEGMENTS:
+        if isinstance(decorator, cst.Call):
+            return
+        if _last_name(decorator) not in AMP_LAST_SEGMENTS and not isinstance(decorator, cst.Name):
             return
         api = AMP_BY_NAME.get(self.ctx.qualified_name(decorator) or "")
         if api is None or not api.bare_decorator or not old_api_reportable(self.ctx, api.replacement_since, node):

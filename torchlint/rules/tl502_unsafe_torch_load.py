@@ -46,6 +46,10 @@ class UnsafeTorchLoad(Rule):
     The fix adds `weights_only=True` and is unsafe: loading a file that holds objects other than
     tensors and primitive containers will then raise. It is not offered when a `pickle_module` is
     passed (that requires `weights_only=False`) nor for an explicit `weights_only=False`.
+
+    Bug left in place: no. Computation changed: only for checkpoints holding arbitrary Python
+    objects, which then fail to load (add their classes with
+    `torch.serialization.add_safe_globals`).
     """
 
     code = "TL502"

@@ -46,6 +46,10 @@ class CheckpointWithoutUseReentrant(Rule):
     non-reentrant one is recommended and gives the same gradients for ordinary code, but code that
     depends on how the reentrant one behaves needs checking. Pass `use_reentrant=True` to keep
     the old behaviour without the warning.
+
+    Bug left in place: no. Computation changed: gradients are the same for ordinary code; code that
+    relies on reentrant-only behaviour (inputs without grad, `torch.autograd.grad` inside) must be
+    checked.
     """
 
     code = "TL503"

@@ -4,13 +4,19 @@ import libcst as cst
 
 from torchlint.analysis.dataflow import assigned_names
 from torchlint.analysis.deprecated_api import (
-    DEPRECATED_BY_NAME, DEPRECATED_LAST_SEGMENTS, DeprecatedApi, FixKind, old_api_reportable,
+    DEPRECATED_BY_NAME, DEPRECATED_KEYWORDS, DEPRECATED_LAST_SEGMENTS, DEPRECATED_LOSS_KEYWORDS, DeprecatedApi, FixKind, old_api_reportable,
 )
-from torchlint.analysis.names import positional_args, suite_statements
-from torchlint.analysis.torch_api import torch_module_name
+from torchlint.analysis.names import (
+    argument, has_star_args, keyword_arg, method_name, positional_args, suite_statements,
+)
+from torchlint.analysis.torch_api import looks_like_loss, torch_module_name
 from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.rule import Rule
+
+# Reductions that return a 0-dim tensor when called without a dimension.
+_FULL_REDUCTIONS = frozenset({"sum", "mean", "prod", "norm", "max", "min", "std", "var"})
+_LOSS_FUNCTION_ENDINGS = ("_loss", "cross_entropy", "kl_div", "nll_loss")
 
 # Where a name or attribute is a use of what it refers to (not a definition or a target).
 _USE_PARENTS = (cst.Call, cst.Decorator, cst.Arg, cst.Assign, cst.AnnAssign, cst.Element, cst.Return, cst.IfExp)
@@ -25,7 +31,11 @@ class DeprecatedApiUse(Rule):
     `torch.ger`, `torch.norm` (use `torch.linalg`), `torch.nn.utils.weight_norm` (use
     `torch.nn.utils.parametrizations.weight_norm`), `functorch.vmap` and friends (use
     `torch.func`), `torch.backends.cuda.sdp_kernel` (use `torch.nn.attention.sdpa_kernel`),
-    `torch.testing.assert_allclose`, `F.upsample`, and more. Each use is reported once, and an
+    `torch.testing.assert_allclose`, `F.upsample`, and more; the removed keyword
+    `Variable(..., volatile=True)`; the loss keywords `size_average=` / `reduce=` (use
+    `reduction=`); and the torch 0.3 idiom `loss.data[0]` / `loss[0]` on a 0-dim tensor, which
+    raises `IndexError` since torch 0.4. Aliases (`from torch import qr as old_qr`) are
+    reported where they are used. Each use is reported once, and an
     import statement of deprecated names once. Version-gated fallbacks, `try`/`except ImportError`
     fallbacks and code for a configured `target-torch-version` older than the replacement are not
     flagged. The AMP APIs are TL501's.
@@ -52,10 +62,20 @@ class DeprecatedApiUse(Rule):
     ## Fix safety
     A fix is offered where the table marks the replacement a drop-in rename (same parameters,
     same results): it is safe (`torch.ger` to `torch.outer`, `functorch.vmap` to
-    `torch.func.vmap`). Renames that change behaviour the author must check are unsafe
+    `torch.func.vmap`). The `torch.linalg` rewrites are safe too, and checked on torch 2.13 to
+    give identical results: `torch.cholesky(A, upper=True)` becomes
+    `torch.linalg.cholesky(A).mH`, `torch.qr(A, some=False)` becomes
+    `torch.linalg.qr(A, mode="complete")`, `torch.chain_matmul(a, b, c)` becomes
+    `torch.linalg.multi_dot([a, b, c])` (not offered for a single matrix, which `multi_dot`
+    rejects). `loss.data[0]` becomes `loss.item()`: safe, the old code raises. Renames that
+    change behaviour the author must check are unsafe
     (`torch.testing.assert_allclose` to `assert_close`, whose default checks are stricter;
     `weight_norm`, whose state_dict keys change). Replacements with different arguments get no
     fix. An import is fixed when every name it imports moves to the same new module.
+
+    Bug left in place: no. Computation changed: no for the safe fixes (same function under its
+    current name, or a rewrite checked to give identical results); yes for the unsafe renames, as
+    described.
     """
 
     code = "TL504"
@@ -71,6 +91,8 @@ class DeprecatedApiUse(Rule):
         self._import_targets: dict[str, str] = {}
         self._ambiguous_names: set[str] = set()
         self._assigned: dict[int, set[str]] = {}
+        # Local names an import binds to a deprecated API under another name (`qr as old_qr`).
+        self._aliases: set[str] = set()
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -90,7 +112,8 @@ class DeprecatedApiUse(Rule):
             self._check_use(node)
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value in DEPRECATED_LAST_SEGMENTS and node.value not in self._ambiguous_names:
+        if (node.value in DEPRECATED_LAST_SEGMENTS or node.value in self._aliases) \
+                and node.value not in self._ambiguous_names:
             if not self._assigned_in_scope(node.value):
                 self._check_use(node)
 
@@ -107,6 +130,62 @@ class DeprecatedApiUse(Rule):
                     return True
         return False
 
+    def visit_Call(self, node: cst.Call) -> None:
+        """`nn.CrossEntropyLoss(size_average=False)`, `F.mse_loss(x, y, reduce=False)`."""
+        found = [keyword_arg(node, keyword) for keyword in DEPRECATED_LOSS_KEYWORDS]
+        if not any(found):
+            return
+        callee = self.ctx.callee(node) or ""
+        is_loss = (callee.startswith("torch.nn.functional.") and callee.endswith(_LOSS_FUNCTION_ENDINGS)) or (
+            callee.startswith("torch.nn.") and callee.endswith("Loss")
+        )
+        if not is_loss or self.ctx.guards.in_compat_code(node):
+            return
+        for arg in found:
+            if arg is not None:
+                self.report(
+                    arg,
+                    f"`{arg.keyword.value}=` is deprecated since torch 0.4.1 (UserWarning); use "
+                    "`reduction=\"mean\"`, `\"sum\"` or `\"none\"`",
+                )
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        """`loss.data[0]` / `loss[0]` on a 0-dim loss: the torch 0.3 way to read a number."""
+        element = node.slice[0].slice if len(node.slice) == 1 else None
+        if not isinstance(element, cst.Index) or not (isinstance(element.value, cst.Integer) and element.value.value == "0"):
+            return
+        if isinstance(self.ctx.parent, (cst.AssignTarget, cst.Del)) or self.ctx.guards.in_compat_code(node):
+            return
+        value = node.value
+        legacy = isinstance(value, cst.Attribute) and value.attr.value == "data"
+        tensor = value.value if legacy else value
+        if not self._zero_dim(tensor, legacy):
+            return
+        written = self.ctx.code_for(tensor)
+        self.report(
+            node,
+            f"`{self.ctx.code_for(node)}` indexes a 0-dim tensor, which raises `IndexError` since torch 0.4 "
+            f"(removed: scalars are 0-dim tensors); use `{written}.item()`",
+            fix=FixSpec(f"Replace with `{written}.item()`", ((node, f"{written}.item()"),)),
+        )
+
+    def _zero_dim(self, expr: cst.BaseExpression, legacy: bool) -> bool:
+        """Known 0-dim: a full reduction (`x.sum()`), a known scalar tensor, or (for the
+        `.data[0]` idiom) a loss; a bare `loss[0]` needs a torch loss function without `reduction=`."""
+        if self.ctx.kinds.info(expr).scalar is True and self.ctx.kinds.is_tensor(expr):
+            return True
+        value = self.ctx.values.resolve(expr)
+        if not isinstance(value, cst.Call):
+            return legacy and looks_like_loss(value)
+        if method_name(value) in _FULL_REDUCTIONS and not value.args:
+            return True
+        if keyword_arg(value, "reduction") is not None:
+            return False
+        callee = self.ctx.callee(value) or ""
+        if callee.startswith("torch.nn.functional.") and callee.endswith(_LOSS_FUNCTION_ENDINGS):
+            return True
+        return legacy and looks_like_loss(value)
+
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if isinstance(node.names, cst.ImportStar) or node.module is None:
             return
@@ -117,6 +196,8 @@ class DeprecatedApiUse(Rule):
             local = alias.asname.name if alias.asname is not None else alias.name
             if isinstance(local, cst.Name):
                 self._record_binding(local.value, imported)
+                if imported in DEPRECATED_BY_NAME:
+                    self._aliases.add(local.value)
             api = DEPRECATED_BY_NAME.get(imported)
             if api is not None and old_api_reportable(self.ctx, api.replacement_since, node):
                 found.append(api)
@@ -139,6 +220,10 @@ class DeprecatedApiUse(Rule):
         if api is None or not old_api_reportable(self.ctx, api.replacement_since, node):
             return
         call = parent if isinstance(parent, cst.Call) else None
+        for (name, keyword), advice in DEPRECATED_KEYWORDS.items():
+            if call is not None and name == api.name and keyword_arg(call, keyword) is not None:
+                self.report(keyword_arg(call, keyword), advice)
+                return
         self.report(node, f"`{api.name}` is {api.describe()}; {api.advice()}", fix=self._use_fix(node, api, call))
 
     @staticmethod
@@ -152,8 +237,12 @@ class DeprecatedApiUse(Rule):
         return isinstance(parent, cst.IfExp) and node in (parent.body, parent.orelse)
 
     def _use_fix(self, node: cst.Name | cst.Attribute, api: DeprecatedApi, call: cst.Call | None) -> FixSpec | None:
-        if api.fix is FixKind.NONE or api.rename_to is None or isinstance(node, cst.Name):
-            return None  # a bare name is fixed at its import
+        if api.fix is FixKind.NONE or api.rename_to is None:
+            return None
+        if api.fix is FixKind.REWRITE:
+            return self._rewrite_fix(api, call)
+        if isinstance(node, cst.Name):
+            return self._bare_name_fix(node, api)
         if api.fix is FixKind.RENAME_SINGLE_ARGUMENT:
             if call is None or len(call.args) != 1 or len(positional_args(call)) != 1:
                 return None
@@ -170,6 +259,30 @@ class DeprecatedApiUse(Rule):
         replacement = f'{torch_name}.{api.rename_to.removeprefix("torch.")}'
         return FixSpec(message, ((node, replacement),), applicability)
 
+    def _bare_name_fix(self, node: cst.Name, api: DeprecatedApi) -> FixSpec | None:
+        """`ger(a, b)` after `from torch import ger` becomes `torch.outer(a, b)` where `torch` is
+        imported. A name that keeps its spelling (`functorch.vmap` -> `torch.func.vmap`) is fixed
+        at its import instead."""
+        torch_name = torch_module_name(self.ctx)
+        if torch_name is None or api.fix is FixKind.UNSAFE_RENAME or not api.rename_to.startswith("torch."):
+            return None
+        if api.rename_to.rsplit(".", 1)[-1] == api.last_segment:
+            return None
+        replacement = f'{torch_name}.{api.rename_to.removeprefix("torch.")}'
+        return FixSpec(f"Replace with `{api.rename_to}`", ((node, replacement),))
+
+    def _rewrite_fix(self, api: DeprecatedApi, call: cst.Call | None) -> FixSpec | None:
+        """The call rewritten for its `torch.linalg` replacement: same results, new arguments."""
+        torch_name = torch_module_name(self.ctx)
+        if call is None or torch_name is None or keyword_arg(call, "out") is not None:
+            return None
+        rewritten = _REWRITERS[api.name](self.ctx, call)
+        if rewritten is None:
+            return None
+        function, arguments, suffix = rewritten
+        replacement = f'{torch_name}.{function.removeprefix("torch.")}({arguments}){suffix}'
+        return FixSpec(f"Replace with `{function}(...){suffix}`", ((call, replacement),))
+
     def _import_fix(self, node: cst.ImportFrom, apis: list[DeprecatedApi]) -> FixSpec | None:
         if any(api.fix not in (FixKind.RENAME, FixKind.UNSAFE_RENAME) or api.rename_to is None for api in apis):
             return None
@@ -183,3 +296,56 @@ class DeprecatedApiUse(Rule):
             f"Import from `{new_module}`", ((node, self.ctx.code_for(fixed)),),
             Applicability.UNSAFE if unsafe else Applicability.SAFE,
         )
+
+
+def _first_and_flag(ctx, call: cst.Call, flag: str) -> tuple[str, cst.BaseExpression | None] | None:
+    """The matrix argument's text and the flag's value (positional or keyword) of `f(A, flag)`."""
+    if has_star_args(call) or len(call.args) > 2:
+        return None
+    matrix = argument(call, 0, "input")
+    if matrix is None or any(arg.keyword is not None and arg.keyword.value not in ("input", flag) for arg in call.args):
+        return None
+    return ctx.code_for(matrix), argument(call, 1, flag)
+
+
+def _flag_rewrite(ctx, call: cst.Call, flag: str, default: bool, function: str, flipped: tuple[str, str],
+                  variable: str) -> tuple[str, str, str] | None:
+    """`f(A)` / `f(A, flag=<default>)` -> `function(A)`; the other constant -> `function(A<extra>)<suffix>`
+    from `flipped`; a variable `v` -> `function(A<variable with {} = v>)`."""
+    parts = _first_and_flag(ctx, call, flag)
+    if parts is None:
+        return None
+    matrix, value = parts
+    constant = value.value if isinstance(value, cst.Name) and value.value in ("True", "False") else None
+    if value is None or constant == str(default):
+        return function, matrix, ""
+    if constant is not None:
+        extra, suffix = flipped
+        return function, f"{matrix}{extra}", suffix
+    return function, f"{matrix}{variable.format(ctx.code_for(value))}", ""
+
+
+def _rewrite_cholesky(ctx, call: cst.Call) -> tuple[str, str, str] | None:
+    """`torch.cholesky(A, upper=True)` -> `torch.linalg.cholesky(A).mH` (the conjugate transpose)."""
+    return _flag_rewrite(ctx, call, "upper", False, "torch.linalg.cholesky", ("", ".mH"), ", upper={}")
+
+
+def _rewrite_qr(ctx, call: cst.Call) -> tuple[str, str, str] | None:
+    """`torch.qr(A, some=False)` -> `torch.linalg.qr(A, mode="complete")`."""
+    return _flag_rewrite(
+        ctx, call, "some", True, "torch.linalg.qr", (', mode="complete"', ""), ', mode="reduced" if {} else "complete"'
+    )
+
+
+def _rewrite_chain_matmul(ctx, call: cst.Call) -> tuple[str, str, str] | None:
+    """`torch.chain_matmul(a, b, c)` -> `torch.linalg.multi_dot([a, b, c])` (two or more matrices)."""
+    if len(call.args) < 2 or any(arg.keyword is not None or arg.star for arg in call.args):
+        return None  # multi_dot needs at least two matrices; chain_matmul(a) returned a itself
+    return "torch.linalg.multi_dot", f"[{', '.join(ctx.code_for(arg.value) for arg in call.args)}]", ""
+
+
+_REWRITERS = {
+    "torch.cholesky": _rewrite_cholesky,
+    "torch.qr": _rewrite_qr,
+    "torch.chain_matmul": _rewrite_chain_matmul,
+}

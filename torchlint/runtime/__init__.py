@@ -19,6 +19,7 @@ import tempfile
 from dataclasses import dataclass
 
 from torchlint.diagnostics import Diagnostic
+from torchlint.runtime.notebook import NotebookFindings, is_notebook
 
 __all__ = ["RuntimeReport", "RuntimeUnavailable", "run_script", "DEVICES"]
 
@@ -37,6 +38,8 @@ class RuntimeReport:
     exit_status: int
     exception: str | None
     timed_out: bool
+    device: str = "cpu"  # the resolved device the run used
+    notes: tuple[str, ...] = ()  # what the run did differently from plain python, said once
 
 
 def _torch_installed() -> bool:
@@ -73,72 +76,101 @@ def resolve_device(device: str) -> str:
 
 
 def run_script(
-    script: str,
+    script: str | None,
     args: list[str],
     findings: list[Diagnostic],
     *,
     device: str = "auto",
     timeout: float | None = None,
+    module: str | None = None,
 ) -> RuntimeReport:
-    """Run `script` with `args` under instrumentation and give every finding a verdict."""
+    """Run `script` (or `python -m module`) with `args` under instrumentation and give every
+    finding in the files the run loaded a verdict."""
     if not _torch_installed():
         raise RuntimeUnavailable(
             "runtime mode needs PyTorch, which is not importable here: pip install torchlint[runtime]"
         )
     resolved = resolve_device(device)
+    from torchlint.runtime.child import CONFIG_VARIABLE, SITECUSTOMIZE
+    from torchlint.runtime.recorder import merge
     from torchlint.runtime.verdicts import judge_all, sites_for
 
+    notebook = NotebookFindings(script) if script is not None and is_notebook(script) else None
+    if notebook is not None:
+        findings = notebook.for_run(findings)
     sites = sites_for(findings)
+    roots = [os.getcwd()] if script is None else [os.path.dirname(os.path.abspath(script)), os.getcwd()]
     with tempfile.TemporaryDirectory(prefix="torchlint-runtime-") as workdir:
-        output = os.path.join(workdir, "observed.json")
-        config_path = os.path.join(workdir, "config.json")
-        env = dict(os.environ)
+        output = os.path.join(workdir, "observed")
+        boot = os.path.join(workdir, "boot")
+        os.makedirs(output)
+        os.makedirs(boot)
         package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        with open(os.path.join(boot, "sitecustomize.py"), "w", encoding="utf-8") as handle:
+            handle.write(SITECUSTOMIZE.format(variable=CONFIG_VARIABLE, root=package_root))
+        env = dict(os.environ)
+        env.pop(CONFIG_VARIABLE, None)
         config = {
-            "script": script, "args": list(args), "device": resolved, "output": output,
-            "sites": [site.__dict__ for site in sites],
-            "restore_pythonpath": None, "added_path": package_root,
+            "script": script, "module": module, "args": list(args), "device": resolved, "output": output,
+            "roots": roots, "sites": [site.__dict__ for site in sites], "boot": boot,
+            "restore_pythonpath": env.get("PYTHONPATH", ""), "added_path": package_root,
         }
-        config["restore_pythonpath"] = env.get("PYTHONPATH", "")
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        config_path = os.path.join(workdir, "config.json")
         with open(config_path, "w", encoding="utf-8") as handle:
             json.dump(config, handle)
         timed_out, status = _run_child([sys.executable, "-m", "torchlint.runtime.child", config_path], env, timeout)
-        observed = _read(output)
-    diagnostics = judge_all(findings, sites, observed)
+        observed = merge([_read(os.path.join(output, name)) for name in sorted(os.listdir(output))])
+    main_file = None if script is None else os.path.realpath(script)
+    diagnostics = judge_all(findings, sites, observed, resolved, main_file)
+    if notebook is not None:
+        diagnostics = notebook.by_cell(diagnostics)
     return RuntimeReport(
         diagnostics=diagnostics,
         exit_status=status,
         exception=observed.get("exception"),
         timed_out=timed_out,
+        device=resolved,
+        notes=tuple(observed.get("notes", ())),
     )
 
 
 def _run_child(command: list[str], env: dict, timeout: float | None) -> tuple[bool, int]:
-    process = subprocess.Popen(command, env=env)
+    """Run the child in a process group of its own, so that a timeout or Ctrl-C stops every
+    process the script started (DataLoader workers, spawned children) and none is orphaned."""
+    process = subprocess.Popen(command, env=env, start_new_session=True)
     timed_out = False
     try:
         try:
             process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=TERM_GRACE)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            _stop_group(process, signal.SIGTERM)
     except KeyboardInterrupt:
-        # Ctrl-C reached the child too (same process group): let it write what it saw.
-        try:
-            process.wait(timeout=TERM_GRACE)
-        except (subprocess.TimeoutExpired, KeyboardInterrupt):
-            process.kill()
-            process.wait()
+        # The terminal's Ctrl-C reached this process only: pass it on, let the script write
+        # what it saw, then stop what is left.
+        _stop_group(process, signal.SIGINT)
     status = process.returncode
     if status < 0:
         status = 128 - status
     return timed_out, status
+
+
+def _stop_group(process: subprocess.Popen, first: int) -> None:
+    _signal_group(process.pid, first)
+    try:
+        process.wait(timeout=TERM_GRACE)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+        pass
+    _signal_group(process.pid, signal.SIGKILL)  # whatever is left, workers included
+    process.wait()
+
+
+def _signal_group(group: int, signum: int) -> None:
+    try:
+        os.killpg(group, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _read(path: str) -> dict:

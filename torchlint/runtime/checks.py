@@ -20,9 +20,24 @@ metadata, so nothing here imports torch at module level.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 CONFIRMED, REFUTED, NOT_REACHED = "confirmed", "refuted", "not-reached"
+# The site ran but this run could not show the pitfall (its data, or --device cpu): not innocence.
+NOT_OBSERVED = "not observed in this run"
+VERDICTS = (CONFIRMED, REFUTED, NOT_OBSERVED, NOT_REACHED)
+VERIFY_ON_DEVICE = "run with --device auto or a GPU to verify"
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the parent knows about the whole run when it judges a site."""
+
+    steps: int = 0  # optimizer steps
+    iteration_steps: int = 0  # the steps of the optimizer that stepped most (one per iteration)
+    device: str = "cpu"  # the resolved --device
+    iterations: dict = field(default_factory=dict)  # str(loop id) -> iterations run
 
 
 class Check:
@@ -36,6 +51,11 @@ class Check:
     error: ClassVar[re.Pattern | None] = None
     # Whether the check can tell "ran, and the pitfall did not happen" (refuted).
     observable: ClassVar[bool] = True
+    # The pitfall needs an accelerator (real or logical) to show: under --device cpu a site that
+    # ran without it is NOT_OBSERVED, never refuted.
+    device_dependent: ClassVar[bool] = False
+    # The pitfall depends on the values (an underflow): a site that ran without it is NOT_OBSERVED.
+    data_dependent: ClassVar[bool] = False
 
     # -- child side: probe hooks at the flagged site -------------------------------------------
     wants_call: ClassVar[bool] = False  # wrap the flagged call (else the probe only marks reached)
@@ -55,26 +75,29 @@ class Check:
         rec.event(self.code, position, first_line(text))
 
     # -- parent side -------------------------------------------------------------------------
-    def counts(self, event: dict, steps: int) -> bool:
+    def counts(self, event: dict, run: RunFacts) -> bool:
         """Whether an observed event is the pitfall (TL302 asks for repetition)."""
         return True
 
-    def judge(self, site: dict, events: list[dict], steps: int) -> tuple[str, str | None]:
+    def judge(self, site: dict, events: list[dict], run: RunFacts) -> tuple[str, str | None]:
         if site.get("confirmed"):
             return CONFIRMED, site["confirmed"]
-        counted = [e for e in events if self.counts(e, steps)]
+        counted = [e for e in events if self.counts(e, run)]
         if counted:
-            return CONFIRMED, self.describe(counted, steps)
+            return CONFIRMED, self.describe(counted, run)
         if site.get("reached") or events:
             if not self.observable:
                 return CONFIRMED, "the flagged code ran (this rule has no finer runtime test)"
-            return REFUTED, site.get("refuted") or self.describe_absence(events, steps)
+            if self.device_dependent and run.device == "cpu":
+                return NOT_OBSERVED, VERIFY_ON_DEVICE
+            verdict = NOT_OBSERVED if self.data_dependent else REFUTED
+            return verdict, site.get("refuted") or self.describe_absence(events, run)
         return NOT_REACHED, None
 
-    def describe(self, events: list[dict], steps: int) -> str:
+    def describe(self, events: list[dict], run: RunFacts) -> str:
         return events[0].get("detail") or "observed"
 
-    def describe_absence(self, events: list[dict], steps: int) -> str:
+    def describe_absence(self, events: list[dict], run: RunFacts) -> str:
         return "the flagged code ran and the pitfall was not observed"
 
 
@@ -118,9 +141,10 @@ class MissingZeroGrad(Check):
     same `p.grad` with `_version` one higher, so nothing cleared it (instrument.GradTracker)."""
 
     code = "TL001"
+    adds_findings = True  # a loop whose zero_grad() the static side saw, but that does not run
 
-    def describe_absence(self, events, steps):
-        return f"gradients were cleared between optimizer steps ({steps} steps observed)"
+    def describe_absence(self, events, run):
+        return f"gradients were cleared between optimizer steps ({run.steps} steps observed)"
 
 
 @register
@@ -129,7 +153,7 @@ class ZeroGradBetweenBackwardAndStep(Check):
 
     code = "TL002"
 
-    def describe_absence(self, events, steps):
+    def describe_absence(self, events, run):
         return "every optimizer step saw gradients accumulated after the last zeroing"
 
 
@@ -178,6 +202,7 @@ class BackwardUnderNoGrad(Check):
 class ViewAfterPermute(Check):
     code = "TL101"
     wants_call = True
+    adds_findings = True  # a stride error at a `view` the static side did not flag
     error = re.compile(r"view size is not compatible with input tensor's size and stride")
 
     def after_call(self, rec, site, func, args, kwargs, result):
@@ -219,18 +244,24 @@ class LegacyTensorConstructor(Check):
 class LogOfSoftmax(Check):
     code = "TL201"
     wants_call = True
+    data_dependent = True
 
     def after_call(self, rec, site, func, args, kwargs, result):
-        import torch
-
-        if not _is_tensor(result) or not result.is_floating_point():
-            return
-        with torch.no_grad():
-            bad = int(torch.isneginf(result).sum())
+        bad = _count_where(result, lambda t: t.isneginf())
         if bad:
             rec.confirm(site, f"log produced -inf in {bad} of {result.numel()} elements")
-        else:
-            rec.refute(site, "no -inf produced")
+        elif bad is not None:
+            rec.refute(site, "no probability underflowed to 0 in this run, so log() gave no -inf")
+
+
+def _count_where(result, test) -> int | None:
+    """How many elements of a floating-point tensor `result` pass `test` (None for anything else)."""
+    import torch
+
+    if not _is_tensor(result) or not result.is_floating_point():
+        return None
+    with torch.no_grad():
+        return int(test(result).sum())
 
 
 @register
@@ -266,6 +297,35 @@ def _rank(frame) -> str:
     return str(value.dim()) if _is_tensor(value) else "?"
 
 
+@register
+class ManualLogSumExp(Check):
+    code = "TL205"
+    wants_call = True
+    data_dependent = True
+
+    def after_call(self, rec, site, func, args, kwargs, result):
+        bad = _count_where(result, lambda t: ~t.isfinite())
+        if bad:
+            rec.confirm(site, f"exp() overflowed: {bad} of {result.numel()} results are not finite")
+
+    def describe_absence(self, events, run):
+        return "no exp() overflowed in this run"
+
+
+@register
+class ManualExpm1(Check):
+    code = "TL206"
+    data_dependent = True
+
+    def describe_absence(self, events, run):
+        return "the site ran; the precision lost near 0 depends on the values and is not measured"
+
+
+@register
+class ManualLog1p(ManualExpm1):
+    code = "TL207"
+
+
 # ---------------------------------------------------------------------------------------------
 # TL3xx devices and syncs
 
@@ -276,50 +336,70 @@ class MixedDevices(Check):
     else at the op) or, on a real accelerator, from the device-mismatch RuntimeError."""
 
     code = "TL301"
+    device_dependent = True
     name = "mixed-devices"
     severity = "error"
     message = "Tensors on different devices are combined"
     adds_findings = True
     error = re.compile(r"Expected all tensors to be on the same device")
 
-    def describe_absence(self, events, steps):
+    def describe_absence(self, events, run):
         return "no op mixed devices"
 
 
 @register
 class SyncInLoop(Check):
-    """Events from the function mode: a host sync (item, tolist, cpu, numpy, bool/float/int)
-    on an accelerator (or logical-accelerator) tensor, counted per optimizer-step interval."""
+    """Events from the function mode: a host sync (item, tolist, cpu, numpy, bool/float/int) on
+    an accelerator (or logical-accelerator) tensor. A flagged sync is counted per iteration of the
+    loop the finding sits in (probes.py marks each iteration); one the static side did not flag,
+    per optimizer-step interval."""
 
     code = "TL302"
     name = "sync-in-loop"
     severity = "warning"
     message = "Host-device synchronisation repeated in a loop"
     adds_findings = True
+    device_dependent = True
 
-    def counts(self, event, steps):
-        count, intervals = event["count"], max(event["steps"], 1)
-        if count < 2:
-            return False
-        # Every step (or most of them), or several times within one interval (a per-element
-        # or evaluation loop). `if step % 100 == 0: loss.item()` does neither.
-        return intervals >= max(2, steps / 2) or count / intervals >= 2
+    def counts(self, event, run):
+        # In most iterations: `if step % 100 == 0: print(loss.item())` is not.
+        return event["count"] >= 2 and event["intervals"] >= max(2, _intervals(event, run) / 2)
 
-    def describe(self, events, steps):
+    def judge(self, site, events, run):
+        verdict, detail = super().judge(site, events, run)
+        loop = site.get("loop_iterations")
+        if verdict == REFUTED and loop is not None and loop < 2:
+            return NOT_OBSERVED, f"the loop ran {loop} iteration{'s' if loop != 1 else ''}: too few to show a sync in each"
+        return verdict, detail
+
+    def describe(self, events, run):
         e = max(events, key=lambda e: e["count"])
-        return f"{e['detail']}: {e['count']} syncs in {e['steps']} of {steps + 1} optimizer-step intervals"
+        return f"{e['detail']}: {e['count']} syncs in {e['intervals']} of {_intervals_text(e, run)}"
 
-    def describe_absence(self, events, steps):
+    def describe_absence(self, events, run):
         if events:
             e = max(events, key=lambda e: e["count"])
-            return f"{e['detail']}: only {e['count']} sync(s) in {steps + 1} step intervals"
+            return f"{e['detail']}: {e['count']} sync(s) in {e['intervals']} of {_intervals_text(e, run)}"
         return "no host sync on an accelerator tensor"
+
+
+def _intervals(event: dict, run: RunFacts) -> int:
+    loop = event.get("loop")
+    return run.iterations.get(str(loop), 0) if loop is not None else run.iteration_steps + 1
+
+
+def _intervals_text(event: dict, run: RunFacts) -> str:
+    count = _intervals(event, run)
+    if event.get("loop") is not None:
+        return f"{count} iteration{'s' if count != 1 else ''}"
+    return f"{count} optimizer-step intervals"
 
 
 @register
 class NumpyWithoutCpuDetach(Check):
     code = "TL303"
     wants_call = True
+    device_dependent = True
     error = re.compile(r"Can't call numpy\(\) on Tensor that requires grad|can't convert \S+ device type tensor to numpy")
 
 
@@ -343,6 +423,7 @@ class DiscardedTo(Check):
 @register
 class Float64OnMps(Check):
     code = "TL306"
+    device_dependent = True
     name = "float64-on-mps"
     severity = "error"
     message = "float64 tensor on MPS"
@@ -356,6 +437,30 @@ class Float64OnMps(Check):
 class DeprecatedCudaAmp(Check):
     code = "TL501"
     warning = re.compile(r"`torch\.(cuda|cpu)\.amp\.\w+\(args\.\.\.\)` is deprecated")
+
+
+@register
+class UnsafeTorchLoad(Check):
+    """Decided at the call: what `weights_only` means on the torch that ran it."""
+
+    code = "TL502"
+    wants_call = True
+
+    def before_call(self, rec, site, func, args, kwargs):
+        import torch
+
+        weights_only = kwargs.get("weights_only")
+        if weights_only is False:
+            rec.confirm(site, "weights_only=False: the file is unpickled, and can run code")
+        elif weights_only is None and _version(torch.__version__) < (2, 6):
+            rec.confirm(site, f"torch {torch.__version__} unpickles by default (weights_only=False)")
+        else:
+            rec.refute(site, f"torch {torch.__version__} loads with weights_only=True by default")
+
+
+def _version(text: str) -> tuple[int, int]:
+    major, minor = re.match(r"(\d+)\.(\d+)", text).groups()
+    return int(major), int(minor)
 
 
 @register
@@ -386,3 +491,30 @@ class MpsCpuFallback(Check):
     message = "An operator fell back from MPS to the CPU"
     adds_findings = True
     warning = re.compile(r"is not currently supported on the MPS backend and will fall back to run on the CPU")
+
+
+class _TrainingHealth(Check):
+    """Events from health.py's global hooks; there is no static site, so every event is a
+    finding (name, message and severity come from the rule files tl603-tl606)."""
+
+    adds_findings = True
+
+
+@register
+class NonFiniteValues(_TrainingHealth):
+    code = "TL603"
+
+
+@register
+class ParameterNeverLearns(_TrainingHealth):
+    code = "TL604"
+
+
+@register
+class StepWithoutGradients(_TrainingHealth):
+    code = "TL605"
+
+
+@register
+class UnscaledPixelInput(_TrainingHealth):
+    code = "TL606"

@@ -76,6 +76,15 @@ class UserFiles:
                 )
         return (code.co_filename, frame.f_lineno, frame.f_lineno, -1, -1)
 
+    @staticmethod
+    def caller(depth: int) -> FrameType:
+        """The frame `depth` levels up from the caller, not counting torchlint's own frames (a
+        site probe's wrapper stands between the user's call and torch)."""
+        frame = sys._getframe(depth + 1)
+        while frame.f_back is not None and frame.f_code.co_filename.startswith(_RUNTIME_DIR):
+            frame = frame.f_back
+        return frame
+
     def here(self, depth: int = 1) -> Position | None:
         """The position of the innermost user frame at or above the caller (`depth` 1)."""
         frame = self.user_frame(sys._getframe(depth))

@@ -8,6 +8,7 @@ tag is and how devices are emulated).
 from __future__ import annotations
 
 import dis
+import os
 import sys
 import weakref
 
@@ -26,12 +27,24 @@ TAG = logical.TAG
 class Probe:
     """The `__torchlint__` builtin the probed code calls (see probes.py)."""
 
-    def __init__(self, rec: Recorder, site_codes: dict[int, str]) -> None:
+    def __init__(self, rec: Recorder, sites: list) -> None:
         self.rec = rec
-        self.checks = {site: check_for(code) for site, code in site_codes.items()}
+        self.sites = {site.id: site for site in sites}
+        self.checks = {site.id: check_for(site.code) for site in sites}
 
     def mark(self, site: int) -> None:
         self.rec.reached.add(site)
+
+    def iterate(self, site: int) -> None:
+        """An iteration of the loop that holds the TL302 site `site` begins."""
+        rec = self.rec
+        count = rec.iterations.get(site)
+        if count is None:
+            flagged = self.sites[site]
+            filename = os.path.realpath(flagged.filename)
+            for row in range(flagged.row, flagged.end_row + 1):
+                rec.loop_rows[(filename, row)] = site
+        rec.iterations[site] = (count or 0) + 1
 
     def value(self, site: int):
         self.rec.reached.add(site)
@@ -74,7 +87,8 @@ class GradTracker:
     """TL001/TL002 from global optimizer step hooks and per-parameter accumulation hooks.
 
     After a step, the first accumulation into a parameter's gradient that finds the same `p.grad`
-    object with `_version` one higher means nothing cleared it (TL001). A step whose parameters
+    object with `_version` one higher means nothing cleared it; when the same optimizer steps
+    again with that gradient, the carried-over gradient reached an update (TL001). A step whose parameters
     all still hold the gradients left by a zeroing saw no gradients (TL002). Gradient
     accumulation, `set_to_none=True` (a new object) and `set_to_none=False` (`zero_()` bumps the
     version once more) all pass.
@@ -85,6 +99,7 @@ class GradTracker:
         self.files = files
         self.hooked: dict[int, weakref.ref] = {}  # id(p) -> p (tensors compare by value)
         self.after_step: dict[int, tuple] = {}  # id(p) -> (weakref to grad, version, position)
+        self.carried: dict[int, tuple] = {}  # id(p) -> position of the step it was carried over
         self.zeroed: dict[int, tuple] = {}  # id(p) -> position of the zeroing call
 
     def install(self) -> None:
@@ -127,6 +142,7 @@ class GradTracker:
         position = self.files.here()
         for p in params:
             self.zeroed[id(p)] = position
+            self.carried.pop(id(p), None)
 
     def _pre_step(self, opt, args, kwargs) -> None:
         params = [p for p in _params(opt) if p.requires_grad]
@@ -135,6 +151,12 @@ class GradTracker:
             self.rec.event(
                 "TL002", self.zeroed[id(params[0])],
                 "optimizer.step() ran with every gradient unchanged since zero_grad()",
+            )
+        carried = [self.carried.pop(id(p)) for p in params if id(p) in self.carried]
+        if carried:
+            self.rec.event(
+                "TL001", carried[0],
+                "a gradient was carried over an optimizer step: it was accumulated into, not cleared",
             )
         for p in params:
             self.zeroed.pop(id(p), None)
@@ -145,7 +167,7 @@ class GradTracker:
             grad = p.grad
             if grad is not None:
                 self.after_step[id(p)] = (weakref.ref(grad), grad._version, position)
-        self.rec.step()
+        self.rec.step(id(opt))
 
     def _accumulated(self, p) -> None:
         self.zeroed.pop(id(p), None)
@@ -155,10 +177,7 @@ class GradTracker:
         old = entry[0]()
         grad = p.grad
         if old is not None and grad is old and grad._version == entry[1] + 1:
-            self.rec.event(
-                "TL001", entry[2],
-                "a gradient was carried over an optimizer step: it was accumulated into, not cleared",
-            )
+            self.carried[id(p)] = entry[2]  # a bug once the next step uses it
 
 
 def _params(opt) -> list:
@@ -195,6 +214,8 @@ class Runtime(TorchFunctionMode):
         self.kind = logical.logical_kind(device)  # "cuda"/"mps" when emulated, else None
         self.real_accelerator = device in ("cuda", "mps")
         self.discards: dict = {}  # code object -> offsets of calls whose result is popped
+        self.device_reads: dict = {}  # see logical.property_handlers
+        self.left_behind: set = set()  # positions of discarded .to() calls whose receiver stayed
         self.error_checks = [c for c in CHECKS.values() if c.error is not None]
         self.special = {}
         for func in SYNCS:
@@ -202,9 +223,7 @@ class Runtime(TorchFunctionMode):
         for func in CONVERSIONS:
             self.special[func] = self._convert
         if self.kind is not None:
-            self.special.update(logical.property_handlers(self.kind))
-            self.special[_T.pin_memory] = lambda func, args, kwargs: args[0]
-            self.special[_T.is_pinned] = lambda func, args, kwargs: False
+            self.special.update(logical.property_handlers(self.kind, self.device_reads))
 
     # -- dispatch ---------------------------------------------------------------------------
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -274,7 +293,11 @@ class Runtime(TorchFunctionMode):
                 out._tl_dev = origin  # where this CPU data was created, for reports
         elif not args or not isinstance(args[0], Tensor):
             if func in logical.FACTORIES and isinstance(out, Tensor):
-                frame = sys._getframe(2)
+                read = self.device_reads.get(id(device))
+                if read is not None and read[0] is device:
+                    out._tl_dev = read[1]  # `device=x.device`: on the CPU because `x` is
+                    return out
+                frame = self.files.caller(2)
                 if self.files.is_user_code(frame.f_code):
                     out._tl_dev = self.files.position(frame)
         return out
@@ -299,7 +322,10 @@ class Runtime(TorchFunctionMode):
     def _mixed(self, func, cpu_tensor) -> None:
         origin = getattr(cpu_tensor, TAG, None)
         name = getattr(func, "__name__", None) or repr(func)
-        if origin is not None:
+        if origin is not None and tuple(origin) in self.left_behind:
+            detail = f"the result of this .to() was discarded, so the tensor stayed on the CPU; combined with {self.kind} tensors in {name}()"
+            self.rec.event("TL301", tuple(origin), detail)
+        elif origin is not None:
             detail = f"created on the CPU here, combined with {self.kind} tensors in {name}()"
             self.rec.event("TL301", tuple(origin), detail)
         else:
@@ -320,7 +346,7 @@ class Runtime(TorchFunctionMode):
     def _count_sync(self, what: str, depth: int = 3) -> None:
         # Only syncs the user's code asks for directly: those inside libraries (GradScaler's
         # found-inf check) are not the user's to move.
-        frame = sys._getframe(depth)
+        frame = self.files.caller(depth)
         if self.files.is_user_code(frame.f_code):
             self.rec.event("TL302", self.files.position(frame), f"host sync: {what}")
 
@@ -336,22 +362,53 @@ class Runtime(TorchFunctionMode):
                 self._count_sync(".cpu()")
             out = self._call(func, args, kwargs)
         if out is not tensor:
-            frame = sys._getframe(2)
+            frame = self.files.caller(2)
             if self.files.is_user_code(frame.f_code) and frame.f_lasti in self._discarded_calls(frame.f_code):
                 name = getattr(func, "__name__", "to")
-                self.rec.event("TL304", self.files.position(frame), f"the result of .{name}() is discarded; the tensor is unchanged")
+                position = self.files.position(frame)
+                self.rec.event("TL304", position, f"the result of .{name}() is discarded; the tensor is unchanged")
+                if self.kind is not None and getattr(tensor, TAG, None).__class__ is not str:
+                    tensor._tl_dev = position  # a later mix is this line's doing
+                    self.left_behind.add(position)
         return out
 
     def _discarded_calls(self, code) -> frozenset:
         found = self.discards.get(code)
         if found is None:
             instructions = list(dis.get_instructions(code))
+            # Every offset up to the POP_TOP: while a Python function (a site probe's wrapper)
+            # runs, the caller's f_lasti points into the call's inline cache, not at the call.
             found = frozenset(
-                ins.offset for ins, nxt in zip(instructions, instructions[1:])
+                offset for ins, nxt in zip(instructions, instructions[1:])
                 if ins.opname.startswith("CALL") and nxt.opname == "POP_TOP"
+                for offset in range(ins.offset, nxt.offset, 2)
             )
             self.discards[code] = found
         return found
+
+
+COMPILE_NOTE = (
+    "torch.compile ran its models and functions eagerly: logical devices cannot run compiled "
+    "code, so the calls were checked uncompiled (use --device cpu or a GPU to run them compiled)"
+)
+
+
+def install_compile_note(rec: Recorder) -> None:
+    """Under logical devices, `torch.compile` returns its usual wrapper with TorchDynamo disabled
+    (Dynamo would query the real CUDA runtime): the code runs eagerly, checked, and the user is
+    told once."""
+    original = torch.compile
+
+    def compile_eagerly(*args, **kwargs):
+        import torch._dynamo
+
+        torch._dynamo.config.disable = True
+        if COMPILE_NOTE not in rec.notes:
+            rec.notes.append(COMPILE_NOTE)
+        return original(*args, **kwargs)
+
+    compile_eagerly.__wrapped__ = original
+    torch.compile = compile_eagerly
 
 
 def install_warnings(rec: Recorder, files: UserFiles) -> None:

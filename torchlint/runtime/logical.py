@@ -54,11 +54,21 @@ def _tag(tensor):
     return tag if tag.__class__ is str else None
 
 
-def property_handlers(kind: str) -> dict:
+def property_handlers(kind: str, device_reads: dict) -> dict:
+    """Handlers for `Tensor.device` & co. `device_reads` maps id(a CPU device object handed out)
+    to (that object, the origin of the tensor it was read from), so that a factory given
+    `device=x.device` passes the blame for being on the CPU on to `x`."""
     logical_device = torch.device(kind, 0) if kind == "cuda" else torch.device(kind)
 
     def device(func, args, kwargs):
-        return logical_device if _tag(args[0]) else func(*args, **kwargs)
+        if _tag(args[0]):
+            return logical_device
+        answer = func(*args, **kwargs)
+        origin = getattr(args[0], TAG, None)
+        if origin is not None:
+            device_reads.clear()  # only the latest read matters: `device=x.device` comes right after
+            device_reads[id(answer)] = (answer, origin)
+        return answer
 
     def is_kind(func, args, kwargs):
         return _tag(args[0]) is not None
@@ -199,6 +209,11 @@ def install(kind: str) -> None:
 
     torch.load = load
 
+    # Pinned memory needs the real accelerator, and DataLoader pins in a thread of its own, where
+    # the function mode (thread-local) does not reach: pinning is a no-op on the class itself.
+    torch.Tensor.pin_memory = _pin_memory
+    torch.Tensor.is_pinned = _is_pinned
+
     accelerator = torch.device(kind)
     if hasattr(torch, "accelerator"):
         import contextlib
@@ -225,6 +240,14 @@ def install(kind: str) -> None:
         _stub_cuda()
     else:
         _stub_mps()
+
+
+def _pin_memory(self, device=None):
+    return self
+
+
+def _is_pinned(self, device=None):
+    return False
 
 
 def _tag_tree(value, kind: str) -> None:

@@ -9,6 +9,8 @@ Three probe forms, chosen from the flagged node (all reach the `__torchlint__` b
   method, its receiver is `F.__self__`), the arguments, the result or the exception;
 - another expression `e` becomes `__torchlint__.value(ID)(e)`: "reached", then the value;
 - a statement (or a node that cannot be wrapped) gets `__torchlint__.mark(ID)` inserted before it.
+A TL302 site (a host sync) also gets `__torchlint__.iterate(ID)` at the top of the body of the
+loop that holds it, so that its syncs are counted per iteration of that loop.
 """
 
 from __future__ import annotations
@@ -45,15 +47,20 @@ def _positioned(node: ast.AST) -> bool:
     return hasattr(node, "lineno") and hasattr(node, "end_lineno")
 
 
-def _locate(tree: ast.Module, lines: list[str], site: Site) -> tuple[ast.AST, ast.stmt | None] | None:
-    """The node a site flags and the statement that holds it."""
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _locate(tree: ast.Module, lines: list[str], site: Site) -> tuple[ast.AST, ast.stmt | None, ast.stmt | None] | None:
+    """The node a site flags, the statement that holds it and the innermost loop (in the same
+    function) whose body holds it."""
     start = (site.row, _byte_col(lines, site.row, site.column))
     end = (site.end_row, _byte_col(lines, site.end_row, site.end_column))
-    exact: list[tuple[int, ast.AST, ast.stmt | None]] = []
-    starting: list[tuple[int, ast.AST, ast.stmt | None]] = []
+    exact: list[tuple] = []
+    starting: list[tuple] = []
     enclosing: ast.stmt | None = None
 
-    def walk(node: ast.AST, statement: ast.stmt | None, depth: int) -> None:
+    def walk(node: ast.AST, statement: ast.stmt | None, loop: ast.stmt | None, depth: int) -> None:
         nonlocal enclosing
         if isinstance(node, ast.stmt):
             statement = node
@@ -61,14 +68,17 @@ def _locate(tree: ast.Module, lines: list[str], site: Site) -> tuple[ast.AST, as
                 if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or node.lineno == site.row:
                     enclosing = node
         if _positioned(node) and (node.lineno, node.col_offset) == start:
-            entry = (depth, node, statement)
+            entry = (depth, node, statement, loop)
             if (node.end_lineno, node.end_col_offset) == end:
                 exact.append(entry)
             starting.append(entry)
+        if isinstance(node, _SCOPES):
+            loop = None
         for child in ast.iter_child_nodes(node):
-            walk(child, statement, depth + 1)
+            inner = node if isinstance(node, _LOOPS) and any(child is s for s in node.body) else loop
+            walk(child, statement, inner, depth + 1)
 
-    walk(tree, None, 0)
+    walk(tree, None, None, 0)
 
     def pick(entries):
         # Expressions before statements; then the outermost (a method chain's whole call).
@@ -80,9 +90,9 @@ def _locate(tree: ast.Module, lines: list[str], site: Site) -> tuple[ast.AST, as
 
     chosen = pick(exact) or pick(starting)
     if chosen is not None:
-        return chosen[1], chosen[2]
+        return chosen[1], chosen[2], chosen[3]
     if enclosing is not None:
-        return enclosing, enclosing
+        return enclosing, enclosing, None
     return None
 
 
@@ -99,13 +109,21 @@ def _probe_attr(name: str, like: ast.AST) -> ast.expr:
 
 
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, replace: dict[int, int], marks: dict[int, list[int]]) -> None:
+    def __init__(self, replace: dict[int, int], marks: dict[int, list[int]], loops: dict[int, list[int]]) -> None:
         self.replace = replace  # id(expression node) -> site id
         self.marks = marks  # id(statement) -> site ids to mark before it
+        self.loops = loops  # id(loop statement) -> site ids counting its iterations
 
     def visit(self, node):
         site_id = self.replace.get(id(node))
+        counted = self.loops.get(id(node))
         node = super().visit(node)
+        if counted:
+            first = node.body[0]
+            node.body[:0] = [
+                _place(ast.Expr(ast.Call(_probe_attr("iterate", first), [ast.Constant(s)], [])), first)
+                for s in counted
+            ]
         if site_id is not None:
             node = self._wrap(node, site_id)
         if isinstance(node, ast.stmt) and id(node) in self.marks:
@@ -138,12 +156,15 @@ def instrument(source: str, filename: str, sites: list[Site]) -> tuple[ast.Modul
     lines = source_rows(source)
     replace: dict[int, int] = {}
     marks: dict[int, list[int]] = {}
+    loops: dict[int, list[int]] = {}
     probed: list[int] = []
     for site in sites:
         found = _locate(tree, lines, site)
         if found is None:
             continue
-        node, statement = found
+        node, statement, loop = found
+        if site.code == "TL302" and loop is not None:
+            loops.setdefault(id(loop), []).append(site.id)
         if _wrappable(node) and id(node) not in replace:
             replace[id(node)] = site.id
         elif statement is not None:
@@ -151,7 +172,7 @@ def instrument(source: str, filename: str, sites: list[Site]) -> tuple[ast.Modul
         else:
             continue
         probed.append(site.id)
-    tree = _Rewriter(replace, marks).visit(tree)
+    tree = _Rewriter(replace, marks, loops).visit(tree)
     return tree, probed
 
 

@@ -1,8 +1,10 @@
 """Parent side: from the child's observations to a verdict per finding, plus runtime-only ones.
 
-An event (rule code + user position) belongs to the finding of the same code, in the same file,
-whose range overlaps it (the smallest when several do); what is left over becomes a new finding
-when its rule's check `adds_findings`. Each finding's verdict comes from its check's `judge`.
+Only findings in files the run loaded (the script, and the user's modules any of its processes
+imported) get a verdict; the others are left out, as the run says nothing about them. An event
+(rule code + user position) belongs to the finding of the same code, in the same file, whose range
+overlaps it (the smallest when several do); what is left over becomes a new finding when its
+rule's check `adds_findings`. Each finding's verdict comes from its check's `judge`.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import linecache
 import os
 
 from torchlint.diagnostics import Diagnostic, Location, Severity
-from torchlint.runtime.checks import check_for
+from torchlint.runtime.checks import CONFIRMED, RunFacts, check_for
 from torchlint.runtime.probes import Site
 
 
@@ -51,8 +53,16 @@ def _overlaps(site: Site, start: Location, end: Location | None) -> bool:
     return (start.row, start.column) < site_end and site_start < (end.row, end.column)
 
 
-def judge_all(findings: list[Diagnostic], sites: list[Site], observed: dict) -> list[Diagnostic]:
-    steps = observed.get("steps", 0)
+def judge_all(
+    findings: list[Diagnostic], sites: list[Site], observed: dict, device: str, main_file: str | None = None
+) -> list[Diagnostic]:
+    run = RunFacts(
+        steps=observed.get("steps", 0), iteration_steps=observed.get("iteration_steps", 0), device=device,
+        iterations=observed.get("iterations", {}),
+    )
+    loaded = set(observed.get("loaded", ()))
+    if main_file is not None:
+        loaded.add(main_file)
     events_by_site: dict[int, list[dict]] = {site.id: [] for site in sites}
     leftovers: list[tuple[dict, str, Location, Location | None]] = []
     for event in observed.get("events", []):
@@ -72,25 +82,28 @@ def judge_all(findings: list[Diagnostic], sites: list[Site], observed: dict) -> 
     refuted = {int(k): v for k, v in observed.get("refuted", {}).items()}
     result: list[Diagnostic] = []
     for site, finding in zip(sites, findings):
+        if site.filename not in loaded:
+            continue
         state = {
+            "loop_iterations": observed.get("iterations", {}).get(str(site.id)),
             "reached": site.id in reached,
             "confirmed": confirmed.get(site.id),
             "refuted": refuted.get(site.id),
         }
-        verdict, detail = check_for(finding.code).judge(state, events_by_site[site.id], steps)
+        verdict, detail = check_for(finding.code).judge(state, events_by_site[site.id], run)
         result.append(finding.with_runtime(verdict, detail))
 
     originals = {os.path.realpath(d.filename): d.filename for d in findings}
     for event, filename, start, end in leftovers:
         check = check_for(event["code"])
-        if not check.adds_findings or not check.counts(event, steps):
+        if not check.adds_findings or not check.counts(event, run):
             continue
         result.append(
             Diagnostic(
                 code=check.code, name=_rule_name(check), message=_rule_message(check),
                 filename=_display_name(filename, originals), location=start,
                 end_location=end or start, severity=_rule_severity(check), noqa_row=start.row,
-                runtime="confirmed", runtime_detail=check.describe([event], steps),
+                runtime=CONFIRMED, runtime_detail=check.describe([event], run),
             )
         )
     return result

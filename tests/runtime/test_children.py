@@ -1,0 +1,103 @@
+"""Scripts that run under `python` run under `--runtime` too: DataLoader workers with pinned
+memory, torch.multiprocessing children, torch.compile, and a timeout that stops them all."""
+
+import os
+
+from conftest import finding, line_of
+
+from torchlint.runtime import run_script
+from torchlint.runtime.instrument import COMPILE_NOTE
+
+
+def test_dataloader_workers_with_pinned_memory_on_logical_cuda(script):
+    path = script("""
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+        class Pairs(Dataset):
+            def __len__(self):
+                return 16
+
+            def __getitem__(self, index):
+                scratch = torch.Tensor(4)
+                return torch.randn(4), index % 2
+
+        if __name__ == "__main__":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            model = torch.nn.Linear(4, 2).to(device)
+            loader = DataLoader(Pairs(), batch_size=4, num_workers=2, pin_memory=True)
+            for x, y in loader:
+                out = model(x.to(device, non_blocking=True))
+            print("done on", out.device)
+    """)
+    report = run_script(str(path), [], [finding(path, "TL102", "torch.Tensor(4)")], device="logical:cuda")
+    assert report.exit_status == 0, report.exception
+    # The site ran in the worker processes only: their observations reached the parent.
+    assert [(d.code, d.runtime) for d in report.diagnostics] == [("TL102", "confirmed")]
+
+
+def test_spawned_children_are_instrumented_and_see_the_logical_device(script, capfd):
+    path = script("""
+        import torch
+        import torch.multiprocessing as mp
+
+        def worker(rank):
+            scratch = torch.Tensor(2)
+            x = torch.ones(2, device="cuda")
+            print("child", rank, x.device, flush=True)
+
+        if __name__ == "__main__":
+            mp.spawn(worker, nprocs=1)
+    """)
+    report = run_script(str(path), [], [finding(path, "TL102", "torch.Tensor(2)")], device="logical:cuda")
+    out, _ = capfd.readouterr()
+    assert report.exit_status == 0, report.exception
+    assert "child 0 cuda:0" in out
+    assert [(d.code, d.runtime) for d in report.diagnostics] == [("TL102", "confirmed")]
+
+
+def test_torch_compile_runs_eagerly_under_logical_devices_and_says_so(script):
+    path = script("""
+        import torch
+        model = torch.compile(torch.nn.Linear(4, 2).cuda())
+        x = torch.randn(3, 4)
+        print(model(x).sum())
+    """)
+    report = run_script(str(path), [], [], device="logical:cuda")
+    assert report.exit_status == 0, report.exception
+    assert report.notes == (COMPILE_NOTE,)
+    # Checked although compiled: the input left on the CPU is a mixed-device finding.
+    assert [(d.code, d.location.row) for d in report.diagnostics] == [("TL301", line_of(path, "torch.randn(3, 4)"))]
+
+
+def test_timeout_stops_the_workers_too(script, tmp_path):
+    path = script("""
+        import os, time, torch
+        from torch.utils.data import DataLoader, Dataset
+
+        class Slow(Dataset):
+            def __len__(self):
+                return 1000
+
+            def __getitem__(self, index):
+                with open(f"worker.{os.getpid()}", "w"):
+                    pass
+                time.sleep(0.2)
+                return torch.zeros(1)
+
+        if __name__ == "__main__":
+            for batch in DataLoader(Slow(), num_workers=2, persistent_workers=True):
+                pass
+    """)
+    report = run_script(str(path), [], [], device="cpu", timeout=8)
+    assert report.timed_out
+    workers = [int(name.split(".")[1]) for name in os.listdir(tmp_path) if name.startswith("worker.")]
+    assert workers and not any(_alive(pid) for pid in workers)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            return "\nState:\tZ" not in handle.read()
+    except FileNotFoundError:
+        return False

@@ -1,0 +1,94 @@
+"""Configuration keys and lookup from issue 16: fix keys, the inferred target torch version,
+per-file configuration, `--isolated`, `--config KEY=VALUE`, typed values."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_torchlint
+from torchlint.config import Options, resolve_settings
+
+# TL102 on values (a safe fix) and TL202 (an unsafe fix).
+BAD = "import torch\nimport torch.nn.functional as F\nx = torch.Tensor([3.0])\ny = F.softmax(x)\n"
+
+
+def found(result) -> list[tuple[str, str, bool]]:
+    return [(d["filename"].rsplit("/", 1)[-1], d["code"], d["fix"] is not None and d["fix"]["applicability"] == "safe")
+            for d in json.loads(result.stdout)]
+
+
+def test_fix_keys_have_ruffs_meaning(project: Path) -> None:
+    (project / "a.py").write_text(BAD)
+    (project / "pyproject.toml").write_text('[tool.torchlint]\nunfixable = ["TL102"]\nextend-safe-fixes = ["TL202"]\n')
+    result = run_torchlint("check", "--output-format", "json", cwd=project)
+    assert [(code, d["fix"]) for (_, code, _), d in zip(found(result), json.loads(result.stdout))][0] == ("TL102", None)
+    assert found(result)[1] == ("a.py", "TL202", True)
+    # The result cache keeps the rules' own fixes: dropping the keys brings them back.
+    (project / "pyproject.toml").write_text("[tool.torchlint]\n")
+    again = run_torchlint("check", "--output-format", "json", cwd=project)
+    assert found(again) == [("a.py", "TL102", True), ("a.py", "TL202", False)]
+    (project / "pyproject.toml").write_text('[tool.torchlint]\nfix = true\nextend-unsafe-fixes = ["TL102"]\n')
+    assert run_torchlint("check", cwd=project).returncode == 1
+    assert (project / "a.py").read_text() == BAD  # TL102's fix is unsafe now: `fix = true` leaves it
+    (project / "pyproject.toml").write_text('[tool.torchlint]\nfix = true\nunsafe-fixes = true\n')
+    assert run_torchlint("check", "--no-fix", cwd=project).returncode == 1
+    assert (project / "a.py").read_text() == BAD
+    assert run_torchlint("check", cwd=project).returncode == 0
+    assert "torch.tensor([3.0], dtype=torch.float32)" in (project / "a.py").read_text()
+
+
+@pytest.mark.parametrize("pyproject, expected", [
+    ('[project]\ndependencies = ["numpy", "torch>=2.6,<3"]\n', (2, 6)),
+    ('[project]\ndependencies = ["torchvision>=0.20", "torch ~= 2.4.1"]\n'
+     '[project.optional-dependencies]\ngpu = ["torch[cuda]==2.5.*"]\n', (2, 4)),
+    ('[tool.poetry.dependencies]\ntorch = {version = "^2.3"}\n', (2, 3)),
+    ('[tool.pdm.dev-dependencies]\ntest = ["torch>2.2"]\n', (2, 2)),
+    ('[project]\ndependencies = ["torch"]\n', None),
+    ('[project]\ndependencies = ["torch>=2.6"]\n[tool.torchlint]\ntarget-torch-version = "2.1"\n', (2, 1)),
+])
+def test_target_torch_version_is_inferred_from_the_declared_requirement(tmp_path: Path, pyproject, expected) -> None:
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    assert resolve_settings(Options(), tmp_path).target_torch_version == expected
+
+
+def test_requirements_files_beside_pyproject_count_and_show_settings_says_so(project: Path) -> None:
+    (project / "requirements-dev.txt").write_text("# tools\ntorch>=2.6.0 ; python_version >= '3.9'\n")
+    (project / "a.py").write_text(BAD)
+    shown = run_torchlint("check", "--show-settings", "a.py", cwd=project)
+    assert "target-torch-version = 2.6  # inferred from `torch>=2.6.0 ; python_version >= '3.9'` in " \
+           "requirements-dev.txt" in shown.stdout
+    assert run_torchlint("check", "--isolated", "--show-settings", "a.py", cwd=project).stdout.count("= none") == 1
+
+
+def test_configuration_is_found_per_checked_file(project: Path) -> None:
+    (project / "pyproject.toml").write_text('[tool.torchlint]\nselect = ["TL102"]\n')
+    (project / "sub").mkdir()
+    (project / "sub" / "pyproject.toml").write_text('[tool.torchlint]\nselect = ["TL202"]\n')
+    (project / "plain").mkdir()
+    (project / "plain" / "pyproject.toml").write_text("[project]\nname = 'x'\n")  # no [tool.torchlint]
+    for directory in (project, project / "sub", project / "plain"):
+        (directory / "m.py").write_text(BAD)
+    result = run_torchlint("check", "--output-format", "json", cwd=project)
+    codes = sorted((d["filename"].split(f"{project.name}/")[-1], d["code"]) for d in json.loads(result.stdout))
+    assert codes == [("m.py", "TL102"), ("plain/m.py", "TL102"), ("sub/m.py", "TL202")]
+    isolated = run_torchlint("check", "--isolated", "--output-format", "json", "m.py", cwd=project)
+    assert sorted(d["code"] for d in json.loads(isolated.stdout)) == ["TL102", "TL202"]
+
+
+def test_config_overrides_and_wrong_types_are_usage_errors(project: Path) -> None:
+    (project / "a.py").write_text(BAD)
+    result = run_torchlint("check", "--config", 'select = ["TL202"]', "--output-format", "json", cwd=project)
+    assert [code for _, code, _ in found(result)] == ["TL202"]
+    for value, message in [
+        ('select = "TL1"', "'select' in --config 'select = \"TL1\"' must be a list of strings, not 'TL1'"),
+        ("target-torch-version = 2.4", "must be a version string such as \"2.4\", not 2.4"),
+        ("fix = 1", "'fix' in --config 'fix = 1' must be true or false"),
+    ]:
+        result = run_torchlint("check", "--config", value, cwd=project)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+    (project / "pyproject.toml").write_text('[tool.torchlint]\nselect = "TL1"\n')
+    result = run_torchlint("check", cwd=project)
+    assert result.returncode == 2 and "'select' in " in result.stderr and "must be a list of strings" in result.stderr

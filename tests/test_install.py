@@ -1,0 +1,116 @@
+"""Installing as the README says: a wheel built with `python -m build` installs and runs in a clean
+virtual environment (its console script and its flake8 entry point), and the GitHub Action's
+composite steps install and run torchlint as a workflow would."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+# `::error title=...,file=...,line=N,...::message`, the properties escaped as GitHub requires.
+WORKFLOW_COMMAND = re.compile(r"^::(error|warning|notice) (?:[a-zA-Z]+=[^,:\n]*)(?:,[a-zA-Z]+=[^,:\n]*)*::\S.*$")
+
+
+def run(*args, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([str(arg) for arg in args], capture_output=True, text=True, timeout=600, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> tuple[Path, Path]:
+    """(the venv's bin directory, a copy of the checkout) with the built wheel installed."""
+    root = tmp_path_factory.mktemp("install")
+    source = root / "torchlint"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
+        ".git", "__pycache__", "*.egg-info", ".pytest_cache", ".torchlint_cache", "build", "dist"))
+    # --no-isolation: the build backend (setuptools) of this interpreter, no download.
+    built = run(sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", root / "dist", source)
+    assert built.returncode == 0, built.stdout + built.stderr
+    wheel = next((root / "dist").glob("torchlint-*.whl"))
+    entry_points = next(name for name in zipfile.ZipFile(wheel).namelist() if name.endswith("entry_points.txt"))
+    declared = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "[flake8.extension]\nTL = torchlint.flake8:Plugin" in declared
+    assert "torchlint = torchlint.cli:main" in declared
+    venv.create(root / "venv", with_pip=True)
+    bin_directory = root / "venv" / ("Scripts" if os.name == "nt" else "bin")
+    pip = run(bin_directory / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel, "flake8")
+    assert pip.returncode == 0, pip.stderr
+    return bin_directory, source
+
+
+def test_the_wheel_runs_torchlint_and_flake8_in_a_clean_venv(installed, tmp_path) -> None:
+    bin_directory, source = installed
+    shutil.copytree(source / "examples", tmp_path / "examples")
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    checked = run(bin_directory / "torchlint", "check", "--output-format", "json", "examples", cwd=tmp_path,
+                  env=environment)
+    assert checked.returncode == 1, checked.stderr
+    findings = sorted((d["location"]["row"], d["code"]) for d in json.loads(checked.stdout))
+    assert findings and all(code.startswith("TL") for _, code in findings)
+    flake8 = run(bin_directory / "python", "-m", "flake8", "--select", "TL", "examples", cwd=tmp_path, env=environment)
+    rows = sorted((int(line.split(":")[1]), line.split(": ")[1].split()[0]) for line in flake8.stdout.splitlines())
+    assert rows == findings
+
+
+def _steps(inputs: dict[str, str], action_path: Path) -> list[tuple[str, dict[str, str]]]:
+    """Each composite step's script and environment, with `${{ ... }}` expressions filled in."""
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    defaults = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
+    values = {**{f"inputs.{k}": v for k, v in {**defaults, **inputs}.items()}, "github.action_path": str(action_path)}
+
+    def fill(text: str) -> str:
+        return re.sub(r"\$\{\{\s*([\w.-]+)\s*\}\}", lambda match: values[match.group(1)], text)
+
+    assert action["runs"]["using"] == "composite"
+    return [(fill(step["run"]), {k: fill(str(v)) for k, v in step.get("env", {}).items()})
+            for step in action["runs"]["steps"]]
+
+
+def _run_action(installed, workspace: Path, inputs: dict[str, str]) -> list[subprocess.CompletedProcess]:
+    bin_directory, source = installed
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    environment.update({
+        "PATH": f"{bin_directory}{os.pathsep}{environment['PATH']}", "CI": "true", "GITHUB_ACTIONS": "true",
+        "GITHUB_WORKSPACE": str(workspace), "GITHUB_ACTION_PATH": str(source),
+        # The dependencies are in the venv already: only the action's checkout is built.
+        "PIP_NO_DEPS": "1",
+    })
+    results = []
+    for script, step_environment in _steps(inputs, source):
+        # How GitHub runs `shell: bash`.
+        result = run("bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script, cwd=workspace,
+                     env={**environment, **step_environment})
+        results.append(result)
+        if result.returncode != 0:
+            break
+    return results
+
+
+def test_the_action_annotates_findings_writes_sarif_and_fails_on_usage_errors(installed, tmp_path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("import torch\nx = torch.Tensor(3)\ny = torch.Tensor(2)\n")
+    results = _run_action(installed, tmp_path, {"src": "src", "sarif-file": "torchlint.sarif"})
+    assert len(results) == 2, results[-1].stdout + results[-1].stderr
+    install, check = results
+    assert install.returncode == 0, install.stderr
+    assert check.returncode == 1, check.stderr
+    annotations = check.stdout.splitlines()
+    assert len(annotations) == 2 and all(WORKFLOW_COMMAND.match(line) for line in annotations), annotations
+    assert annotations[0].startswith("::warning title=torchlint (TL102),file=src/train.py,line=2,col=5,")
+    sarif = json.loads((tmp_path / "torchlint.sarif").read_text())
+    assert len(sarif["runs"][0]["results"]) == 2
+
+    (tmp_path / "torchlint.sarif").unlink()
+    *_, failed = _run_action(installed, tmp_path, {"args": "--select TL999", "sarif-file": "torchlint.sarif"})
+    assert failed.returncode == 2 and "unknown rule selector 'TL999'" in failed.stderr
+    assert not (tmp_path / "torchlint.sarif").exists()  # no empty SARIF file that looks like success

@@ -1,0 +1,301 @@
+"""Silent training bugs seen from outside the script (TL603-TL606), with no change to its code.
+
+Global hooks only: an optimizer step pre-hook, a global module forward pre-hook and a wrapper of
+`nn.Module.__init__` (which remembers where each module was built, to report at that line).
+Nothing here syncs the host with the device per step: the per-parameter facts that need the
+values (non-finite, gradient ever non-zero) are kept in small tensors on the parameters' device
+and read when the recorder writes its file (every few seconds and at the end). The raw-pixel
+check reads values, so it looks at the first few training-mode inputs of the top-level module
+only.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+import weakref
+
+import torch
+
+from torchlint.runtime.frames import UserFiles
+from torchlint.runtime.recorder import Recorder
+
+# How many top-level training inputs the raw-pixel check reads (each read is a sync).
+PIXEL_CHECKS = 3
+# At least this many optimizer steps before a parameter is said never to learn.
+MIN_STEPS = 2
+
+
+class _OptimizerState:
+    """What one optimizer's steps showed, per parameter (the order of its param groups)."""
+
+    def __init__(self, params: list, position) -> None:
+        self.params = [weakref.ref(p) for p in params]
+        self.ids = tuple(id(p) for p in params)
+        self.position = position  # the user's step() call
+        self.steps = 0
+        self.had_grad = [False] * len(params)
+        device = params[0].device
+        self.nonzero = torch.zeros(len(params), dtype=torch.bool, device=device)
+        self.first_bad_grad = torch.full((len(params),), -1, dtype=torch.long, device=device)
+        self.first_bad_value = torch.full((len(params),), -1, dtype=torch.long, device=device)
+        self.zero = torch.zeros((), device=device)
+        self.counter = torch.zeros((), dtype=torch.long, device=device)
+
+
+class TrainingHealth:
+    def __init__(self, rec: Recorder, files: UserFiles) -> None:
+        self.rec = rec
+        self.files = files
+        self.optimizers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.called: dict[int, weakref.ref] = {}  # id(module) -> module, every module called
+        self.trained: set[int] = set()  # ids of modules called in training mode
+        self.built_at: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module -> position
+        self.pixel_checks = 0
+        self.reported: set = set()
+        self.broken = False  # a failure of these checks turns them off, never the script
+
+    def install(self) -> None:
+        from torch.nn.modules.module import register_module_forward_pre_hook
+        from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+        register_optimizer_step_pre_hook(self._pre_step)
+        register_module_forward_pre_hook(self._forward_pre)
+        # PyTorch warns that torch.compile meets a global module hook: that hook is this one.
+        warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
+        self._remember_construction()
+        self.rec.end_hooks.append(self.report)
+
+    def _remember_construction(self) -> None:
+        original = torch.nn.Module.__init__
+        health = self
+
+        def module_init(module, *args, **kwargs):
+            original(module, *args, **kwargs)
+            if module not in health.built_at:
+                health.built_at[module] = health._construction(module)
+
+        module_init.__wrapped__ = original
+        torch.nn.Module.__init__ = module_init
+
+    def _construction(self, module):
+        """The user's line that built `module`: the innermost user frame outside its own
+        `__init__` (a user-defined module's `super().__init__()` is not where it was built)."""
+        frame = sys._getframe(3)
+        while frame is not None:
+            if self.files.is_user_code(frame.f_code) and frame.f_locals.get("self") is not module:
+                return self.files.position(frame)
+            frame = frame.f_back
+        return None
+
+    # -- hooks -----------------------------------------------------------------------------
+    def _forward_pre(self, module, args) -> None:
+        key = id(module)
+        if key not in self.called:
+            self.called[key] = weakref.ref(module)
+        if module.training:
+            self.trained.add(key)
+            if self.pixel_checks < PIXEL_CHECKS and args and _is_top_level():
+                self._check_pixels(args[0])
+
+    def _check_pixels(self, x) -> None:
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() < 2 or x.numel() < 64:
+            return
+        self.pixel_checks += 1
+        with torch._C.DisableTorchFunction(), torch.no_grad():
+            low, high = float(x.min()), float(x.max())
+            integral = bool((x == x.round()).all())
+        if integral and 0 <= low and 1 < high <= 255:
+            self._event("TL606", self.files.here(), "pixels", (
+                f"the model's float input of shape {tuple(x.shape)} holds whole numbers from "
+                f"{low:g} to {high:g}: raw 0-255 pixel values, never scaled to [0, 1]"
+            ))
+
+    def _pre_step(self, optimizer, args, kwargs) -> None:
+        if self.broken or len(args) > 1 or kwargs.get("closure") is not None:
+            return  # a closure computes the gradients inside step() (args[0] is the optimizer)
+        params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
+        if not params:
+            return
+        state = self.optimizers.get(optimizer)
+        if state is None or state.ids != tuple(id(p) for p in params):
+            state = self.optimizers[optimizer] = _OptimizerState(params, self.files.here())
+        grads = [p.grad for p in params]
+        if all(g is None for g in grads):
+            self._event("TL605", self.files.here(), ("no-grad", id(optimizer)), (
+                f"optimizer.step() ran while none of its {len(params)} parameters had a gradient: "
+                "no backward() since the gradients were cleared"
+            ))
+            return
+        try:
+            self._track(state, params, grads)
+        except Exception:  # noqa: BLE001 - sparse gradients, several devices...: stop checking
+            self.broken = True
+
+    def _track(self, state: _OptimizerState, params: list, grads: list) -> None:
+        state.steps += 1
+        for index, grad in enumerate(grads):
+            if grad is not None:
+                state.had_grad[index] = True
+        with torch._C.DisableTorchFunction(), torch.no_grad():
+            dense = [g if g is not None and g.layout == torch.strided else None for g in grads]
+            norms = torch._foreach_norm([g for g in dense if g is not None])
+            found = iter(norms)
+            grad_norms = torch.stack([next(found) if g is not None else state.zero for g in dense])
+            value_norms = torch.stack(torch._foreach_norm(params))
+            state.nonzero |= grad_norms != 0
+            for first, norms_now in ((state.first_bad_grad, grad_norms), (state.first_bad_value, value_norms)):
+                first.copy_(torch.where((first < 0) & ~torch.isfinite(norms_now), state.counter, first))
+            state.counter += 1
+
+    def _event(self, code: str, position, key, detail: str) -> None:
+        if (code, key) not in self.reported and position is not None:
+            self.reported.add((code, key))
+            self.rec.event(code, position, detail)
+
+    # -- reading the flags (at each write of the recorder's file) --------------------------
+    def report(self, final: bool) -> None:
+        if self.broken:
+            return
+        names = None
+        for optimizer, state in list(self.optimizers.items()):
+            params = [ref() for ref in state.params]
+            if any(p is None for p in params):
+                continue
+            names = names or self._names()
+            self._non_finite(optimizer, state, params, names)
+            if final:
+                self._never_learn(state, params, names)
+        if final and self.optimizers:
+            self._not_optimized(names or self._names())
+
+    def _non_finite(self, optimizer, state: _OptimizerState, params: list, names: dict) -> None:
+        if ("TL603", id(optimizer)) in self.reported:
+            return
+        with torch._C.DisableTorchFunction():
+            bad_grad, bad_value = state.first_bad_grad.tolist(), state.first_bad_value.tolist()
+        steps = [s for s in bad_grad + bad_value if s >= 0]
+        if not steps:
+            return
+        first = min(steps)
+        culprits = [
+            f"{'gradient of ' if bad_grad[i] == first else ''}{names.get(id(p), f'parameter {i}')}"
+            for i, p in enumerate(params) if first in (bad_grad[i], bad_value[i])
+        ]
+        more = f" and {len(culprits) - 1} more" if len(culprits) > 1 else ""
+        self._event("TL603", state.position, id(optimizer), (
+            f"step {first + 1}: {culprits[0]}{more} first held NaN or Inf"
+        ))
+
+    def _never_learn(self, state: _OptimizerState, params: list, names: dict) -> None:
+        if state.steps < MIN_STEPS:
+            return
+        with torch._C.DisableTorchFunction():
+            nonzero = state.nonzero.tolist()
+        learned = [state.had_grad[i] and nonzero[i] for i in range(len(params))]
+        if not any(learned):
+            return
+        owners = self._owners()
+        dead = [p for p, ok in zip(params, learned) if not ok and p.requires_grad]
+        for module, members in self._group(dead, owners):
+            if id(module) in self.called and id(module) not in self.trained:
+                continue  # used in eval only (an evaluation head)
+            what = "is never called" if id(module) not in self.called else "gets no gradient"
+            why = (
+                "a layer defined and never used in forward()" if id(module) not in self.called
+                else "its output does not reach the loss (a .detach(), or a branch left out of it)"
+            )
+            self._event("TL604", self.built_at.get(module) or state.position, ("dead", id(module)), (
+                f"{_label(module, members, names)} {what} in {state.steps} optimizer steps while "
+                f"other parameters learn: {why}"
+            ))
+
+    def _not_optimized(self, names: dict) -> None:
+        optimized = {key for state in self.optimizers.values() for key in state.ids}
+        owners = self._owners()
+        stray = [
+            p for p in self._all_parameters()
+            if p.requires_grad and id(p) not in optimized and p.grad is not None
+        ]
+        for module, members in self._group(stray, owners):
+            self._event("TL604", self.built_at.get(module), ("stray", id(module)), (
+                f"{_label(module, members, names)} gets gradients but is in no optimizer's param "
+                "groups: the optimizer was built from another module, or before this layer was added"
+            ))
+
+    # -- names and owners, from the modules the run called ---------------------------------
+    def _modules(self) -> list:
+        alive = [ref() for ref in self.called.values()]
+        modules = [m for m in alive if m is not None]
+        return sorted(modules, key=lambda m: -sum(1 for _ in m.parameters()))
+
+    def _names(self) -> dict[int, str]:
+        """id(parameter or module) -> its dotted path in the largest module the run called that
+        holds it (`encoder.layers.3.fc1.weight`)."""
+        names: dict[int, str] = {}
+        for module in self._modules():
+            for name, p in module.named_parameters():
+                names.setdefault(id(p), name)
+            for name, child in module.named_modules():
+                if name:
+                    names.setdefault(id(child), name)
+        return names
+
+    def _owners(self) -> dict[int, tuple]:
+        """id(parameter) -> (the module that holds it directly, the chain of modules above)."""
+        owners: dict[int, tuple] = {}
+        for root in self._modules():
+            self._walk(root, (), owners)
+        return owners
+
+    def _walk(self, module, above: tuple, owners: dict) -> None:
+        for p in module.parameters(recurse=False):
+            owners.setdefault(id(p), (module, above))
+        for child in module.children():
+            self._walk(child, (*above, module), owners)
+
+    def _all_parameters(self) -> list:
+        seen: dict[int, torch.Tensor] = {}
+        for module in self._modules():
+            for p in module.parameters():
+                seen.setdefault(id(p), p)
+        return list(seen.values())
+
+    def _group(self, params: list, owners: dict):
+        """(module, its parameters in `params`) for the largest modules all of whose trainable
+        parameters are in `params`: one finding for a whole detached encoder, not one per layer."""
+        chosen = set(id(p) for p in params)
+        groups: dict[int, tuple] = {}
+        for p in params:
+            if id(p) not in owners:
+                continue
+            module, above = owners[id(p)]
+            for candidate in above:
+                trainable = [q for q in candidate.parameters() if q.requires_grad]
+                if trainable and all(id(q) in chosen for q in trainable):
+                    module = candidate
+                    break
+            groups.setdefault(id(module), (module, []))[1].append(p)
+        return list(groups.values())
+
+
+def _label(module, members: list, names: dict) -> str:
+    """`encoder` (encoder.fc1.weight, encoder.fc1.bias and 2 more), or this Linear (weight, bias)."""
+    listed = ", ".join(names.get(id(p), "?") for p in members[:3])
+    more = f" and {len(members) - 3} more" if len(members) > 3 else ""
+    name = names.get(id(module))
+    return f"{f'`{name}`' if name else f'this {type(module).__name__}'} ({listed}{more})"
+
+
+def _is_top_level() -> bool:
+    """No other module's call is under way (one `_call_impl` frame on the stack)."""
+    code = torch.nn.Module._call_impl.__code__
+    frame = sys._getframe(2)
+    calls = 0
+    while frame is not None:
+        if frame.f_code is code:
+            calls += 1
+            if calls > 1:
+                return False
+        frame = frame.f_back
+    return True

@@ -1,0 +1,127 @@
+"""Parsing an edited document again without parsing all of it: the top-level statements that an
+edit touched are parsed on their own and spliced into the previous tree.
+
+Parsing is most of a check (libcst's parser), and a keystroke changes one statement. Python's
+grammar starts afresh at each top-level statement, so the new text between the boundaries of
+the touched statements, parsed as a module, gives the same statements as a parse of the whole
+text; whenever that is in doubt (the piece does not parse on its own, its indentation or line
+breaks differ from the file's, the edit reaches the module's header), the whole text is parsed.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import libcst as cst
+
+from torchlint.sources import LINE_BREAK
+
+_ROW = re.compile(f".*?(?:{LINE_BREAK.pattern})|.+\\Z", re.S)
+
+
+def rows_with_breaks(text: str) -> list[str]:
+    """The text's rows, each with its line break (Python's breaks only)."""
+    return _ROW.findall(text)
+
+
+@dataclass(frozen=True)
+class _Tree:
+    text: str
+    module: cst.Module
+    # The 0-based row where each top-level statement's code (its leading lines first) starts.
+    starts: list[int]
+
+
+def _statement_starts(module: cst.Module, text: str) -> list[int] | None:
+    """Where each top-level statement starts, found through CPython's `ast` (fast), or None when
+    the two parsers do not agree on the statements."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    starts, index = [], 0
+    for statement in module.body:
+        if index >= len(tree.body):
+            return None
+        twin = tree.body[index]
+        decorators = getattr(twin, "decorator_list", None)
+        line = decorators[0].lineno if decorators else twin.lineno
+        starts.append(line - 1 - len(statement.leading_lines))
+        index += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+    return starts if index == len(tree.body) else None
+
+
+def touched_rows(old_rows: list[str], new_rows: list[str]) -> tuple[int, int]:
+    """The rows of the old text that an edit replaced, [first, end): what is left after the rows
+    both texts share at their start and at their end."""
+    shortest = min(len(old_rows), len(new_rows))
+    first = 0
+    while first < shortest and old_rows[first] == new_rows[first]:
+        first += 1
+    last = 0
+    while last < shortest - first and old_rows[-1 - last] == new_rows[-1 - last]:
+        last += 1
+    return first, len(old_rows) - last
+
+
+def _spliced(previous: _Tree, text: str) -> cst.Module | None:
+    old_rows, new_rows = rows_with_breaks(previous.text), rows_with_breaks(text)
+    first, end = touched_rows(old_rows, new_rows)
+    starts = previous.starts
+    i = bisect.bisect_right(starts, first) - 1
+    j = bisect.bisect_right(starts, max(end - 1, first)) - 1
+    old = previous.module
+    if i >= 0 and first < starts[i] + len(old.body[i].leading_lines):
+        # Blank and comment lines before a statement may belong to the block that ends above it.
+        i -= 1
+    if i < 0:
+        return None  # the edit reaches the module's header
+    shift = len(new_rows) - len(old_rows)
+    last_statement = j + 1 == len(starts)
+    piece_end = len(new_rows) if last_statement else starts[j + 1] + shift
+    try:
+        piece = cst.parse_module("".join(new_rows[starts[i]:piece_end]))
+    except (cst.ParserSyntaxError, RecursionError):
+        return None
+    if not piece.body or (piece.default_indent, piece.default_newline) != (old.default_indent, old.default_newline):
+        return None
+    head = piece.body[0].with_changes(leading_lines=[*piece.header, *piece.body[0].leading_lines])
+    body = [*old.body[:i], head, *piece.body[1:]]
+    if last_statement:
+        return old.with_changes(body=body, footer=piece.footer, has_trailing_newline=piece.has_trailing_newline)
+    after = old.body[j + 1]
+    body += [after.with_changes(leading_lines=[*piece.footer, *after.leading_lines]), *old.body[j + 2:]]
+    return old.with_changes(body=body)
+
+
+class Trees:
+    """The last tree of each of the few documents a worker checked recently."""
+
+    def __init__(self, size: int = 4) -> None:
+        self._size = size
+        self._trees: OrderedDict[str, _Tree] = OrderedDict()
+
+    def parse(self, key: str, text: str) -> cst.Module | None:
+        """The tree of `text`, the new version of document `key`; None when it does not parse (the
+        last tree that did is kept: the next edit often mends the syntax)."""
+        previous = self._trees.get(key)
+        if previous is None:
+            module = None
+        else:
+            module = previous.module if previous.text == text else _spliced(previous, text)
+        if module is None:
+            try:
+                module = cst.parse_module(text)
+            except (cst.ParserSyntaxError, RecursionError):
+                return None
+        starts = _statement_starts(module, text)
+        self._trees.pop(key, None)
+        if starts is not None:
+            self._trees[key] = _Tree(text, module, starts)
+            while len(self._trees) > self._size:
+                self._trees.popitem(last=False)
+        return module
