@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.analysis.dataflow import assigned_names
+from torchlint.analysis.layouts import Layout
 from torchlint.analysis.names import nested_statement_lists, suite_statements
+from torchlint.analysis.shape_annotations import annotated_shape
 from torchlint.analysis.tensor_facts.domain import (
     NUMBER, UNKNOWN, Device, ModuleValue, Number, TensorFacts, Value, join,
 )
@@ -318,7 +320,10 @@ class TensorModel:
             # Other methods get the module's device through their calls from `forward()` only: one
             # called from `__init__` sees CPU tensors.
             device = Device.MODULE if on_module and name == "forward" else Device.UNKNOWN
-            if annotation in _TENSOR_ANNOTATIONS:
+            sizes = annotated_shape(self.ctx, written)
+            if sizes is not None:
+                env[param_name] = TensorFacts(device=device, layout=Layout(len(sizes), sizes, ()))
+            elif annotation in _TENSOR_ANNOTATIONS:
                 env[param_name] = TensorFacts(device=device)
             elif isinstance(written, cst.Name) and written.value in _NUMBER_ANNOTATIONS:
                 env[param_name] = NUMBER

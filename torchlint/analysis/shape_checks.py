@@ -1,0 +1,128 @@
+"""Which ops cannot work on operands whose sizes the tensor-facts model knows.
+
+The model's sizes are the code that gave them (`"4"`, `"B"`, `"T * C"`, from a factory, a
+`view`, `B, T, C = x.shape`). Two sizes disagree only when both are integer literals and differ;
+the same symbol is the same size, and two different symbols may be equal, so they never
+disagree. An element count compares the products of the factors left once the symbols common to
+both sides cancel: only literals may remain.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+import libcst as cst
+
+from torchlint.analysis.tensor_facts.domain import TensorFacts
+
+# The arithmetic operators that broadcast their tensor operands.
+BROADCASTING_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
+
+_FACTOR = re.compile(r"^[A-Za-z_][A-Za-z_0-9.]*$|^\d+$")
+
+
+def known_sizes(facts) -> tuple[str | None, ...] | None:
+    """The sizes of a tensor of one known rank, as code (None where a size is unknown)."""
+    if not isinstance(facts, TensorFacts) or facts.layout is None or facts.maybe:
+        return None
+    shapes = facts.layout.candidates()
+    if len(shapes) != 1:
+        return None
+    return tuple(dim[2] for dim in shapes[0])
+
+
+def literal(size: str | None) -> int | None:
+    return int(size) if size is not None and size.isdigit() else None
+
+
+def differ(first: str | None, second: str | None) -> bool:
+    """Two sizes that cannot be equal: unequal integer literals."""
+    a, b = literal(first), literal(second)
+    return a is not None and b is not None and a != b
+
+
+def cannot_broadcast(first: str | None, second: str | None) -> bool:
+    return differ(first, second) and literal(first) != 1 and literal(second) != 1
+
+
+def brief_code(ctx, node: cst.CSTNode, limit: int = 40) -> str:
+    """The source of `node` on one line, cut to `limit` characters, to name it in a message."""
+    written = " ".join(ctx.module.code_for_node(node).split())
+    return written if len(written) <= limit else written[: limit - 3] + "..."
+
+
+def show(sizes: tuple[str | None, ...]) -> str:
+    inner = ", ".join(size if size is not None else "?" for size in sizes)
+    return f"({inner},)" if len(sizes) == 1 else f"({inner})"
+
+
+def _factors(sizes) -> Counter | None:
+    """The factors of a product of sizes (`"T * C"` counts T and C); None when one is unknown."""
+    found: Counter = Counter()
+    for size in sizes:
+        if size is None:
+            return None
+        for factor in size.split("*"):
+            factor = factor.strip()
+            if not _FACTOR.match(factor):
+                return None
+            if factor != "1":
+                found[factor] += 1
+    return found
+
+
+def element_count_mismatch(have: tuple[str | None, ...], want: list[str]) -> tuple[int, int] | None:
+    """(elements the tensor has, elements the view asks for) when they cannot agree, after the
+    common symbols cancel; a `-1` in `want` asks for any multiple of the rest."""
+    infer = want.count("-1")
+    if infer > 1:
+        return None
+    have_factors, want_factors = _factors(have), _factors([size for size in want if size != "-1"])
+    if have_factors is None or want_factors is None:
+        return None
+    common = have_factors & want_factors
+    have_left, want_left = have_factors - common, want_factors - common
+    if any(not factor.isdigit() for factor in (*have_left, *want_left)):
+        return None
+    have_count = math.prod(int(factor) ** count for factor, count in have_left.items())
+    want_count = math.prod(int(factor) ** count for factor, count in want_left.items())
+    if have_count == 0 or want_count == 0:
+        return None
+    if infer:
+        return None if have_count % want_count == 0 else (have_count, want_count)
+    return None if have_count == want_count else (have_count, want_count)
+
+
+def broadcast_conflict(first: tuple, second: tuple) -> tuple[int, str, str] | None:
+    """(dim counted from the right, size, size) of the first pair of sizes that cannot broadcast."""
+    for offset in range(1, min(len(first), len(second)) + 1):
+        if cannot_broadcast(first[-offset], second[-offset]):
+            return offset, first[-offset], second[-offset]
+    return None
+
+
+def matmul_conflict(first: tuple, second: tuple) -> tuple[str, str] | None:
+    """The inner sizes of `first @ second` when they differ."""
+    if not first or not second:
+        return None
+    inner = second[-2] if len(second) >= 2 else second[0]
+    return (first[-1], inner) if differ(first[-1], inner) else None
+
+
+def concat_conflict(shapes: list[tuple], dim: int | None) -> tuple[int, int, str, str] | None:
+    """(tensor index, dim, size of the first, size of that tensor) of the first dim other than
+    `dim` (every dim when `dim` is None: `stack`) where two tensors differ."""
+    rank = len(shapes[0])
+    if any(len(shape) != rank for shape in shapes):
+        return None
+    if dim is not None:
+        dim = dim + rank if dim < 0 else dim
+        if not 0 <= dim < rank:
+            return None
+    for index, shape in enumerate(shapes[1:], start=1):
+        for position in range(rank):
+            if position != dim and differ(shapes[0][position], shape[position]):
+                return index, position, shapes[0][position], shape[position]
+    return None

@@ -1,0 +1,218 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.layouts import arg_code, int_value, shape_args
+from torchlint.analysis.names import argument, positional_args
+from torchlint.analysis.shape_annotations import annotated_shape
+from torchlint.analysis.shape_checks import (
+    BROADCASTING_OPERATORS, brief_code, broadcast_conflict, concat_conflict, differ, element_count_mismatch,
+    known_sizes, matmul_conflict, show,
+)
+from torchlint.diagnostics import Severity
+from torchlint.rule import Rule
+
+_MATMULS = frozenset({"matmul", "mm", "bmm"})
+_CONCATS = {"torch.cat": "cat", "torch.concat": "cat", "torch.concatenate": "cat", "torch.stack": "stack"}
+
+
+class ShapeMismatch(Rule):
+    """
+    ## What it does
+    Flags an op whose operand sizes the code shows and that cannot work:
+
+    - `a @ b`, `torch.matmul`/`mm`/`bmm` (and the method forms) whose inner sizes differ;
+    - `torch.cat` / `torch.stack` of tensors that differ in a dim other than the concatenated one
+      (any dim for `stack`);
+    - `view` / `reshape` (method or `torch.reshape`) asking for another element count than the
+      tensor has (`x.view(3, 5)` on a 4x4 tensor; with `-1`, a count that does not divide it);
+    - `+ - * /` between tensors with two unequal sizes, neither 1, in the same position counted
+      from the right;
+    - a `return` whose shape contradicts the function's shape annotation.
+
+    Sizes come from the tensor-facts model: factory calls (`torch.randn(4, 3)`), views,
+    `B, T, C = x.shape`, ops that keep or reorder sizes, and shape annotations of parameters and
+    returns: `Annotated[torch.Tensor, Shape("B", 3, 32, 32)]` (a call named `Shape`) and
+    jaxtyping's `Float[Tensor, "b c h w"]` (read from the text; jaxtyping need not be installed). Two sizes disagree only when both are
+    integer literals; the same name is the same size, two different names may be equal, and an
+    unknown size never disagrees. An op the model does not know clears the shape.
+
+    ## Why is this bad?
+    Each of these raises a RuntimeError (`mat1 and mat2 shapes cannot be multiplied`, `Sizes of
+    tensors must match except in dimension 1`, `shape '[3, 5]' is invalid for input of size 16`,
+    `The size of tensor a (3) must match the size of tensor b (4)`) when the line first runs.
+
+    ## Example
+    ```python
+    x = torch.randn(8, 64)
+    w = torch.randn(32, 10)
+    y = x @ w
+    ```
+
+    ## Use instead
+    ```python
+    x = torch.randn(8, 64)
+    w = torch.randn(64, 10)
+    y = x @ w
+    ```
+    """
+
+    code = "TL104"
+    name = "shape-mismatch"
+    summary = "An op whose operand sizes, known from the code, cannot work: a shape RuntimeError"
+    severity = Severity.ERROR
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # Per enclosing function: whether a literal size (`torch.randn(4, 3)`, `.view(2, -1)`, a
+        # shape annotation with a digit) came before. Sizes can only disagree as literals, so
+        # without one the tensor-facts model is not asked (it interprets the whole function).
+        self._literal_sizes = [False]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        params = node.params
+        annotated = any(
+            sizes is not None and any(size is not None and size.isdigit() for size in sizes)
+            for sizes in (annotated_shape(self.ctx, p.annotation.annotation) for p in (*params.params, *params.kwonly_params)
+                          if p.annotation is not None)
+        )
+        self._literal_sizes.append(self._literal_sizes[-1] or annotated)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._literal_sizes.pop()
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not self._literal_sizes[-1]:
+            return
+        if isinstance(node.operator, cst.MatrixMultiply):
+            self._matmul(node, node.left, node.right)
+        elif isinstance(node.operator, BROADCASTING_OPERATORS):
+            self._broadcast(node)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        function = self.ctx.enclosing_function()
+        if node.value is None or function is None or function.returns is None:
+            return
+        promised = annotated_shape(self.ctx, function.returns.annotation)
+        have = self._sizes(node.value) if promised is not None else None
+        if have is None:
+            return
+        if len(have) != len(promised):
+            problem = f"rank {len(have)} where the annotation says {len(promised)}"
+        else:
+            position = next((i for i, pair in enumerate(zip(have, promised)) if differ(*pair)), None)
+            if position is None:
+                return
+            problem = f"size {have[position]} in dim {position} where the annotation says {promised[position]}"
+        self.report(
+            node,
+            f"`{self._code(node.value)}` has shape {show(have)}, but `{function.name.value}` is annotated to "
+            f"return {show(promised)}: {problem}",
+        )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if _has_literal_size(node):
+            self._literal_sizes[-1] = True
+        if not self._literal_sizes[-1]:
+            return
+        qualified = self.ctx.callee(node)
+        if qualified in _CONCATS:
+            self._concat(node, _CONCATS[qualified])
+            return
+        func = node.func
+        if qualified == "torch.reshape":
+            tensor, shape = argument(node, 0, "input"), argument(node, 1, "shape")
+            if tensor is not None and shape is not None:
+                self._view(node, tensor, shape_args(cst.Call(func, (cst.Arg(shape),))))
+        elif qualified is not None and qualified.startswith("torch.") and qualified[6:] in _MATMULS:
+            first, second = argument(node, 0, "input"), argument(node, 1, "other" if qualified != "torch.mm" else "mat2")
+            if first is not None and second is not None:
+                self._matmul(node, first, second)
+        elif isinstance(func, cst.Attribute) and qualified is None:
+            name = func.attr.value
+            if name in ("view", "reshape"):
+                self._view(node, func.value, shape_args(node))
+            elif name in _MATMULS and len(node.args) == 1 and not node.args[0].keyword:
+                self._matmul(node, func.value, node.args[0].value)
+
+    def _sizes(self, expr: cst.BaseExpression):
+        return known_sizes(self.ctx.tensors.facts(expr))
+
+    def _code(self, expr: cst.BaseExpression) -> str:
+        return brief_code(self.ctx, expr)
+
+    def _matmul(self, node: cst.CSTNode, first: cst.BaseExpression, second: cst.BaseExpression) -> None:
+        a, b = self._sizes(first), self._sizes(second)
+        conflict = matmul_conflict(a, b) if a is not None and b is not None else None
+        if conflict is not None:
+            self.report(
+                node,
+                f"`{self._code(first)}` has shape {show(a)} and `{self._code(second)}` has shape {show(b)}: "
+                f"a matrix product needs the inner sizes to agree, but they are {conflict[0]} and {conflict[1]}",
+            )
+
+    def _broadcast(self, node: cst.BinaryOperation) -> None:
+        a, b = self._sizes(node.left), self._sizes(node.right)
+        conflict = broadcast_conflict(a, b) if a is not None and b is not None else None
+        if conflict is not None:
+            offset, first, second = conflict
+            self.report(
+                node,
+                f"`{self._code(node.left)}` has shape {show(a)} and `{self._code(node.right)}` has shape {show(b)}: "
+                f"they cannot broadcast, size {first} against {second} in dim -{offset}",
+            )
+
+    def _view(self, node: cst.Call, tensor: cst.BaseExpression, args) -> None:
+        if not args or (len(args) == 1 and int_value(args[0]) is None):
+            return
+        have = self._sizes(tensor)
+        if have is None:
+            return
+        wanted = [arg_code(self.ctx, arg) for arg in args]
+        mismatch = element_count_mismatch(have, wanted)
+        if mismatch is not None:
+            shared = "" if all(size.isdigit() for size in have) else " besides the sizes both share"
+            multiple = "a multiple of " if "-1" in wanted else ""
+            self.report(
+                node,
+                f"`{self._code(tensor)}` has shape {show(have)}, but the new shape ({', '.join(wanted)}) needs "
+                f"{multiple}{mismatch[1]} elements where it has {mismatch[0]}{shared}",
+            )
+
+    def _concat(self, node: cst.Call, kind: str) -> None:
+        sequence = argument(node, 0, "tensors")
+        if not isinstance(sequence, (cst.List, cst.Tuple)) or len(sequence.elements) < 2:
+            return
+        if any(isinstance(element, cst.StarredElement) for element in sequence.elements):
+            return
+        dim_expr = argument(node, 1, "dim")
+        dim = 0 if dim_expr is None else int_value(dim_expr)
+        if dim is None:
+            return
+        tensors = [element.value for element in sequence.elements]
+        shapes = [self._sizes(tensor) for tensor in tensors]
+        if any(shape is None for shape in shapes):
+            return
+        conflict = concat_conflict(shapes, dim if kind == "cat" else None)
+        if conflict is None:
+            return
+        index, position, first, other = conflict
+        allowed = f"only dim {dim} may differ" if kind == "cat" else "stacked tensors must have equal shapes"
+        self.report(
+            node,
+            f"`torch.{kind}` of `{self._code(tensors[0])}` with shape {show(shapes[0])} and "
+            f"`{self._code(tensors[index])}` with shape {show(shapes[index])}: dim {position} is {first} against "
+            f"{other}; {allowed}",
+        )
+
+
+
+def _has_literal_size(call: cst.Call) -> bool:
+    """A call given a positive integer literal by position (`torch.zeros(4, 3)`, `x.view(2, -1)`)."""
+    for arg in call.args:
+        if arg.keyword is not None:
+            continue
+        values = [e.value for e in arg.value.elements] if isinstance(arg.value, (cst.Tuple, cst.List)) else [arg.value]
+        if any(isinstance(value, cst.Integer) for value in values):
+            return True
+    return False
