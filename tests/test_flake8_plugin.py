@@ -8,13 +8,18 @@ import re
 import shutil
 import subprocess
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from tests.conftest import REPO, run_torchlint
 
-# flake8 loads the plugin from this checkout; an installed wheel declares the same entry point
-# (tests/test_install.py runs flake8 against it).
-LOCAL_PLUGIN = "[flake8]\nselect = TL\n[flake8:local-plugins]\nextension =\n    TL = torchlint.flake8:Plugin\n"
+# flake8 finds the plugin through the `flake8.extension` entry point of the installed torchlint
+# (`pip install -e .`); where this checkout is not installed, it is named as a local plugin instead
+# (naming it both ways would load it twice). tests/test_install.py runs flake8 against a wheel.
+INSTALLED = any(point.name == "TL" for point in entry_points(group="flake8.extension"))
+LOCAL_PLUGIN = "[flake8]\nselect = TL\n" + (
+    "" if INSTALLED else "[flake8:local-plugins]\nextension =\n    TL = torchlint.flake8:Plugin\n"
+)
 _FLAKE8_LINE = re.compile(r"^(?P<file>.+?):(?P<row>\d+):(?P<column>\d+): (?P<code>TL\d{3}) ")
 
 

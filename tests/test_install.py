@@ -43,7 +43,10 @@ def installed(tmp_path_factory) -> tuple[Path, Path]:
     assert "torchlint = torchlint.cli:main" in declared
     venv.create(root / "venv", with_pip=True)
     bin_directory = root / "venv" / ("Scripts" if os.name == "nt" else "bin")
-    pip = run(bin_directory / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel, "flake8")
+    # From a clean directory with no PYTHONPATH: `python -m pip` puts its working directory first on
+    # sys.path, and a checkout's torchlint.egg-info there would pass for an installed torchlint.
+    pip = run(bin_directory / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel, "flake8",
+              cwd=root, env={key: value for key, value in os.environ.items() if key != "PYTHONPATH"})
     assert pip.returncode == 0, pip.stderr
     return bin_directory, source
 
