@@ -45,7 +45,8 @@ def _codes_per_row(diagnostics: list[Diagnostic]) -> dict[int, list[str]]:
     return rows
 
 
-def _with_codes(line: str, row: int, codes: list[str], suppressions: Suppressions) -> str:
+def with_noqa_codes(line: str, row: int, codes: list[str], suppressions: Suppressions) -> str:
+    """Row `row` (`line`) with `codes` added to its `# noqa: ...` comment, or with a new one."""
     listed = next((d for d in suppressions.directives.get(row, ()) if d.codes), None)
     if listed is not None:
         return f"{line[:listed.end]}, {', '.join(codes)}{line[listed.end:]}"
@@ -61,7 +62,7 @@ def add_noqa_to_text(text: str, diagnostics: list[Diagnostic]) -> tuple[str, int
     suppressions = read_suppressions(text)
     pieces = _ROWS_AND_BREAKS.split(text)  # row, break, row, break, ..., last row
     for row, codes in per_row.items():
-        pieces[2 * (row - 1)] = _with_codes(pieces[2 * (row - 1)], row, codes, suppressions)
+        pieces[2 * (row - 1)] = with_noqa_codes(pieces[2 * (row - 1)], row, codes, suppressions)
     return "".join(pieces), len(per_row)
 
 

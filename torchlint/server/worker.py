@@ -9,10 +9,10 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import sys
 import tokenize
 
+from torchlint.add_noqa import with_noqa_codes
 from torchlint.config import Settings
 from torchlint.diagnostics import Diagnostic
 from torchlint.engine import check_source
@@ -21,14 +21,11 @@ from torchlint.notebook.check import check_notebook
 from torchlint.notebook.ipython import mask_cell
 from torchlint.rules import all_rules
 from torchlint.server.reparse import Trees
-from torchlint.suppressions import comment_suppresses
+from torchlint.suppressions import comment_suppresses, read_suppressions
 from torchlint.sources import source_rows
 
 _TREES = Trees()
 # An existing `# noqa: CODES` comment, to extend with one more code.
-_NOQA_WITH_CODES = re.compile(r"#\s*noqa:\s*[A-Za-z]+\d+(?:[\s,]+[A-Za-z]+\d+)*", re.I)
-
-
 def start_worker() -> None:
     """Each worker's first step: its standard output is the server's protocol channel, so anything
     a worker prints goes to standard error instead."""
@@ -78,12 +75,8 @@ def noqa_line(text: str, row: int, code: str) -> str | None:
     rows = source_rows(text)
     if not 0 < row <= len(rows) or rows[row - 1].rstrip().endswith("\\"):
         return None
-    line = rows[row - 1]
-    existing = _NOQA_WITH_CODES.search(line)
-    if existing:
-        new_line = f"{line[:existing.end()]}, {code}{line[existing.end():]}"
-    else:
-        new_line = f"{line.rstrip()}  # noqa: {code}"
+    # The same edit as `--add-noqa`, on the comments the tokenizer reads (never text in a string).
+    new_line = with_noqa_codes(rows[row - 1], row, [code], read_suppressions(text))
     return new_line if _comment_suppresses(new_line, rows, row, code) else None
 
 
