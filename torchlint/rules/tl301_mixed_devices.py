@@ -15,6 +15,7 @@ _PARTNERS = {
     Device.ACCELERATOR: "on the accelerator",
     Device.TARGET: "on the working `device`",
     Device.MODULE: "on the module's device",
+    Device.INPUT: "on its input's device",
 }
 
 
@@ -28,7 +29,10 @@ class MixedDevices(Rule):
     `device="cpu"`), when it meets a tensor on an accelerator, the working `device` or the
     module's device in any op: arithmetic nested at any depth, comparisons, `torch.cat`/`stack`
     lists, `F.*` calls, method arguments (`scores.masked_fill(mask, ...)`, `x.where(...)`,
-    `index_select`), or the input of a model or submodule (`self.lstm(x, (h0, c0))`).
+    `index_select`), or the input of a model or submodule (`self.lstm(x, (h0, c0))`). A `torch.nn`
+    layer computes with every input it gets; a Module class of the user (or of unknown class)
+    with its first input: its other arguments may be CPU metadata (grid sizes, lengths), and a
+    tensor moved to the CPU on purpose (`.cpu()`, `device="cpu"`) is meant to stay there.
 
     Devices are followed through local variables, branches and loops (a tensor moved in both
     branches of an `if` is still moved). In `forward()` and the Module methods it calls, the

@@ -30,8 +30,11 @@ class Device(enum.Enum):
     # device chosen as `"cuda" if torch.cuda.is_available() else "cpu"`.
     ACCELERATOR = "accelerator"
     # On the working device chosen at run time: `.to(device)` with a parameter or attribute named
-    # device, `device=x.device` for an `x` whose device is unknown (the GPU when there is one).
+    # device, `torch.device(...)` of a computed name (the GPU when there is one).
     TARGET = "target"
+    # On the device of an input whose own device is unknown (`device=x.device`, `.to(x.device)`
+    # for an `x` from a caller or from numpy): the same device as `x`, which may be the CPU.
+    INPUT = "input"
     # On the device of the Module whose method this is: its `forward()` inputs, parameters,
     # buffers and submodule outputs (the GPU once the model is moved there).
     MODULE = "module"
@@ -41,12 +44,19 @@ class Device(enum.Enum):
         """On the accelerator, the working device or the module's device (not the default device)."""
         return self in (Device.ACCELERATOR, Device.TARGET, Device.MODULE)
 
+    @property
+    def follows_input(self) -> bool:
+        """Placed, or on an input's device: a tensor created on the default device must not meet it."""
+        return self.is_placed or self is Device.INPUT
+
 
 def join_devices(first: Device, second: Device) -> Device:
     if first is second:
         return first
     if first.is_placed and second.is_placed:
         return Device.TARGET
+    if first.follows_input and second.follows_input:
+        return Device.INPUT
     return Device.UNKNOWN
 
 

@@ -13,6 +13,7 @@ module's device, is a device conflict recorded against the call that created it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -58,6 +59,11 @@ _OPERAND_KEYWORDS = frozenset(
 )
 _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 _MODEL_FACTORIES = ("torchvision.models.", "timm.create_model", "timm.models.")
+# Objects whose `.device` names the working device (settings, launchers, models), not a tensor's.
+_DEVICE_HOLDERS = frozenset(
+    "accelerator accelerate fabric trainer args opt opts options config conf cfg settings hparams params "
+    "runner engine self model module net pipe pipeline".split()
+)
 
 
 def _terminates(statement: cst.CSTNode) -> bool:
@@ -405,9 +411,12 @@ class Interpreter:
                 return TensorFacts(device=receiver.device, scalar=False, requires_grad=True)
             return UNKNOWN
         if attr == "device":
-            if isinstance(receiver, TensorFacts) and receiver.device is not Device.UNKNOWN:
-                return DeviceValue(receiver.device)
-            return DeviceValue(Device.TARGET)
+            if isinstance(receiver, TensorFacts):
+                # A tensor of unknown placement (from a caller, from numpy): on its device, maybe the CPU.
+                return DeviceValue(receiver.device if receiver.device is not Device.UNKNOWN else Device.INPUT)
+            if _DEVICE_HOLDERS.intersection(re.split(r"[^a-z0-9]+", self.ctx.code_for(node.value).lower())):
+                return DeviceValue(Device.TARGET)  # `args.device`, `accelerator.device`: the working device
+            return DeviceValue(Device.INPUT)
         if attr == "dtype":
             return DtypeValue(receiver.dtype if isinstance(receiver, TensorFacts) else None)
         if not isinstance(receiver, TensorFacts):
@@ -537,11 +546,18 @@ class Interpreter:
             return TensorFacts()
         placed = [value.device for value in facts if value.device.is_placed]
         defaults = [value for value in facts if value.device in (Device.DEFAULT, Device.CPU) and value.scalar is False]
+        explicit_cpu = [value for value in facts if value.device is Device.CPU and value.origin is not None]
         origin = None
         if placed:
+            # The op succeeds only where every operand is there: an input's tensor is then placed too.
             device = placed[0]
             for other in placed[1:]:
                 device = join_devices(device, other)
+        elif any(value.device is Device.INPUT for value in facts):
+            device = Device.INPUT
+        elif defaults and explicit_cpu:
+            # `t.cpu() * torch.tensor([...])`: the result is deliberately on the CPU.
+            device, origin = Device.CPU, explicit_cpu[0].origin
         elif defaults:
             device, origin = defaults[0].device, defaults[0].origin
         elif all(value.device is facts[0].device for value in facts) and all(
@@ -650,7 +666,7 @@ class Interpreter:
             facts = self.combine(operands, call, Rule.OTHER)
             return replace(facts, layout=None, scalar=None)
         if module.device.is_placed:
-            self.combine([(call.func, TensorFacts(device=module.device, scalar=False)), *operands], call, Rule.OTHER)
+            self.combine([(call.func, TensorFacts(device=module.device, scalar=False)), *self._computed_inputs(kind, operands)], call, Rule.OTHER)
         output = TensorFacts(device=module.device if module.device is not Device.DEFAULT else Device.UNKNOWN,
                              scalar=False, requires_grad=not self._no_grad)
         if operands and isinstance(operands[0][1], TensorFacts) and operands[0][1].rank is not None:
@@ -663,6 +679,16 @@ class Interpreter:
         if kind in _PAIR_OUTPUT:
             return Sequence((output, output))
         return output
+
+    @staticmethod
+    def _computed_inputs(kind: str, operands: list) -> list:
+        """The inputs of a module call that must be on its device. A `torch.nn` layer computes
+        with all of them (`self.lstm(x, (h0, c0))`); a Module class of the user, or one of unknown
+        class, with its first input at least: the others may be CPU metadata (sizes, grids), and
+        a tensor moved to the CPU on purpose (`.cpu()`, `device="cpu"`) is meant to stay there."""
+        if kind.startswith("torch.nn."):
+            return operands
+        return [(node, value) for node, value in operands[:1] if not (isinstance(value, TensorFacts) and value.device is Device.CPU)]
 
     def _qualified(self, call: cst.Call, qualified: str, args) -> Value:
         if qualified in SIZE_FACTORIES or qualified in DATA_FACTORIES or qualified in LEGACY_CONSTRUCTORS:

@@ -138,7 +138,7 @@ class TensorModel:
     # Called by the interpreter -----------------------------------------------------------
 
     def check_devices(self, operands: list[tuple[cst.CSTNode, TensorFacts]]) -> None:
-        placed = [(node, facts) for node, facts in operands if facts.device.is_placed]
+        placed = [(node, facts) for node, facts in operands if facts.device.follows_input]
         if not placed:
             return
         for node, facts in operands:
