@@ -64,8 +64,7 @@ class FileContext:
         self.values = LocalValues(self.ancestors)
         self.module_classes = ModuleClasses(self.module, self.imports)
         self.grad_mode = GradMode(self.ancestors, self.imports)
-        # What kind of value an expression holds (tensor, module, number, device) and where a
-        # tensor lives; a walk participant listed right after `values` (see analysis/values.py).
+        # What kind of value an expression holds (tensor, module, number), from `tensors`.
         self.kinds = ValueKinds(self)
         self.guards = Guards(self.ancestors, self.module)
         self.self_attributes = SelfAttributes(self.ancestors)

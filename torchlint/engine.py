@@ -210,7 +210,7 @@ def _walk(
     ctx = FileContext(filename, source, module, settings)
     _collect_top_level_imports(ctx)
     rules: list[Rule] = [rule_class(ctx) for rule_class in rule_classes]
-    Walker([_ImportCollector(ctx), ctx.values, ctx.kinds, *rules], ctx.ancestors).walk(module)
+    Walker([_ImportCollector(ctx), ctx.values, *rules], ctx.ancestors).walk(module)
     return ctx.pending
 
 

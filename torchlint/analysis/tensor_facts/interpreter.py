@@ -34,7 +34,7 @@ from torchlint.analysis.tensor_facts.ops import (
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS, requires_grad_true
 from torchlint.walker import child_nodes
 from torchlint.analysis.values import (
-    DATA_FACTORIES, DTYPE_NAMES, LIKE_FACTORIES, NOT_TENSOR_FUNCTIONS, SIZE_FACTORIES, TENSOR_NAMESPACES,
+    DATA_FACTORIES, DTYPE_NAMES, LIKE_FACTORIES, MODULE_FLUENT_METHODS, NOT_TENSOR_FUNCTIONS, SIZE_FACTORIES, TENSOR_NAMESPACES,
     device_string_kind, string_value,
 )
 
@@ -46,10 +46,6 @@ _LOOP_PASSES = 3
 _RECURRENT = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
 _PAIR_OUTPUT = frozenset({"torch.nn.MultiheadAttention"})
 _NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode"})
-_MODULE_FLUENT = frozenset(
-    {"to", "cuda", "cpu", "xpu", "float", "half", "double", "bfloat16", "eval", "train", "requires_grad_",
-     "apply", "to_empty", "type", "share_memory"}
-)
 _NUMBER_BUILTINS = frozenset({"len", "int", "float", "round", "abs", "ord", "hash", "sum", "max", "min"})
 _SEQUENCE_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set"})
 # Keyword arguments of torch ops that are operands (a tensor there must be on the op's device).
@@ -131,7 +127,10 @@ class Interpreter:
             return self._try(statement, env)
         if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
             env = dict(env)
-            env[statement.name.value] = UNKNOWN
+            if isinstance(self.scope.node, cst.Module):
+                env.pop(statement.name.value, None)  # the file's function or class, known by name
+            else:
+                env[statement.name.value] = UNKNOWN
             return env
         if isinstance(statement, cst.Match):
             self.eval(statement.subject, env)
@@ -732,7 +731,10 @@ class Interpreter:
         if not positional:
             return TensorFacts() if op.rule is not Rule.OTHER else self.combine(self._tensor_args(args), call, Rule.OTHER)
         receiver_node, receiver = positional[0]
-        return self.apply(call, op, name, receiver_node, receiver, args[1:] if args and args[0][0].keyword is None else args)
+        result = self.apply(call, op, name, receiver_node, receiver, args[1:] if args and args[0][0].keyword is None else args)
+        if result is UNKNOWN and op.rule not in (Rule.SPLIT, Rule.REDUCE_TUPLE, Rule.NUMBER, Rule.SHAPE):
+            return TensorFacts()  # `torch.log_softmax(x)` is a tensor, whatever `x` is
+        return result
 
     def _tensor_args(self, args) -> list[tuple[cst.CSTNode, Value]]:
         found = []
@@ -802,7 +804,7 @@ class Interpreter:
         if name in ("to", "cuda", "cpu"):
             moved = self._move(call, name, TensorFacts(device=module.device), args)
             return replace(module, device=moved.device if moved.device is not Device.UNKNOWN or name != "to" else module.device)
-        if name in _MODULE_FLUENT:
+        if name in MODULE_FLUENT_METHODS:
             return module
         if name in ("parameters", "buffers"):
             return Iterable(TensorFacts(device=module.device, scalar=None, requires_grad=name == "parameters"))
