@@ -74,6 +74,9 @@ class TensorFacts:
     # A value of unknown kind that went through a tensor-only step (`batch.to(device)`,
     # `x.permute(...)`): in an op with a tensor it is a tensor, but it may be a module or a batch.
     maybe: bool = False
+    # A batch from a DataLoader whose dataset and collate function place nothing: on the CPU as
+    # loaded (with `device` DEFAULT until the code moves it).
+    loaded: bool = False
 
     @property
     def rank(self) -> int | None:
@@ -159,6 +162,7 @@ def join_facts(first: TensorFacts, second: TensorFacts) -> TensorFacts:
         requires_grad=first.requires_grad and second.requires_grad,
         origin=first.origin if first.origin is second.origin else None,
         maybe=first.maybe or second.maybe,
+        loaded=first.loaded and second.loaded,
     )
 
 
@@ -191,8 +195,29 @@ def element_of(value: Value) -> Value:
             found = join(found, item)
         return found
     if isinstance(value, TensorFacts):
-        return TensorFacts(device=value.device, dtype=value.dtype, requires_grad=value.requires_grad)
+        return TensorFacts(device=value.device, dtype=value.dtype, requires_grad=value.requires_grad, loaded=value.loaded)
     return UNKNOWN
+
+
+def unloaded(value: Value) -> Value:
+    """`value` with its DataLoader batches of unknown placement (the code moves them somewhere)."""
+    if isinstance(value, TensorFacts) and value.loaded:
+        return replace(value, device=Device.UNKNOWN, loaded=False)
+    if isinstance(value, Sequence):
+        return Sequence(tuple(unloaded(item) for item in value.items))
+    if isinstance(value, Iterable):
+        return Iterable(unloaded(value.element))
+    return value
+
+
+def holds_loaded(value: Value) -> bool:
+    if isinstance(value, TensorFacts):
+        return value.loaded
+    if isinstance(value, Sequence):
+        return any(holds_loaded(item) for item in value.items)
+    if isinstance(value, Iterable):
+        return holds_loaded(value.element)
+    return False
 
 
 def unpack(value: Value, count: int) -> list[Value]:

@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from torchlint.analysis.dataflow import target_names
 from torchlint.analysis.layouts import Layout, arg_code, int_value, shape_args
 from torchlint.analysis.module_attributes import registration_of
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import keyword_arg, positional_args, suite_statements
 from torchlint.analysis.tensor_facts.domain import (
     NUMBER, UNKNOWN, Device, DeviceValue, DtypeValue, Iterable, ModuleValue, Number, Sequence, TensorFacts, Value,
-    element_of, join, join_devices, unpack,
+    element_of, holds_loaded, join, join_devices, unloaded, unpack,
 )
 from torchlint.analysis.tensor_facts.ops import (
     FUNCTION_OPS, METHOD_OPS, NOT_TENSOR_METHODS, NUMBER_ATTRIBUTES, RANK_PRESERVING_LAYERS, TENSOR_ATTRIBUTES, Op,
@@ -186,6 +187,8 @@ class Interpreter:
 
     def _loop(self, node: cst.For | cst.While, env: Env) -> Env | None:
         element = element_of(self.eval(node.iter, env)) if isinstance(node, cst.For) else None
+        if isinstance(node, cst.For) and holds_loaded(element) and self._moves_loop_targets(node):
+            element = unloaded(element)
         entry = env
         after: Env | None = None
         for attempt in range(_LOOP_PASSES + 1):
@@ -575,6 +578,7 @@ class Interpreter:
             requires_grad=any(value.requires_grad for value in facts) and not self._no_grad,
             origin=origin,
             maybe=all(value.maybe for value in facts),
+            loaded=all(value.loaded for value in facts) and device is Device.DEFAULT,
         )
 
     @staticmethod
@@ -665,7 +669,11 @@ class Interpreter:
             facts = self.combine(operands, call, Rule.OTHER)
             return replace(facts, layout=None, scalar=None)
         if module.device.is_placed:
-            self.combine([(call.func, TensorFacts(device=module.device, scalar=False)), *self._computed_inputs(kind, operands)], call, Rule.OTHER)
+            inputs = self._computed_inputs(kind, operands)
+            self.combine([(call.func, TensorFacts(device=module.device, scalar=False)), *inputs], call, Rule.OTHER)
+            for node, value in inputs:
+                if isinstance(value, TensorFacts) and value.loaded and value.device is Device.DEFAULT:
+                    self.model.note_unmoved_batch(call, node, module.device)
         output = TensorFacts(device=module.device if module.device is not Device.DEFAULT else Device.UNKNOWN,
                              scalar=False, requires_grad=not self._no_grad)
         if operands and isinstance(operands[0][1], TensorFacts) and operands[0][1].rank is not None:
@@ -708,7 +716,9 @@ class Interpreter:
         if qualified == "torch.device":
             return DeviceValue(self.device_value(call))
         if qualified in _LOADERS:
-            return Iterable(TensorFacts(scalar=False))
+            return Iterable(self._loaded_batch(call, args))
+        if qualified == "torch.utils.data.TensorDataset":
+            return Iterable(Sequence(tuple(element_of(value) for arg, value in args if arg.keyword is None)))
         if qualified.startswith("math.") or qualified in ("builtins.len", "numpy.prod"):
             return NUMBER
         if is_torch_module_class(qualified) or (
@@ -875,6 +885,31 @@ class Interpreter:
         if rule is Rule.RECOMPUTE:
             return replace(facts, layout=Layout(facts.rank, None, ()) if facts.rank is not None else Layout(None, None, ()))
         return facts
+
+    def _loaded_batch(self, call: cst.Call, args) -> Value:
+        """What iterating a DataLoader gives: batches on the CPU, unless its collate function,
+        its dataset (a class of the file that places tensors) or its tensors put them elsewhere."""
+        if keyword_arg(call, "collate_fn") is not None or any(arg.star for arg in call.args) or not self.model.loaders_load_on_cpu():
+            return TensorFacts(scalar=False)
+        dataset = next((value for arg, value in args if arg.keyword is None or arg.keyword.value == "dataset"), UNKNOWN)
+        if dataset is UNKNOWN:  # a dataset class or torchvision dataset: items made on the CPU
+            return TensorFacts(device=Device.DEFAULT, scalar=False, loaded=True)
+        item = element_of(dataset) if isinstance(dataset, Iterable) else UNKNOWN
+        if isinstance(item, Sequence):
+            return Sequence(tuple(_batched(part) for part in item.items))
+        return _batched(item)
+
+    def _moves_loop_targets(self, node: cst.For) -> bool:
+        """A line of the loop body names a loop target and moves something (`x = x.to(device)`,
+        `batch = [t.cuda() for t in batch]`, `to_device(batch, device)`): the batch is placed."""
+        names = target_names(node.target)
+        if not names:
+            return True
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+        return any(
+            pattern.search(line) and (".to(" in line or ".cuda(" in line or "device" in line)
+            for line in self.ctx.module.code_for_node(node.body).splitlines()
+        )
 
     def _expanded_as(self, receiver: TensorFacts, other: TensorFacts | None, other_node) -> Layout | None:
         """`x.expand_as(y)`: broadcast to y's shape (sizes named after y where unknown)."""
@@ -1095,6 +1130,15 @@ class Interpreter:
         if unknown:
             return receiver.moved(Device.UNKNOWN)
         return receiver
+
+
+def _batched(item: Value) -> TensorFacts:
+    """A DataLoader batch of dataset items: on the CPU as loaded when the items are."""
+    if isinstance(item, TensorFacts) and item.device.follows_input:
+        return TensorFacts(device=item.device, scalar=False)
+    if isinstance(item, TensorFacts) and item.device not in (Device.DEFAULT, Device.CPU):
+        return TensorFacts(scalar=False)
+    return TensorFacts(device=Device.DEFAULT, scalar=False, loaded=True)
 
 
 def _as_matrix(layout: Layout) -> Layout:
