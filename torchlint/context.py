@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -18,36 +18,13 @@ from torchlint.analysis.loops import LoopAnalysis
 from torchlint.analysis.modules import ModuleClasses
 from torchlint.analysis.tensor_facts.model import TensorModel
 from torchlint.analysis.values import ValueKinds
-from torchlint.diagnostics import Applicability
-
-if TYPE_CHECKING:
-    from torchlint.config import Settings
-    from torchlint.rule import Rule
+from torchlint.reports import FixSpec, PendingReport, ReportingRule
 
 
-@dataclass(frozen=True)
-class FixSpec:
-    """A fix described on the tree: replace each node's source text; insert lines before a row.
+class TargetSettings(Protocol):
+    """What rules read of the settings: the torch version the checked code targets."""
 
-    The engine turns it into text edits once positions are known (only for files with findings).
-    """
-
-    message: str
-    replacements: tuple[tuple[cst.CSTNode, str], ...]
-    applicability: Applicability = Applicability.SAFE
-    # (1-based row, text): text inserted at the start of that row, e.g. a missing import.
-    insertions: tuple[tuple[int, str], ...] = ()
-
-
-@dataclass
-class PendingReport:
-    rule: "Rule"
-    node: cst.CSTNode
-    message: str
-    fix: FixSpec | None
-    # The ancestors of the node being visited when the report was made: where to look for the
-    # statement that holds `node` when computing its position.
-    chain: tuple[cst.CSTNode, ...]
+    target_torch_version: tuple[int, ...] | None
 
 
 @dataclass
@@ -55,7 +32,7 @@ class FileContext:
     path: str
     source: str
     module: cst.Module
-    settings: "Settings"
+    settings: TargetSettings
     ancestors: list[cst.CSTNode] = field(default_factory=list)
     imports: ImportTable = field(default_factory=ImportTable)
     pending: list[PendingReport] = field(default_factory=list)
@@ -131,5 +108,5 @@ class FileContext:
 
     # Reporting ---------------------------------------------------------------------------
 
-    def report(self, rule: "Rule", node: cst.CSTNode, message: str, fix: FixSpec | None) -> None:
+    def report(self, rule: ReportingRule, node: cst.CSTNode, message: str, fix: FixSpec | None) -> None:
         self.pending.append(PendingReport(rule, node, message, fix, tuple(self.ancestors)))

@@ -13,12 +13,13 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from torchlint.analysis.names import nested_statement_lists
 from torchlint.cache import ResultCache, cache_key
 from torchlint.config import UNSUPPRESSIBLE, Settings
-from torchlint.analysis.names import nested_statement_lists
-from torchlint.context import FileContext, FixSpec, PendingReport
+from torchlint.context import FileContext
 from torchlint.diagnostics import Diagnostic, Edit, Fix, Location
 from torchlint.positions import StatementPositions
+from torchlint.reports import FixSpec, PendingReport
 from torchlint.rule import Rule
 from torchlint.rules import all_rules, get_rule
 from torchlint.rules.tl903_unused_noqa import UnusedNoqa, unused_noqa

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, ClassVar
 import libcst as cst
 
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 
 if TYPE_CHECKING:
-    from torchlint.context import FileContext, FixSpec
+    from torchlint.context import FileContext
 
 _DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead")
 
@@ -38,7 +39,7 @@ class Rule:
         self.ctx = ctx
 
     def report(
-        self, node: cst.CSTNode, message: str, *, fix: "FixSpec | None" = None
+        self, node: cst.CSTNode, message: str, *, fix: FixSpec | None = None
     ) -> None:
         self.ctx.report(self, node, message, fix)
 

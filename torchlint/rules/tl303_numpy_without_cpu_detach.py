@@ -4,8 +4,8 @@ import libcst as cst
 
 from torchlint.analysis.names import dotted_name
 from torchlint.analysis.tensor_facts.domain import Device, TensorFacts
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 _PLACES = {

@@ -10,8 +10,8 @@ from torchlint.analysis.names import (
     argument, has_star_args, keyword_arg, method_name, positional_args, suite_statements,
 )
 from torchlint.analysis.torch_api import looks_like_loss, torch_module_name
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 # Reductions that return a 0-dim tensor when called without a dimension.
