@@ -29,8 +29,8 @@ def _kind(ctx: FileContext, expr: cst.BaseExpression) -> str:
     return "unknown"
 
 
-def probe(source: str) -> list[tuple[str, Device | None]]:
-    """(kind, device of the tensor or None) for each `probe(expr)` of the snippet."""
+def _probe_each(source: str, answer) -> list:
+    """`answer(ctx, call)` at each `probe(...)` call of the snippet, as a rule's `visit_Call` would."""
     source = HEADER + textwrap.dedent(source)
     ctx = FileContext("t.py", source, cst.parse_module(source), Settings(rules=()))
     _collect_top_level_imports(ctx)
@@ -39,12 +39,21 @@ def probe(source: str) -> list[tuple[str, Device | None]]:
     class Probe:
         def visit_Call(self, node: cst.Call) -> None:
             if isinstance(node.func, cst.Name) and node.func.value == "probe":
-                expr = node.args[0].value
-                facts = ctx.kinds.tensor(expr)
-                answers.append((_kind(ctx, expr), facts.device if facts is not None else None))
+                answers.append(answer(ctx, node))
 
     Walker([_ImportCollector(ctx), ctx.values, Probe()], ctx.ancestors).walk(ctx.module)
     return answers
+
+
+def probe(source: str) -> list[tuple[str, Device | None]]:
+    """(kind, device of the tensor or None) for each `probe(expr)` of the snippet."""
+
+    def answer(ctx: FileContext, call: cst.Call) -> tuple[str, Device | None]:
+        expr = call.args[0].value
+        facts = ctx.kinds.tensor(expr)
+        return _kind(ctx, expr), facts.device if facts is not None else None
+
+    return _probe_each(source, answer)
 
 
 def test_tensors_and_their_devices_come_from_the_tensor_facts() -> None:
@@ -118,16 +127,9 @@ def test_modules_numbers_and_unknowns() -> None:
 
 
 def test_dtypes_and_module_level_constants() -> None:
-    source = HEADER + "mps = torch.device('mps')\nhalf = torch.float16\ndef f(x, out_dtype):\n    probe(x.to(mps, half))\n"
-    ctx = FileContext("t.py", source, cst.parse_module(source), Settings(rules=()))
-    _collect_top_level_imports(ctx)
-    seen = []
+    def answer(ctx: FileContext, call: cst.Call) -> tuple[str, bool]:
+        device, dtype = call.args[0].value.args
+        return ctx.code_for(ctx.kinds.resolve(device.value)), ctx.kinds.is_dtype(dtype.value)
 
-    class Probe:
-        def visit_Call(self, node: cst.Call) -> None:
-            if isinstance(node.func, cst.Name) and node.func.value == "probe":
-                device, dtype = node.args[0].value.args
-                seen.append((ctx.code_for(ctx.kinds.resolve(device.value)), ctx.kinds.is_dtype(dtype.value)))
-
-    Walker([_ImportCollector(ctx), ctx.values, Probe()], ctx.ancestors).walk(ctx.module)
-    assert seen == [("torch.device('mps')", True)]
+    source = "mps = torch.device('mps')\nhalf = torch.float16\ndef f(x, out_dtype):\n    probe(x.to(mps, half))\n"
+    assert _probe_each(source, answer) == [("torch.device('mps')", True)]
