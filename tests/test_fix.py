@@ -10,9 +10,9 @@ import libcst as cst
 import pytest
 
 from torchlint.config import Settings
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
 from torchlint.engine import _in_newline, check_source
+from torchlint.reports import FixSpec
 from torchlint.fix import (
     MAX_PASSES, FileChanged, _keep_final_newline, apply_fixes, fix_file, fix_text, order_fixes,
     unified_diff, write_atomically,

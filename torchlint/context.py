@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -18,46 +18,14 @@ from torchlint.analysis.loops import LoopAnalysis
 from torchlint.analysis.modules import ModuleClasses
 from torchlint.analysis.tensor_facts.model import TensorModel
 from torchlint.analysis.values import ValueKinds
-from torchlint.diagnostics import Applicability, Related
-
-if TYPE_CHECKING:
-    from torchlint.config import Settings
-    from torchlint.rule import Rule
+from torchlint.diagnostics import Related
+from torchlint.reports import FixSpec, PendingReport, RelatedNode, ReportingRule
 
 
-@dataclass(frozen=True)
-class FixSpec:
-    """A fix described on the tree: replace each node's source text; insert lines before a row.
+class TargetSettings(Protocol):
+    """What rules read of the settings: the torch version the checked code targets."""
 
-    The engine turns it into text edits once positions are known (only for files with findings).
-    """
-
-    message: str
-    replacements: tuple[tuple[cst.CSTNode, str], ...]
-    applicability: Applicability = Applicability.SAFE
-    # (1-based row, text): text inserted at the start of that row, e.g. a missing import.
-    insertions: tuple[tuple[int, str], ...] = ()
-
-
-@dataclass(frozen=True)
-class RelatedNode:
-    """A place in this file that a finding rests on; the engine finds its position."""
-
-    node: cst.CSTNode
-    message: str
-
-
-@dataclass
-class PendingReport:
-    rule: "Rule"
-    node: cst.CSTNode
-    message: str
-    fix: FixSpec | None
-    # The ancestors of the node being visited when the report was made: where to look for the
-    # statement that holds `node` when computing its position.
-    chain: tuple[cst.CSTNode, ...]
-    # Notes on other places, in the order a reader follows them.
-    related: tuple[RelatedNode | Related, ...] = ()
+    target_torch_version: tuple[int, ...] | None
 
 
 @dataclass
@@ -65,7 +33,7 @@ class FileContext:
     path: str
     source: str
     module: cst.Module
-    settings: "Settings"
+    settings: TargetSettings
     ancestors: list[cst.CSTNode] = field(default_factory=list)
     imports: ImportTable = field(default_factory=ImportTable)
     pending: list[PendingReport] = field(default_factory=list)
@@ -74,8 +42,7 @@ class FileContext:
         self.values = LocalValues(self.ancestors)
         self.module_classes = ModuleClasses(self.module, self.imports)
         self.grad_mode = GradMode(self.ancestors, self.imports)
-        # What kind of value an expression holds (tensor, module, number, device) and where a
-        # tensor lives; a walk participant listed right after `values` (see analysis/values.py).
+        # What kind of value an expression holds (tensor, module, number), from `tensors`.
         self.kinds = ValueKinds(self)
         self.guards = Guards(self.ancestors, self.module)
         self.self_attributes = SelfAttributes(self.ancestors)
@@ -143,7 +110,7 @@ class FileContext:
     # Reporting ---------------------------------------------------------------------------
 
     def report(
-        self, rule: "Rule", node: cst.CSTNode, message: str, fix: FixSpec | None,
+        self, rule: ReportingRule, node: cst.CSTNode, message: str, fix: FixSpec | None,
         related: tuple[RelatedNode | Related, ...] = (),
     ) -> None:
         self.pending.append(PendingReport(rule, node, message, fix, tuple(self.ancestors), related))

@@ -13,12 +13,13 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from torchlint.analysis.names import nested_statement_lists
 from torchlint.cache import ResultCache, cache_key
 from torchlint.config import UNSUPPRESSIBLE, Settings
-from torchlint.analysis.names import nested_statement_lists
-from torchlint.context import FileContext, FixSpec, PendingReport, RelatedNode
+from torchlint.context import FileContext
 from torchlint.diagnostics import Diagnostic, Edit, Fix, Location, Related
 from torchlint.positions import StatementPositions
+from torchlint.reports import FixSpec, PendingReport, RelatedNode
 from torchlint.rule import Rule
 from torchlint.rules import all_rules, get_rule
 from torchlint.rules.tl903_unused_noqa import UnusedNoqa, unused_noqa
@@ -221,7 +222,7 @@ def _walk(
     ctx = FileContext(filename, source, module, settings)
     _collect_top_level_imports(ctx)
     rules: list[Rule] = [rule_class(ctx) for rule_class in rule_classes]
-    Walker([_ImportCollector(ctx), ctx.values, ctx.kinds, *rules], ctx.ancestors).walk(module)
+    Walker([_ImportCollector(ctx), ctx.values, *rules], ctx.ancestors).walk(module)
     return ctx.pending
 
 

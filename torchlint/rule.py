@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, ClassVar
 import libcst as cst
 
 from torchlint.diagnostics import Applicability, Related, Severity
+from torchlint.reports import FixSpec, RelatedNode
 
 if TYPE_CHECKING:
-    from torchlint.context import FileContext, FixSpec, RelatedNode
+    from torchlint.context import FileContext
 
 _DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead")
 
@@ -39,8 +40,8 @@ class Rule:
         self.ctx = ctx
 
     def report(
-        self, node: cst.CSTNode, message: str, *, fix: "FixSpec | None" = None,
-        related: Sequence["RelatedNode | Related"] = (),
+        self, node: cst.CSTNode, message: str, *, fix: FixSpec | None = None,
+        related: Sequence[RelatedNode | Related] = (),
     ) -> None:
         """Report a finding at `node`; `related` names the other places it rests on, each shown
         as a note (a `RelatedNode` in this file, or a `Related` already located elsewhere)."""

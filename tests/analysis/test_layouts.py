@@ -37,7 +37,7 @@ def verdicts(source: str) -> list[bool]:
     ctx = FileContext("t.py", source, cst.parse_module(source), Settings(rules=()))
     _collect_top_level_imports(ctx)
     recorder = _Recorder(ctx)
-    Walker([_ImportCollector(ctx), ctx.values, ctx.kinds, recorder], ctx.ancestors).walk(ctx.module)
+    Walker([_ImportCollector(ctx), ctx.values, recorder], ctx.ancestors).walk(ctx.module)
     return recorder.verdicts
 
 

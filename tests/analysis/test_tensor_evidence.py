@@ -29,7 +29,7 @@ def _answers(source: str, question) -> list:
             if isinstance(node.func, cst.Name) and node.func.value == "probe":
                 answers.append(question(ctx, node.args[0].value))
 
-    Walker([_ImportCollector(ctx), ctx.values, ctx.kinds, Probe()], ctx.ancestors).walk(ctx.module)
+    Walker([_ImportCollector(ctx), ctx.values, Probe()], ctx.ancestors).walk(ctx.module)
     return answers
 
 

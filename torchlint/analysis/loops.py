@@ -276,6 +276,24 @@ def _compares_below(test: cst.BaseExpression, counters: set[str]) -> bool:
     )
 
 
+def _unthrottled_calls(node: cst.CSTNode) -> list[cst.Call]:
+    """The calls a block runs each time it runs: not under a throttle or a limit, not in a nested
+    function, class or lambda."""
+    found: list[cst.Call] = []
+    pending: list[cst.CSTNode] = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(current, cst.If) and (is_throttle(current.test) or is_limited(current)):
+            pending.append(current.test)
+            continue
+        if isinstance(current, cst.Call):
+            found.append(current)
+        pending.extend(child_nodes(current))
+    return found
+
+
 def _is_modulo(expr: cst.BaseExpression) -> bool:
     return (
         isinstance(expr, cst.BinaryOperation)
@@ -387,6 +405,7 @@ class LoopAnalysis:
         self._iterations: dict[int, Iteration] = {}
         self._function_iterations: dict[int, Iteration] = {}
         self._roles: dict[str, Role | None] = {}
+        self._step_calls: dict[int, list[tuple[Loop, cst.Call]]] | None = None
 
     @property
     def index(self) -> _Index:
@@ -437,6 +456,22 @@ class LoopAnalysis:
 
     def is_training_loop(self, loop: Loop) -> bool:
         return self._has_training_text and self.iteration(loop).is_training_step
+
+    def per_step_calls(self, function: cst.FunctionDef) -> list[tuple[Loop, cst.Call]]:
+        """The training loops that call `function` (a function or method of this file) on every
+        step, not under a throttle, each with its call: outer loops first."""
+        if self._step_calls is None:
+            self._step_calls = {}
+            for iteration in self.training_loops():
+                loop = iteration.owner
+                if not iteration.steps_each_iteration:
+                    continue
+                scope = self.index.scope_of_loop.get(id(loop)) or self.index.module_scope
+                for call in _unthrottled_calls(loop.body):
+                    called = self.resolve_call(call, scope)
+                    if called is not None:
+                        self._step_calls.setdefault(id(called), []).append((loop, call))
+        return self._step_calls.get(id(function), [])
 
     def role(self, expr: cst.BaseExpression | None) -> Role | None:
         """Optimizer, scheduler or GradScaler: from how the name was created, else from the name."""

@@ -1,6 +1,6 @@
-"""Whether a value is a tensor on the accelerator, also when `ctx.kinds` cannot see it created.
+"""Whether a value is a tensor on the accelerator, also when `ctx.tensors` cannot see it created.
 
-`ctx.kinds` knows the tensors made by torch factories and ops. Training code holds many more
+`ctx.tensors` knows the tensors made by torch factories and ops. Training code holds many more
 whose creation it cannot see, and shows what they are by how it treats them: the output of a
 module (`out = netD(x)`, `model(x)` for a `model` parameter), a loss (`criterion(out, y)`,
 `loss_fn(...)`; a tensor anyway once `loss.backward()` is called on it), a batch moved with
@@ -23,7 +23,7 @@ import libcst as cst
 
 from torchlint.analysis.module_values import holds_module
 from torchlint.analysis.names import dotted_name, nested_statement_lists, positional_args, suite_statements
-from torchlint.analysis.values import Device, Kind
+from torchlint.analysis.tensor_facts.domain import Device, DeviceValue, DtypeValue, ModuleValue, Number, TensorFacts
 
 _PLACEMENT = re.compile(
     r"\.(cuda|to_device|prepare|prepare_model)\s*\(|\.to\(\s*(?!(torch\.)?(u?int\d*|float\d*|half|double|bfloat16|"
@@ -59,10 +59,10 @@ class TensorEvidence:
 
     def on_device(self, expr: cst.BaseExpression, known: frozenset[str], depth: int = 0) -> bool:
         """`expr` is a tensor not known to live on the CPU; `known` are names of tensors as written."""
-        info = self._ctx.kinds.info(expr)
-        if info.tensor_like:
-            return info.device not in (Device.DEFAULT, Device.CPU)
-        if info.kind is not Kind.UNKNOWN or depth > _MAX_DEPTH:
+        value = self._ctx.tensors.facts(expr)
+        if isinstance(value, TensorFacts) and (not value.maybe or value.device is not Device.UNKNOWN):
+            return value.device not in (Device.DEFAULT, Device.CPU)
+        if isinstance(value, (Number, ModuleValue, DeviceValue, DtypeValue)) or depth > _MAX_DEPTH:
             return False
         written = dotted_name(expr)
         if written is not None and written in known:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.loops import Event, Iteration, Kind
-from torchlint.context import RelatedNode
+from torchlint.reports import RelatedNode
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 

@@ -6,8 +6,8 @@ from torchlint.analysis.dataflow import assigned_names
 from torchlint.analysis.loops import enclosing_loops
 from torchlint.analysis.names import dotted_name, method_name, suite_statements
 from torchlint.analysis.torch_api import looks_like_loss
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 # Calls whose result no longer carries the autograd graph.

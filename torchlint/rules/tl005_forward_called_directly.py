@@ -6,8 +6,8 @@ from torchlint.analysis.dataflow import target_names
 from torchlint.analysis.module_values import builds_module, holds_module
 from torchlint.analysis.modules import last_word, named_like_modules
 from torchlint.analysis.names import dotted_name, positional_args
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 # Module methods whose iteration yields submodules (`for m in self.children():`).

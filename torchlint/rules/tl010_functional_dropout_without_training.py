@@ -4,8 +4,8 @@ import libcst as cst
 
 from torchlint.analysis.module_attributes import in_module_method
 from torchlint.analysis.names import argument, has_star_args, keyword_arg, positional_args
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 # Functional dropouts whose `training` defaults to True (alpha dropouts default to False).

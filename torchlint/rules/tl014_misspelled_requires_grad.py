@@ -4,8 +4,8 @@ import re
 
 import libcst as cst
 
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 _MISSPELLINGS = frozenset({"require_grad", "requires_grads"})

@@ -5,8 +5,8 @@ import libcst as cst
 from torchlint.analysis.call_edits import keyword, with_arguments
 from torchlint.analysis.literals import is_number
 from torchlint.analysis.names import argument, is_constant_false, keyword_arg
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 # Adam-family optimizers whose `weight_decay` is an L2 term added to the gradient, by qualified

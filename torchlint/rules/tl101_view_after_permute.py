@@ -4,8 +4,8 @@ import libcst as cst
 
 from torchlint.analysis.layouts import shape_args, view_merge_breaks
 from torchlint.analysis.tensor_facts.domain import TensorFacts
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 

@@ -7,8 +7,8 @@ import libcst as cst
 from torchlint.analysis.names import dotted_name, method_name, method_receiver, positional_args
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTOR_DTYPES, PARAMETER_CLASSES
 from torchlint.analysis.torch_api import torch_module_name
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 _CONSTRUCTORS = {

@@ -6,8 +6,8 @@ from torchlint.analysis.layouts import int_value
 from torchlint.analysis.names import argument, keyword_arg, positional_args
 from torchlint.analysis.shape_checks import BROADCASTING_OPERATORS
 from torchlint.analysis.tensor_facts.domain import TensorFacts
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 # Reductions and the position of `dim` in their method form (`x.norm(p, dim)`).

@@ -7,8 +7,8 @@ from torchlint.analysis.names import method_receiver, positional_args
 from torchlint.analysis.torch_api import (
     LOG_FUNCTIONS, SIGMOID_FUNCTIONS, SOFTMAX_FUNCTIONS, call_matches, functional_module_name, unary_operand,
 )
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 

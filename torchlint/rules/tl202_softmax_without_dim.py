@@ -3,8 +3,8 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.names import has_star_args, keyword_arg, positional_args
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 # Qualified name -> how many positional arguments come before `dim`.

@@ -8,8 +8,8 @@ from torchlint.analysis.torch_api import (
     BINARY_CROSS_ENTROPY_LOSSES, SIGMOID_FUNCTIONS, called_function, functional_module_name, loss_of_produced_input,
     unary_operand,
 )
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 _FUNCTIONAL_BCE = "torch.nn.functional.binary_cross_entropy"

@@ -6,8 +6,8 @@ from torchlint.analysis.names import argument, keyword_arg, positional_args
 from torchlint.analysis.torch_api import (
     EXP_FUNCTIONS, LOG_FUNCTIONS, SUM_FUNCTIONS, torch_module_name, unary_operand,
 )
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 

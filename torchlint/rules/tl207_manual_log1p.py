@@ -4,8 +4,8 @@ import libcst as cst
 
 from torchlint.analysis.literals import is_literal_one, is_number, needs_parentheses
 from torchlint.analysis.torch_api import EXP_FUNCTIONS, LOG_FUNCTIONS, torch_module_name, unary_operand
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 

@@ -5,8 +5,8 @@ import libcst as cst
 from torchlint.analysis.names import method_name, method_receiver, positional_args
 from torchlint.analysis.torch_api import torch_module_name
 from torchlint.analysis.values import string_value
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 # Qualified names of the NaN constants.

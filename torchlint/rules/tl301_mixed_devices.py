@@ -15,6 +15,7 @@ _PARTNERS = {
     Device.ACCELERATOR: "on the accelerator",
     Device.TARGET: "on the working `device`",
     Device.MODULE: "on the module's device",
+    Device.INPUT: "on its input's device",
 }
 
 
@@ -28,13 +29,23 @@ class MixedDevices(Rule):
     `device="cpu"`), when it meets a tensor on an accelerator, the working `device` or the
     module's device in any op: arithmetic nested at any depth, comparisons, `torch.cat`/`stack`
     lists, `F.*` calls, method arguments (`scores.masked_fill(mask, ...)`, `x.where(...)`,
-    `index_select`), or the input of a model or submodule (`self.lstm(x, (h0, c0))`).
+    `index_select`), or the input of a model or submodule (`self.lstm(x, (h0, c0))`). A `torch.nn`
+    layer computes with every input it gets; a Module class of the user (or of unknown class)
+    with its first input: its other arguments may be CPU metadata (grid sizes, lengths), and a
+    tensor moved to the CPU on purpose (`.cpu()`, `device="cpu"`) is meant to stay there.
 
     Devices are followed through local variables, branches and loops (a tensor moved in both
     branches of an `if` is still moved). In `forward()` and the Module methods it calls, the
     inputs, parameters, registered buffers and submodule outputs are on the module's device; a
     plain tensor attribute (`self.mask = torch.ones(...)` in `__init__`) is not moved with the
     module and stays on the default device.
+
+    A batch from a DataLoader (`for x, y in loader:` over a DataLoader of the file, or a `loader`
+    parameter of a training function in a file that builds its DataLoaders) is on the CPU as
+    loaded: passed to a model on the accelerator without `.to(device)` / `.cuda()` it is reported
+    at the argument. Not when the loop body moves the batch or its parts (any `.to(`, `.cuda(` or
+    `device` on a line naming them), when a collate function or a dataset class of the file
+    places tensors, or when the model's device is not known.
 
     The finding is reported at the call that created the tensor, where `device=` belongs. 0-dim
     tensors (`torch.tensor(2.0)`), Python scalars, tensors moved later (`torch.arange(n).to(x.device)`),
@@ -66,6 +77,8 @@ class MixedDevices(Rule):
     severity = Severity.ERROR
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.callee(node) is None:
+            self._report_unmoved_batch(node)
         origin = self._origin_kind(node)
         if origin is None:
             return
@@ -81,6 +94,20 @@ class MixedDevices(Rule):
         else:
             where = f"combined with a tensor {_PARTNERS[device]}"
         self.report(node, f"{origin} but it is {where}; {self._remedy(node)}")
+
+    def _report_unmoved_batch(self, call: cst.Call) -> None:
+        found = self.ctx.tensors.unmoved_batch(call)
+        if found is None:
+            return
+        batch, device = found
+        written = self.ctx.code_for(batch).strip()
+        model = self.ctx.code_for(call.func).strip()
+        moved = f"`{written} = {written}.to(device)`" if isinstance(batch, cst.Name) else "`.to(device)`"
+        self.report(
+            batch,
+            f"`{written}` is a DataLoader batch, still on the CPU, but it is passed to `{model}`, whose "
+            f"parameters are {_PARTNERS[device]}; move the batch first with {moved}",
+        )
 
     def _origin_kind(self, call: cst.Call) -> str | None:
         """How the call can put a tensor on the default device or the CPU, or None (cheap checks)."""

@@ -10,6 +10,7 @@ from torchlint.analysis.loops import ElementWalk, Loop, element_walk, is_limited
 from torchlint.analysis.names import positional_args
 from torchlint.analysis.tensor_evidence import TensorEvidence, places_on_accelerator
 from torchlint.diagnostics import Severity
+from torchlint.positions import StatementPositions
 from torchlint.rule import Rule
 from torchlint.walker import child_nodes
 
@@ -61,7 +62,10 @@ class SyncInLoop(Rule):
     calls `backward()` or an optimizer `step()`, also a GAN loop with several optimizers) or of a
     loop or comprehension over the elements of a tensor (`for row in t`, `range(len(t))`,
     `range(t.size(0))`, `zip(t1, t2)`), over `model.parameters()` / `named_parameters()`, or over a
-    dict of tensors (`{k: v.item() for k, v in metrics.items()}`).
+    dict of tensors (`{k: v.item() for k, v in metrics.items()}`). A sync in a function or method
+    of the file (`train_step`, `compute_metrics`) that a training loop calls on every step, not
+    under a throttle, runs once per step too: it is reported in the helper, naming the loop's row
+    (returning the synced value to the loop counts as recording it).
 
     The sync happens where it is called, not where its result is used: a value synced every
     iteration and stored in a local that is only logged, accumulated or printed under
@@ -121,6 +125,7 @@ class SyncInLoop(Rule):
         chain = list(self.ctx.ancestors)
         repetitions = self._repetitions(node, chain)
         if not repetitions:
+            self._check_step_helper(node, operand, chain)
             return
         known = self._known(repetitions)
         found = self._per_iteration(repetitions)
@@ -134,6 +139,33 @@ class SyncInLoop(Rule):
             f"`{_shown(node)}` synchronises with the device on every iteration of this {_describe(found)}; "
             "accumulate on the device (`.detach()`) and read the value once after the loop or every N steps",
         )
+
+    def _check_step_helper(self, node: cst.Call, operand: cst.BaseExpression, chain: list[cst.CSTNode]) -> None:
+        """A sync in a function of the file (`train_step`, `compute_metrics`) that a training loop
+        calls on every step: it runs once per step, like one written in the loop."""
+        function = next((parent for parent in reversed(chain) if isinstance(parent, _SCOPES)), None)
+        if not isinstance(function, cst.FunctionDef) or _throttled(node, chain):
+            return
+        calls = self.ctx.loops.per_step_calls(function)
+        if not calls:
+            return
+        known = frozenset(self.ctx.loops.body(function).backward_subjects())
+        if not self._evidence.on_device(operand, known) or not self._only_recorded(node, chain, function.body, 0, True):
+            return
+        loop, call = calls[-1]
+        self.report(
+            node,
+            f"`{_shown(node)}` synchronises with the device on every step of the training loop at row "
+            f"{self._row(loop)}, which calls `{_callee_word(call)}(...)` each iteration; return the tensor "
+            "(`.detach()`) and read it once after the loop or every N steps",
+        )
+
+    @cached_property
+    def _positions(self) -> StatementPositions:
+        return StatementPositions(self.ctx.module, self.ctx.source)
+
+    def _row(self, node: cst.CSTNode) -> int:
+        return self._positions.range_of(node, ()).start.line
 
     # What is synced ------------------------------------------------------------------------
 
@@ -238,10 +270,13 @@ class SyncInLoop(Rule):
 
     # How the value is used -----------------------------------------------------------------
 
-    def _only_recorded(self, node: cst.CSTNode, chain: list[cst.CSTNode], body: cst.CSTNode, depth: int) -> bool:
+    def _only_recorded(
+        self, node: cst.CSTNode, chain: list[cst.CSTNode], body: cst.CSTNode, depth: int, returned: bool = False,
+    ) -> bool:
         """The synced value is only accumulated, stored or logged (not needed by Python right now).
 
         `chain` holds the ancestors of `node`, outermost first; `body` is the repetition's body.
+        `returned`: returning the value counts as recording it (a step helper hands it to the loop).
         """
         child = node
         contained = False  # passed through a dict, list, comprehension or f-string
@@ -272,11 +307,15 @@ class SyncInLoop(Rule):
             if isinstance(parent, cst.AugAssign):
                 return parent.value is child
             if isinstance(parent, (cst.Assign, cst.AnnAssign)):
-                return child is parent.value and self._stored(parent, contained, body, depth)
+                return child is parent.value and self._stored(parent, contained, body, depth, returned)
+            if isinstance(parent, cst.Return):
+                return returned
             return False
         return False
 
-    def _stored(self, assignment: cst.Assign | cst.AnnAssign, contained: bool, body: cst.CSTNode, depth: int) -> bool:
+    def _stored(
+        self, assignment: cst.Assign | cst.AnnAssign, contained: bool, body: cst.CSTNode, depth: int, returned: bool,
+    ) -> bool:
         """A container, an attribute or an item is a record; a local is one when every later read is."""
         targets = [t.target for t in assignment.targets] if isinstance(assignment, cst.Assign) else [assignment.target]
         if contained or any(isinstance(t, (cst.Subscript, cst.Attribute)) for t in targets):
@@ -285,10 +324,22 @@ class SyncInLoop(Rule):
         if len(names) != len(targets) or depth >= _MAX_LOCALS:
             return False
         return all(
-            self._only_recorded(read, read_chain, body, depth + 1)
+            self._only_recorded(read, read_chain, body, depth + 1, returned)
             for name in names
             for read, read_chain in _reads_of(body, name, assignment)
         )
+
+
+def _throttled(node: cst.CSTNode, chain: list[cst.CSTNode]) -> bool:
+    """Under a throttle or a limit inside its function (`if step % 100 == 0:`)."""
+    child = node
+    for parent in reversed(chain):
+        if isinstance(parent, _SCOPES):
+            return False
+        if isinstance(parent, cst.If) and child is parent.body and (is_throttle(parent.test) or is_limited(parent)):
+            return True
+        child = parent
+    return False
 
 
 def _shown(call: cst.Call) -> str:

@@ -4,8 +4,8 @@ import libcst as cst
 
 from torchlint.analysis.names import dotted_name
 from torchlint.analysis.tensor_facts.domain import Device, TensorFacts
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 _PLACES = {
@@ -26,8 +26,9 @@ class NumpyWithoutCpuDetach(Rule):
 
     Under `torch.no_grad()` / `torch.inference_mode()` (blocks or decorated functions) a result
     no longer requires grad, but it stays on its device. Tensors moved back to the CPU earlier
-    (also through local variables and branches) and tensors whose device or grad state is
-    unknown are not reported. Notebooks are checked like scripts.
+    (also through local variables and branches), tensors whose device or grad state is unknown,
+    and tensors on the device of an input of unknown placement (`device=x.device` for an `x`
+    that may come from numpy) are not reported. Notebooks are checked like scripts.
 
     ## Why is this bad?
     `.numpy()` shares memory with the tensor, so it only works for CPU tensors outside autograd:

@@ -3,8 +3,8 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.names import dotted_name
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 # Tensor methods that return a converted copy and leave the receiver unchanged.

@@ -3,8 +3,8 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.names import dotted_name, is_constant_false, keyword_arg, method_name, positional_args
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 # Out-of-place tensor methods with an in-place variant (`clamp` -> `clamp_`).

@@ -7,8 +7,8 @@ from torchlint.analysis.deprecated_api import (
     AMP_BY_NAME, AMP_LAST_SEGMENTS, DeprecatedAmpApi, old_api_reportable,
 )
 from torchlint.analysis.torch_api import torch_module_name
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 

@@ -4,8 +4,8 @@ import libcst as cst
 
 from torchlint.analysis.call_edits import keyword, with_arguments
 from torchlint.analysis.names import keyword_arg, positional_args
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 _CHECKPOINT_FUNCTIONS = frozenset(

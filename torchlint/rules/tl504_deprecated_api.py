@@ -10,8 +10,8 @@ from torchlint.analysis.names import (
     argument, has_star_args, keyword_arg, method_name, positional_args, suite_statements,
 )
 from torchlint.analysis.torch_api import looks_like_loss, torch_module_name
-from torchlint.context import FixSpec
 from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 # Reductions that return a 0-dim tensor when called without a dimension.
@@ -172,7 +172,8 @@ class DeprecatedApiUse(Rule):
     def _zero_dim(self, expr: cst.BaseExpression, legacy: bool) -> bool:
         """Known 0-dim: a full reduction (`x.sum()`), a known scalar tensor, or (for the
         `.data[0]` idiom) a loss; a bare `loss[0]` needs a torch loss function without `reduction=`."""
-        if self.ctx.kinds.info(expr).scalar is True and self.ctx.kinds.is_tensor(expr):
+        facts = self.ctx.kinds.tensor(expr)
+        if facts is not None and facts.scalar is True and not facts.maybe:
             return True
         value = self.ctx.values.resolve(expr)
         if not isinstance(value, cst.Call):

@@ -30,8 +30,11 @@ class Device(enum.Enum):
     # device chosen as `"cuda" if torch.cuda.is_available() else "cpu"`.
     ACCELERATOR = "accelerator"
     # On the working device chosen at run time: `.to(device)` with a parameter or attribute named
-    # device, `device=x.device` for an `x` whose device is unknown (the GPU when there is one).
+    # device, `torch.device(...)` of a computed name (the GPU when there is one).
     TARGET = "target"
+    # On the device of an input whose own device is unknown (`device=x.device`, `.to(x.device)`
+    # for an `x` from a caller or from numpy): the same device as `x`, which may be the CPU.
+    INPUT = "input"
     # On the device of the Module whose method this is: its `forward()` inputs, parameters,
     # buffers and submodule outputs (the GPU once the model is moved there).
     MODULE = "module"
@@ -41,12 +44,19 @@ class Device(enum.Enum):
         """On the accelerator, the working device or the module's device (not the default device)."""
         return self in (Device.ACCELERATOR, Device.TARGET, Device.MODULE)
 
+    @property
+    def follows_input(self) -> bool:
+        """Placed, or on an input's device: a tensor created on the default device must not meet it."""
+        return self.is_placed or self is Device.INPUT
+
 
 def join_devices(first: Device, second: Device) -> Device:
     if first is second:
         return first
     if first.is_placed and second.is_placed:
         return Device.TARGET
+    if first.follows_input and second.follows_input:
+        return Device.INPUT
     return Device.UNKNOWN
 
 
@@ -64,6 +74,9 @@ class TensorFacts:
     # A value of unknown kind that went through a tensor-only step (`batch.to(device)`,
     # `x.permute(...)`): in an op with a tensor it is a tensor, but it may be a module or a batch.
     maybe: bool = False
+    # A batch from a DataLoader whose dataset and collate function place nothing: on the CPU as
+    # loaded (with `device` DEFAULT until the code moves it).
+    loaded: bool = False
 
     @property
     def rank(self) -> int | None:
@@ -149,6 +162,7 @@ def join_facts(first: TensorFacts, second: TensorFacts) -> TensorFacts:
         requires_grad=first.requires_grad and second.requires_grad,
         origin=first.origin if first.origin is second.origin else None,
         maybe=first.maybe or second.maybe,
+        loaded=first.loaded and second.loaded,
     )
 
 
@@ -181,8 +195,29 @@ def element_of(value: Value) -> Value:
             found = join(found, item)
         return found
     if isinstance(value, TensorFacts):
-        return TensorFacts(device=value.device, dtype=value.dtype, requires_grad=value.requires_grad)
+        return TensorFacts(device=value.device, dtype=value.dtype, requires_grad=value.requires_grad, loaded=value.loaded)
     return UNKNOWN
+
+
+def unloaded(value: Value) -> Value:
+    """`value` with its DataLoader batches of unknown placement (the code moves them somewhere)."""
+    if isinstance(value, TensorFacts) and value.loaded:
+        return replace(value, device=Device.UNKNOWN, loaded=False)
+    if isinstance(value, Sequence):
+        return Sequence(tuple(unloaded(item) for item in value.items))
+    if isinstance(value, Iterable):
+        return Iterable(unloaded(value.element))
+    return value
+
+
+def holds_loaded(value: Value) -> bool:
+    if isinstance(value, TensorFacts):
+        return value.loaded
+    if isinstance(value, Sequence):
+        return any(holds_loaded(item) for item in value.items)
+    if isinstance(value, Iterable):
+        return holds_loaded(value.element)
+    return False
 
 
 def unpack(value: Value, count: int) -> list[Value]:

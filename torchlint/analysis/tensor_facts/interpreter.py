@@ -13,18 +13,20 @@ module's device, is a device conflict recorded against the call that created it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from torchlint.analysis.dataflow import target_names
 from torchlint.analysis.layouts import Layout, arg_code, int_value, shape_args
 from torchlint.analysis.module_attributes import registration_of
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import keyword_arg, positional_args, suite_statements
 from torchlint.analysis.tensor_facts.domain import (
     NUMBER, UNKNOWN, Device, DeviceValue, DtypeValue, Iterable, ModuleValue, Number, Sequence, TensorFacts, Value,
-    element_of, join, join_devices, unpack,
+    element_of, holds_loaded, join, join_devices, unloaded, unpack,
 )
 from torchlint.analysis.tensor_facts.ops import (
     FUNCTION_OPS, METHOD_OPS, NOT_TENSOR_METHODS, NUMBER_ATTRIBUTES, RANK_PRESERVING_LAYERS, TENSOR_ATTRIBUTES, Op,
@@ -33,7 +35,7 @@ from torchlint.analysis.tensor_facts.ops import (
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS, requires_grad_true
 from torchlint.walker import child_nodes
 from torchlint.analysis.values import (
-    DATA_FACTORIES, DTYPE_NAMES, LIKE_FACTORIES, NOT_TENSOR_FUNCTIONS, SIZE_FACTORIES, TENSOR_NAMESPACES,
+    DATA_FACTORIES, DTYPE_NAMES, LIKE_FACTORIES, MODULE_FLUENT_METHODS, NOT_TENSOR_FUNCTIONS, SIZE_FACTORIES, TENSOR_NAMESPACES,
     device_string_kind, string_value,
 )
 
@@ -45,10 +47,6 @@ _LOOP_PASSES = 3
 _RECURRENT = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
 _PAIR_OUTPUT = frozenset({"torch.nn.MultiheadAttention"})
 _NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode"})
-_MODULE_FLUENT = frozenset(
-    {"to", "cuda", "cpu", "xpu", "float", "half", "double", "bfloat16", "eval", "train", "requires_grad_",
-     "apply", "to_empty", "type", "share_memory"}
-)
 _NUMBER_BUILTINS = frozenset({"len", "int", "float", "round", "abs", "ord", "hash", "sum", "max", "min"})
 _SEQUENCE_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set"})
 # Keyword arguments of torch ops that are operands (a tensor there must be on the op's device).
@@ -58,6 +56,11 @@ _OPERAND_KEYWORDS = frozenset(
 )
 _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 _MODEL_FACTORIES = ("torchvision.models.", "timm.create_model", "timm.models.")
+# Objects whose `.device` names the working device (settings, launchers, models), not a tensor's.
+_DEVICE_HOLDERS = frozenset(
+    "accelerator accelerate fabric trainer args opt opts options config conf cfg settings hparams params "
+    "runner engine self model module net pipe pipeline".split()
+)
 
 
 def _terminates(statement: cst.CSTNode) -> bool:
@@ -125,7 +128,10 @@ class Interpreter:
             return self._try(statement, env)
         if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
             env = dict(env)
-            env[statement.name.value] = UNKNOWN
+            if isinstance(self.scope.node, cst.Module):
+                env.pop(statement.name.value, None)  # the file's function or class, known by name
+            else:
+                env[statement.name.value] = UNKNOWN
             return env
         if isinstance(statement, cst.Match):
             self.eval(statement.subject, env)
@@ -181,6 +187,8 @@ class Interpreter:
 
     def _loop(self, node: cst.For | cst.While, env: Env) -> Env | None:
         element = element_of(self.eval(node.iter, env)) if isinstance(node, cst.For) else None
+        if isinstance(node, cst.For) and holds_loaded(element) and self._moves_loop_targets(node):
+            element = unloaded(element)
         entry = env
         after: Env | None = None
         for attempt in range(_LOOP_PASSES + 1):
@@ -405,9 +413,12 @@ class Interpreter:
                 return TensorFacts(device=receiver.device, scalar=False, requires_grad=True)
             return UNKNOWN
         if attr == "device":
-            if isinstance(receiver, TensorFacts) and receiver.device is not Device.UNKNOWN:
-                return DeviceValue(receiver.device)
-            return DeviceValue(Device.TARGET)
+            if isinstance(receiver, TensorFacts):
+                # A tensor of unknown placement (from a caller, from numpy): on its device, maybe the CPU.
+                return DeviceValue(receiver.device if receiver.device is not Device.UNKNOWN else Device.INPUT)
+            if _DEVICE_HOLDERS.intersection(re.split(r"[^a-z0-9]+", self.ctx.code_for(node.value).lower())):
+                return DeviceValue(Device.TARGET)  # `args.device`, `accelerator.device`: the working device
+            return DeviceValue(Device.INPUT)
         if attr == "dtype":
             return DtypeValue(receiver.dtype if isinstance(receiver, TensorFacts) else None)
         if not isinstance(receiver, TensorFacts):
@@ -537,11 +548,18 @@ class Interpreter:
             return TensorFacts()
         placed = [value.device for value in facts if value.device.is_placed]
         defaults = [value for value in facts if value.device in (Device.DEFAULT, Device.CPU) and value.scalar is False]
+        explicit_cpu = [value for value in facts if value.device is Device.CPU and value.origin is not None]
         origin = None
         if placed:
+            # The op succeeds only where every operand is there: an input's tensor is then placed too.
             device = placed[0]
             for other in placed[1:]:
                 device = join_devices(device, other)
+        elif any(value.device is Device.INPUT for value in facts):
+            device = Device.INPUT
+        elif defaults and explicit_cpu:
+            # `t.cpu() * torch.tensor([...])`: the result is deliberately on the CPU.
+            device, origin = Device.CPU, explicit_cpu[0].origin
         elif defaults:
             device, origin = defaults[0].device, defaults[0].origin
         elif all(value.device is facts[0].device for value in facts) and all(
@@ -560,6 +578,7 @@ class Interpreter:
             requires_grad=any(value.requires_grad for value in facts) and not self._no_grad,
             origin=origin,
             maybe=all(value.maybe for value in facts),
+            loaded=all(value.loaded for value in facts) and device is Device.DEFAULT,
         )
 
     @staticmethod
@@ -650,7 +669,11 @@ class Interpreter:
             facts = self.combine(operands, call, Rule.OTHER)
             return replace(facts, layout=None, scalar=None)
         if module.device.is_placed:
-            self.combine([(call.func, TensorFacts(device=module.device, scalar=False)), *operands], call, Rule.OTHER)
+            inputs = self._computed_inputs(kind, operands)
+            self.combine([(call.func, TensorFacts(device=module.device, scalar=False)), *inputs], call, Rule.OTHER)
+            for node, value in inputs:
+                if isinstance(value, TensorFacts) and value.loaded and value.device is Device.DEFAULT:
+                    self.model.note_unmoved_batch(call, node, module.device)
         output = TensorFacts(device=module.device if module.device is not Device.DEFAULT else Device.UNKNOWN,
                              scalar=False, requires_grad=not self._no_grad)
         if operands and isinstance(operands[0][1], TensorFacts) and operands[0][1].rank is not None:
@@ -663,6 +686,16 @@ class Interpreter:
         if kind in _PAIR_OUTPUT:
             return Sequence((output, output))
         return output
+
+    @staticmethod
+    def _computed_inputs(kind: str, operands: list) -> list:
+        """The inputs of a module call that must be on its device. A `torch.nn` layer computes
+        with all of them (`self.lstm(x, (h0, c0))`); a Module class of the user, or one of unknown
+        class, with its first input at least: the others may be CPU metadata (sizes, grids), and
+        a tensor moved to the CPU on purpose (`.cpu()`, `device="cpu"`) is meant to stay there."""
+        if kind.startswith("torch.nn."):
+            return operands
+        return [(node, value) for node, value in operands[:1] if not (isinstance(value, TensorFacts) and value.device is Device.CPU)]
 
     def _qualified(self, call: cst.Call, qualified: str, args) -> Value:
         if qualified in SIZE_FACTORIES or qualified in DATA_FACTORIES or qualified in LEGACY_CONSTRUCTORS:
@@ -683,7 +716,9 @@ class Interpreter:
         if qualified == "torch.device":
             return DeviceValue(self.device_value(call))
         if qualified in _LOADERS:
-            return Iterable(TensorFacts(scalar=False))
+            return Iterable(self._loaded_batch(call, args))
+        if qualified == "torch.utils.data.TensorDataset":
+            return Iterable(Sequence(tuple(element_of(value) for arg, value in args if arg.keyword is None)))
         if qualified.startswith("math.") or qualified in ("builtins.len", "numpy.prod"):
             return NUMBER
         if is_torch_module_class(qualified) or (
@@ -706,7 +741,10 @@ class Interpreter:
         if not positional:
             return TensorFacts() if op.rule is not Rule.OTHER else self.combine(self._tensor_args(args), call, Rule.OTHER)
         receiver_node, receiver = positional[0]
-        return self.apply(call, op, name, receiver_node, receiver, args[1:] if args and args[0][0].keyword is None else args)
+        result = self.apply(call, op, name, receiver_node, receiver, args[1:] if args and args[0][0].keyword is None else args)
+        if result is UNKNOWN and op.rule not in (Rule.SPLIT, Rule.REDUCE_TUPLE, Rule.NUMBER, Rule.SHAPE):
+            return TensorFacts()  # `torch.log_softmax(x)` is a tensor, whatever `x` is
+        return result
 
     def _tensor_args(self, args) -> list[tuple[cst.CSTNode, Value]]:
         found = []
@@ -776,7 +814,7 @@ class Interpreter:
         if name in ("to", "cuda", "cpu"):
             moved = self._move(call, name, TensorFacts(device=module.device), args)
             return replace(module, device=moved.device if moved.device is not Device.UNKNOWN or name != "to" else module.device)
-        if name in _MODULE_FLUENT:
+        if name in MODULE_FLUENT_METHODS:
             return module
         if name in ("parameters", "buffers"):
             return Iterable(TensorFacts(device=module.device, scalar=None, requires_grad=name == "parameters"))
@@ -847,6 +885,31 @@ class Interpreter:
         if rule is Rule.RECOMPUTE:
             return replace(facts, layout=Layout(facts.rank, None, ()) if facts.rank is not None else Layout(None, None, ()))
         return facts
+
+    def _loaded_batch(self, call: cst.Call, args) -> Value:
+        """What iterating a DataLoader gives: batches on the CPU, unless its collate function,
+        its dataset (a class of the file that places tensors) or its tensors put them elsewhere."""
+        if keyword_arg(call, "collate_fn") is not None or any(arg.star for arg in call.args) or not self.model.loaders_load_on_cpu():
+            return TensorFacts(scalar=False)
+        dataset = next((value for arg, value in args if arg.keyword is None or arg.keyword.value == "dataset"), UNKNOWN)
+        if dataset is UNKNOWN:  # a dataset class or torchvision dataset: items made on the CPU
+            return TensorFacts(device=Device.DEFAULT, scalar=False, loaded=True)
+        item = element_of(dataset) if isinstance(dataset, Iterable) else UNKNOWN
+        if isinstance(item, Sequence):
+            return Sequence(tuple(_batched(part) for part in item.items))
+        return _batched(item)
+
+    def _moves_loop_targets(self, node: cst.For) -> bool:
+        """A line of the loop body names a loop target and moves something (`x = x.to(device)`,
+        `batch = [t.cuda() for t in batch]`, `to_device(batch, device)`): the batch is placed."""
+        names = target_names(node.target)
+        if not names:
+            return True
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+        return any(
+            pattern.search(line) and (".to(" in line or ".cuda(" in line or "device" in line)
+            for line in self.ctx.module.code_for_node(node.body).splitlines()
+        )
 
     def _expanded_as(self, receiver: TensorFacts, other: TensorFacts | None, other_node) -> Layout | None:
         """`x.expand_as(y)`: broadcast to y's shape (sizes named after y where unknown)."""
@@ -1067,6 +1130,15 @@ class Interpreter:
         if unknown:
             return receiver.moved(Device.UNKNOWN)
         return receiver
+
+
+def _batched(item: Value) -> TensorFacts:
+    """A DataLoader batch of dataset items: on the CPU as loaded when the items are."""
+    if isinstance(item, TensorFacts) and item.device.follows_input:
+        return TensorFacts(device=item.device, scalar=False)
+    if isinstance(item, TensorFacts) and item.device not in (Device.DEFAULT, Device.CPU):
+        return TensorFacts(scalar=False)
+    return TensorFacts(device=Device.DEFAULT, scalar=False, loaded=True)
 
 
 def _as_matrix(layout: Layout) -> Layout:

@@ -25,7 +25,7 @@ from torchlint.analysis.layouts import Layout
 from torchlint.analysis.names import nested_statement_lists, suite_statements
 from torchlint.analysis.shape_annotations import annotated_shape
 from torchlint.analysis.tensor_facts.domain import (
-    NUMBER, UNKNOWN, Device, ModuleValue, Number, TensorFacts, Value, join,
+    NUMBER, UNKNOWN, Device, Iterable, ModuleValue, Number, TensorFacts, Value, join,
 )
 from torchlint.analysis.tensor_facts.interpreter import Env, Interpreter
 from torchlint.analysis.module_attributes import registration_of
@@ -89,6 +89,9 @@ class TensorModel:
         source = ctx.source
         # Code that changes the default device makes "created without device=" meaningless.
         self.default_device_changed = "set_default_device" in source or "set_default_tensor_type" in source
+        # id(module call) -> (the DataLoader batch it is given, still on the CPU; the module's device).
+        self._unmoved_batches: dict[int, tuple[cst.CSTNode, Device]] = {}
+        self._loaders_on_cpu: bool | None = None
 
     # Questions ---------------------------------------------------------------------------
 
@@ -118,6 +121,24 @@ class TensorModel:
                     self._interpret(self._scope_of(method, scope.classdef, None))
         return self._conflicts.get(id(origin), [])
 
+    def unmoved_batch(self, call: cst.Call) -> tuple[cst.CSTNode, Device] | None:
+        """The argument of the module call `call` that is a DataLoader batch never moved off the
+        CPU, and the device of the module's parameters (see `note_unmoved_batch`)."""
+        if "oader" not in self.ctx.source:
+            return None
+        self._interpret(self._current_scope())
+        return self._unmoved_batches.get(id(call))
+
+    def loaders_load_on_cpu(self) -> bool:
+        """The file's DataLoaders give CPU batches: no collate function, no dataset class of the
+        file that moves tensors (`.to(`, `.cuda(`, `device`), no default device changed."""
+        if self._loaders_on_cpu is None:
+            self._loaders_on_cpu = not self.default_device_changed and "collate" not in self.ctx.source and not any(
+                isinstance(statement, cst.ClassDef) and _dataset_places_tensors(self.ctx.module.code_for_node(statement))
+                for statement in self.ctx.module.body
+            )
+        return self._loaders_on_cpu
+
     def is_same_file_callable(self, call: cst.Call) -> bool:
         """`helper(...)` of a top-level function, or `self.helper(...)` of the enclosing class's method."""
         func = call.func
@@ -138,7 +159,7 @@ class TensorModel:
     # Called by the interpreter -----------------------------------------------------------
 
     def check_devices(self, operands: list[tuple[cst.CSTNode, TensorFacts]]) -> None:
-        placed = [(node, facts) for node, facts in operands if facts.device.is_placed]
+        placed = [(node, facts) for node, facts in operands if facts.device.follows_input]
         if not placed:
             return
         for node, facts in operands:
@@ -150,6 +171,9 @@ class TensorModel:
             found = self._conflicts.setdefault(id(facts.origin), [])
             if all(existing is not partner for existing, _ in found):
                 found.append((partner, partner_facts.device))
+
+    def note_unmoved_batch(self, call: cst.Call, batch: cst.CSTNode, device: Device) -> None:
+        self._unmoved_batches.setdefault(id(call), (batch, device))
 
     def note_self_call(self, scope: Scope, method: str, arguments: list[Value]) -> None:
         """`self.<method>(...)` in `forward()`: its arguments seed the method's parameters (calls
@@ -327,6 +351,8 @@ class TensorModel:
                 env[param_name] = TensorFacts(device=device)
             elif isinstance(written, cst.Name) and written.value in _NUMBER_ANNOTATIONS:
                 env[param_name] = NUMBER
+            elif self._is_loader_parameter(param):
+                env[param_name] = Iterable(TensorFacts(device=Device.DEFAULT, scalar=False, loaded=True))
             elif written is None and (param.default is None or _is_none(param.default)):
                 if evidence is None:
                     evidence = _tensor_evidence(function)
@@ -334,9 +360,17 @@ class TensorModel:
                 env[param_name] = TensorFacts(device=device) if used_as_tensor else UNKNOWN
             elif isinstance(param.default, (cst.Integer, cst.Float)):
                 env[param_name] = NUMBER
+
             else:
                 env[param_name] = UNKNOWN
         return env
+
+    def _is_loader_parameter(self, param: cst.Param) -> bool:
+        """`def train(model, train_loader, ...)` in a file that builds its DataLoaders on the CPU."""
+        return (
+            param.annotation is None and param.default is None and "loader" in param.name.value.lower()
+            and "DataLoader(" in self.ctx.source and self.loaders_load_on_cpu()
+        )
 
     def _call_site_arguments(self, scope: Scope) -> dict[str, Value]:
         """Parameter values of a Module helper method, joined over its calls from `forward()`."""
@@ -429,6 +463,11 @@ class TensorModel:
         if isinstance(value, Number):
             return NUMBER
         return UNKNOWN
+
+
+def _dataset_places_tensors(code: str) -> bool:
+    """A dataset class (it has `__getitem__` or `__iter__`) that moves tensors somewhere."""
+    return ("__getitem__" in code or "__iter__" in code) and (".to(" in code or ".cuda(" in code or "device" in code)
 
 
 def _is_none(expr: cst.BaseExpression) -> bool:
