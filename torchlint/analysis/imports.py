@@ -62,6 +62,10 @@ class ImportTable:
         """True when any import binds `prefix` or something inside it (`torch` for `torch.nn`)."""
         return any(full == prefix or full.startswith(prefix + ".") for full in self._bound.values())
 
+    def bound_names(self) -> list[tuple[str, str]]:
+        """(local name, the name it imports) for every import of the file."""
+        return list(self._bound.items())
+
     def local_names_for(self, full: str) -> list[str]:
         """The local names bound to exactly `full` (e.g. `F` for `torch.nn.functional`)."""
         return [local for local, bound in self._bound.items() if bound == full]

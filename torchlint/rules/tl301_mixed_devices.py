@@ -95,6 +95,9 @@ class MixedDevices(Rule):
             where = "the CPU" if device is not None else "the default device (CPU)"
             return f"`{dotted_name(func) or 'factory'}(...)` creates a tensor on {where}"
         if qualified is not None:
+            fact = self.ctx.project.lookup(qualified)  # a helper imported from another project file
+            if fact is not None and fact.kind == "tensor":
+                return f"`{dotted_name(func)}(...)` returns a tensor on the default device (CPU)"
             return None
         if isinstance(func, cst.Attribute) and (
             func.attr.value == "cpu" or (func.attr.value == "to" and "cpu" in self.ctx.code_for(call))

@@ -696,6 +696,15 @@ class Interpreter:
                 if "." in rest or not rest[:1].islower() or rest.startswith("_") or rest in NOT_TENSOR_FUNCTIONS and rest not in FUNCTION_OPS:
                     continue
                 return self._function_op(call, rest, args)
+        return self._project_call(call, qualified)
+
+    def _project_call(self, call: cst.Call, qualified: str) -> Value:
+        """A class or function imported from another file of the project (torchlint/project/)."""
+        fact = self.ctx.project.lookup(qualified)
+        if fact is not None and fact.builds_module:
+            return ModuleValue(Device.DEFAULT, fact.name)
+        if fact is not None and fact.kind == "tensor":
+            return self._on_default_device(call, TensorFacts(scalar=False))
         return UNKNOWN
 
     def _function_op(self, call: cst.Call, name: str, args) -> Value:
