@@ -443,8 +443,7 @@ class LoopAnalysis:
         for local, qualified in self._imports.bound_names():
             if qualified.startswith("torch") or f"{local}(" not in self._source and f"{local}." not in self._source:
                 continue
-            fact = self.project.lookup(qualified)
-            if fact is not None and any(event in ("backward", "optimizer step") for event, _ in fact.events):
+            if any(event in ("backward", "optimizer step") for event, _ in self.project.events(qualified)):
                 return True
         return False
 
@@ -679,8 +678,7 @@ class _Scanner:
 
     def _project_events(self, call: cst.Call, qualified: str) -> None:
         """The events of a function imported from another file of the project, at its call."""
-        fact = self.analysis.project.lookup(qualified)
-        for event, _ in fact.events if fact is not None else ():
+        for event, _ in self.analysis.project.events(qualified):
             kind = _PROJECT_EVENTS.get(event)
             if kind is not None:
                 self.events.append(Event(kind, call, None, self.conditions, via=(call,)))

@@ -531,15 +531,6 @@ class ValueKinds:
                 if "." in rest or not rest[:1].islower() or rest.startswith("_") or rest in NOT_TENSOR_FUNCTIONS:
                     continue
                 return self._torch_op(call, rest)
-        return self._project_call(call, qualified)
-
-    def _project_call(self, call: cst.Call, qualified: str) -> ValueInfo:
-        """A class or function imported from another file of the project (torchlint/project/)."""
-        fact = self._ctx.project.lookup(qualified)
-        if fact is not None and fact.builds_module:
-            return MODULE_INFO
-        if fact is not None and fact.kind == "tensor":
-            return self._on_default_device(call, scalar=False)
         return UNKNOWN_INFO
 
     def _torch_op(self, call: cst.Call, name: str) -> ValueInfo:

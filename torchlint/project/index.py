@@ -46,8 +46,8 @@ class Fact:
     name: str  # the defining name (`Net`, `causal_mask`)
     notes: tuple[Note, ...] = ()
     value: object = None  # a constant's value
-    # A function's training-step events, in source order, through the project functions it calls.
-    events: tuple[tuple[str, Note], ...] = ()
+    # A function's module file and name, where its training-step events are read (`ProjectView.events`).
+    definition: tuple[str, str] | None = None
 
     @property
     def builds_module(self) -> bool:
@@ -60,32 +60,59 @@ _SUMMARIES: dict[tuple[str, str], ModuleSummary | None] = {}
 # Per checked file (real path): every project file and listing its answers were read from, in
 # this process (a fix re-checks a file several times; the cache records the union).
 _USED: dict[str, set[str]] = {}
+# Answers by (question, root, importer's directory), with the states of what they were read from:
+# files of one directory ask the same questions, and get the same answers while nothing changed.
+_ANSWERS: dict[tuple, tuple[object, tuple[tuple[str, str], ...]]] = {}
 
 
 class ProjectView:
-    """The project as seen from one checked file (`path`, a real path; None: no project)."""
+    """The project as seen from one checked file (`path`; None: no project)."""
 
     def __init__(self, path: str | None, configured_root: str) -> None:
         self._path = os.path.realpath(path) if path else None
         self._configured_root = configured_root
         self._layout: Layout | None = None
         self._used: set[str] = _USED.setdefault(self._path, set()) if self._path else set()
-        self._answers: dict[str, Fact | None] = {}
+        self._answers: dict[tuple[str, str], object] = {}
 
     @property
     def layout(self) -> Layout | None:
         if self._layout is None and self._path is not None and os.path.isfile(self._path):
-            # Per call of a server or of a test, the files may have changed: a fresh layout.
             self._layout = Layout(project_root(self._path, self._configured_root))
         return self._layout
 
     def lookup(self, qualified: str) -> Fact | None:
-        if qualified in self._answers:
-            return self._answers[qualified]
+        """What the imported name `qualified` (as the import table writes it) is in the project."""
+        return self._answer("lookup", qualified)
+
+    def events(self, qualified: str) -> tuple[tuple[str, Note], ...]:
+        """The training-step events (backward, optimizer step, zero_grad...) of an imported
+        function, in source order, through the project functions it calls."""
+        return self._answer("events", qualified) or ()
+
+    def _answer(self, question: str, qualified: str):
+        key = (question, qualified)
+        if key in self._answers:
+            return self._answers[key]
         layout = self.layout
-        found = None if layout is None else _Resolver(layout, self._used).imported(qualified, self._path, 0, frozenset())
-        self._answers[qualified] = found
+        found = None if layout is None else self._shared_answer(layout, question, qualified)
+        self._answers[key] = found
         return found
+
+    def _shared_answer(self, layout: Layout, question: str, qualified: str):
+        key = (question, qualified, layout.root, os.path.dirname(self._path))
+        shared = _ANSWERS.get(key)
+        if shared is not None and all(layout.state(path) == state for path, state in shared[1]):
+            self._used.update(path for path, _ in shared[1])
+            return shared[0]
+        used: set[str] = set()
+        resolver = _Resolver(layout, used)
+        fact = resolver.imported(qualified, self._path, 0, frozenset())
+        if question == "events":
+            fact = resolver.function_events(*fact.definition, 0, frozenset()) if fact and fact.definition else ()
+        _ANSWERS[key] = (fact, tuple((path, layout.state(path)) for path in sorted(used)))
+        self._used.update(used)
+        return fact
 
     def dependencies(self) -> dict[str, str]:
         """Each file and directory listing the answers were read from, with its state."""
@@ -185,18 +212,17 @@ class _Resolver:
         key = ("function", module, name)
         definition = summary.functions[name]
         if depth > MAX_DEPTH or key in seen:
-            return Fact("function", name)
+            return Fact("function", name, definition=(module, name))
         seen = seen | {key}
         kinds = [self.returned(module, summary, returned, depth, seen) for returned in definition.returns]
-        events = self.events(module, summary, definition, depth, seen)
-        here = Note(module, definition.row, 1, f"`{name}` is defined here")
+        where = (module, name)
         modules = [fact for fact in kinds if fact is not None and fact.kind == MODULE]
         if modules:
-            return Fact(MODULE, name, (*modules[0].notes, _returned_by(module, definition, name)), events=events)
+            return Fact(MODULE, name, (*modules[0].notes, _returned_by(module, definition, name)), definition=where)
         if kinds and all(fact is not None and fact.kind == kinds[0].kind for fact in kinds) \
                 and kinds[0].kind in (TENSOR, *_ROLE_KINDS):
-            return Fact(kinds[0].kind, name, (*kinds[0].notes, _returned_by(module, definition, name)), events=events)
-        return Fact("function", name, (here,), events=events)
+            return Fact(kinds[0].kind, name, (*kinds[0].notes, _returned_by(module, definition, name)), definition=where)
+        return Fact("function", name, (Note(module, definition.row, 1, f"`{name}` is defined here"),), definition=where)
 
     def returned(self, module: str, summary: ModuleSummary, returned, depth: int, seen: frozenset) -> Fact | None:
         if returned.kind == TENSOR:
@@ -221,19 +247,22 @@ class _Resolver:
             return Fact(MODULE, callee, fact.notes)
         return fact if fact.kind in (MODULE, TENSOR, *_ROLE_KINDS) else None
 
-    def events(self, module: str, summary: ModuleSummary, definition: FunctionSummary, depth: int,
-               seen: frozenset) -> tuple[tuple[str, Note], ...]:
+    def function_events(self, module: str, name: str, depth: int, seen: frozenset) -> tuple[tuple[str, Note], ...]:
+        key = ("events", module, name)
+        summary = self.summary(module)
+        if summary is None or name not in summary.functions or depth > MAX_DEPTH or key in seen:
+            return ()
+        seen = seen | {key}
         found: list[tuple[str, Note]] = []
-        for event, callee, row in definition.events:
+        for event, callee, row in summary.functions[name].events:
             if event != CALL:
                 found.append((event, Note(module, row, 1, event)))
-                continue
-            if callee in summary.functions:
-                fact = self.function(module, summary, callee, depth + 1, seen)
-            else:
-                fact = None if callee in summary.classes else self.imported(callee, module, depth, seen)
-            if fact is not None:
-                found.extend(fact.events)
+            elif callee in summary.functions:
+                found.extend(self.function_events(module, callee, depth + 1, seen))
+            elif callee not in summary.classes:
+                fact = self.imported(callee, module, depth, seen)
+                if fact is not None and fact.definition is not None:
+                    found.extend(self.function_events(*fact.definition, depth + 1, seen))
         return tuple(found)
 
 

@@ -36,6 +36,7 @@ def _marked_root(directory: str) -> str | None:
         current = parent
 
 
+@lru_cache(maxsize=4096)
 def _top_package_parent(directory: str) -> str:
     """The directory above the outermost package holding `directory` (itself when not a package)."""
     while os.path.isfile(os.path.join(directory, "__init__.py")):
@@ -61,52 +62,74 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:32]
 
 
+# What was read from disk in this process: path -> (stat signature, content, state). A file is
+# read again only when its signature changed (a long-lived language server sees edits).
+_DISK: dict[str, tuple[tuple | None, object, str]] = {}
+
+
+def _signature(path: str) -> tuple | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size, info.st_ino
+
+
+def _listing(directory: str) -> tuple[frozenset[str], str]:
+    try:
+        with os.scandir(directory) as scan:
+            names = frozenset(
+                entry.name for entry in scan
+                if entry.name.endswith(".py") or (entry.is_dir() and entry.name.isidentifier())
+            )
+    except OSError:
+        names = frozenset()
+    return names, "dir:" + _digest("\0".join(sorted(names)).encode())
+
+
+def _contents(path: str) -> tuple[bytes | None, str]:
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read()
+    except OSError:
+        return None, ""
+    return data, _digest(data)
+
+
 class Layout:
-    """The files of one project root, read at most once each in this process."""
+    """The files of one project root as one check sees them: each file and listing is looked at
+    (a `stat`) once per check, and read again only when it changed."""
 
     def __init__(self, root: str) -> None:
         self.root = root
-        self._entries: dict[str, frozenset[str]] = {}
-        self._states: dict[str, str] = {}
-        self._texts: dict[str, bytes | None] = {}
+        self._seen: dict[str, tuple[object, str]] = {}
 
     def inside(self, path: str) -> bool:
         return path == self.root or path.startswith(self.root + os.sep)
 
-    def entries(self, directory: str) -> frozenset[str]:
-        """The names in `directory` that can be modules: `*.py` files and subdirectories."""
-        found = self._entries.get(directory)
+    def _look(self, key: str, path: str, load) -> tuple[object, str]:
+        found = self._seen.get(key)
         if found is None:
-            try:
-                with os.scandir(directory) as scan:
-                    found = frozenset(
-                        entry.name for entry in scan
-                        if entry.name.endswith(".py") or (entry.is_dir() and entry.name.isidentifier())
-                    )
-            except OSError:
-                found = frozenset()
-            self._entries[directory] = found
-            self._states[directory] = "dir:" + _digest("\0".join(sorted(found)).encode())
+            signature = _signature(path)
+            cached = _DISK.get(key)
+            if cached is None or cached[0] != signature or signature is None:
+                content, state = load(path)
+                cached = _DISK[key] = (signature, content, state)
+            found = self._seen[key] = (cached[1], cached[2])
         return found
 
+    def entries(self, directory: str) -> frozenset[str]:
+        """The names in `directory` that can be modules: `*.py` files and subdirectories."""
+        return self._look(directory + os.sep, directory, _listing)[0]
+
     def read(self, path: str) -> bytes | None:
-        if path not in self._texts:
-            try:
-                with open(path, "rb") as stream:
-                    data = stream.read()
-            except OSError:
-                data = None
-            self._texts[path] = data
-            self._states[path] = "" if data is None else _digest(data)
-        return self._texts[path]
+        return self._look(path, path, _contents)[0]
 
     def state(self, path: str) -> str:
-        """What a cached result recorded of `path` (a directory's listing when it ends with a separator)."""
+        """What a cached result records of `path` (a directory's listing when it ends with a separator)."""
         if path.endswith(os.sep):
-            self.entries(path[:-1])
-            return self._states[path[:-1]]
-        self.read(path)
-        return self._states[path]
+            return self._look(path, path[:-1], _listing)[1]
+        return self._look(path, path, _contents)[1]
 
     def search_directories(self, importer: str) -> list[str]:
         found = []

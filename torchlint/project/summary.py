@@ -288,10 +288,12 @@ def _only_numbers(args: list[ast.expr]) -> bool:
 
 
 def _without_fluent_calls(value: ast.expr, body: _Body) -> ast.expr:
-    """`Net()` for `Net().to(device).eval()`."""
-    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in (
-        "to", "cuda", "cpu", "eval", "train", "float", "half", "double", "bfloat16", "requires_grad_"
-    ):
+    """`Net()` for `Net().to(device).eval()` (a few steps: `x = x.to(device)` names itself)."""
+    for _ in range(8):
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in (
+            "to", "cuda", "cpu", "eval", "train", "float", "half", "double", "bfloat16", "requires_grad_"
+        )):
+            break
         value = body._local(value.func.value)
     return value
 

@@ -95,7 +95,8 @@ class MixedDevices(Rule):
             where = "the CPU" if device is not None else "the default device (CPU)"
             return f"`{dotted_name(func) or 'factory'}(...)` creates a tensor on {where}"
         if qualified is not None:
-            fact = self.ctx.project.lookup(qualified)  # a helper imported from another project file
+            # A function (not a class) imported from another file of the project may make one.
+            fact = self.ctx.project.lookup(qualified) if qualified.rsplit(".", 1)[-1][:1].islower() else None
             if fact is not None and fact.kind == "tensor":
                 return f"`{dotted_name(func)}(...)` returns a tensor on the default device (CPU)"
             return None
