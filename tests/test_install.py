@@ -26,13 +26,27 @@ def run(*args, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([str(arg) for arg in args], capture_output=True, text=True, timeout=600, **kwargs)
 
 
+def _build_leftovers_and(destination: Path):
+    """What the copy of the checkout leaves out: build leftovers, and the directory holding the
+    copy itself (a `--basetemp` inside the checkout would otherwise be copied into itself
+    without end)."""
+    leftovers = shutil.ignore_patterns(
+        ".git", "__pycache__", "*.egg-info", ".pytest_cache", ".torchlint_cache", "build", "dist")
+    destination = destination.resolve()
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        holders = {name for name in names if destination.is_relative_to(Path(directory, name).resolve())}
+        return set(leftovers(directory, names)) | holders
+
+    return ignore
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> tuple[Path, Path]:
     """(the venv's bin directory, a copy of the checkout) with the built wheel installed."""
     root = tmp_path_factory.mktemp("install")
     source = root / "torchlint"
-    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
-        ".git", "__pycache__", "*.egg-info", ".pytest_cache", ".torchlint_cache", "build", "dist"))
+    shutil.copytree(REPO, source, ignore=_build_leftovers_and(root))
     # --no-isolation: the build backend (setuptools) of this interpreter, no download.
     built = run(sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", root / "dist", source)
     assert built.returncode == 0, built.stdout + built.stderr
