@@ -167,3 +167,16 @@ def test_summaries_are_plain_picklable_data():
     assert [event for event, _, _ in summary.functions["train_step"].events if event != "call"] == [
         "backward", "optimizer step"]
     assert summarize("def broken(:\n") is None
+
+
+def test_findings_resting_on_other_files_name_the_places(project):
+    _package(project)
+    settings = resolve_settings(Options(select=["TL001", "TL301"]), cwd=project)
+    found = engine.check_files([(str(project / "train.py"), "train.py")], settings, 1)
+    notes = {d.code: [(r.filename, r.location.row, r.message) for r in d.related] for d in found if d.related}
+    assert notes == {
+        "TL301": [("pkg/utils.py", 6, "created on the default device (CPU) here (`torch.ones` without `device=`)"),
+                  ("pkg/utils.py", 5, "returned by `causal_mask`")],
+        "TL001": [("pkg/engine.py", 3, "`train_step` calls `backward()` here"),
+                  ("pkg/engine.py", 4, "`train_step` steps the optimizer here")],
+    }

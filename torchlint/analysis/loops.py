@@ -37,7 +37,7 @@ from torchlint.analysis.names import (
 from torchlint.walker import child_nodes
 
 if TYPE_CHECKING:
-    from torchlint.project.index import ProjectView
+    from torchlint.project.index import Note, ProjectView
 
 Loop = cst.For | cst.While
 
@@ -94,6 +94,8 @@ class Event:
     via: tuple[cst.Call, ...] = ()  # calls of functions of this file through which it is reached
     scaled: bool = False  # a backward through `scaler.scale(loss).backward()`
     has_args: bool = False  # the step/zero_grad call passes arguments
+    # Where an event of a function of another project file happens there (torchlint/project/).
+    elsewhere: "Note | None" = None
 
     @property
     def conditional(self) -> bool:
@@ -118,7 +120,7 @@ class Event:
     def _nested(self, conditions, loops, via) -> "Event":
         return Event(
             self.kind, self.node, self.target, conditions + self.conditions, loops + self.loops,
-            via + self.via, self.scaled, self.has_args,
+            via + self.via, self.scaled, self.has_args, self.elsewhere,
         )
 
 
@@ -678,10 +680,10 @@ class _Scanner:
 
     def _project_events(self, call: cst.Call, qualified: str) -> None:
         """The events of a function imported from another file of the project, at its call."""
-        for event, _ in self.analysis.project.events(qualified):
+        for event, note in self.analysis.project.events(qualified):
             kind = _PROJECT_EVENTS.get(event)
             if kind is not None:
-                self.events.append(Event(kind, call, None, self.conditions, via=(call,)))
+                self.events.append(Event(kind, call, None, self.conditions, via=(call,), elsewhere=note))
 
     def _method_call(self, call: cst.Call, method: str, receiver: cst.BaseExpression) -> bool:
         """Emits the event of a method call; True when the call is not a local-function call."""

@@ -21,12 +21,17 @@ import os
 from dataclasses import dataclass
 
 from torchlint.analysis.modules import is_torch_module_class
+from torchlint.diagnostics import Location, Related
 from torchlint.project.layout import Layout, project_root
 from torchlint.project.summary import CALL, MODULE, TENSOR, FunctionSummary, ModuleSummary, summarize
 
 # How many files one answer may follow (re-exports, bases, returned calls).
 MAX_DEPTH = 6
 _ROLE_KINDS = ("optimizer", "scheduler", "scaler")
+_EVENT_TEXT = {
+    "backward": "calls `backward()`", "optimizer step": "steps the optimizer", "scheduler step": "steps the scheduler",
+    "zero_grad": "clears the gradients", "item": "calls `.item()`", "grad set": "sets gradients by hand",
+}
 _NOT_BASES = frozenset({"object", "?", "Exception", "ABC", "abc.ABC", "typing.Generic", "typing.Protocol"})
 
 
@@ -113,6 +118,20 @@ class ProjectView:
         _ANSWERS[key] = (fact, tuple((path, layout.state(path)) for path in sorted(used)))
         self._used.update(used)
         return fact
+
+    def related(self, notes, checked: str) -> tuple[Related, ...]:
+        """The notes as related locations of a finding in this file, whose name as shown is
+        `checked`: paths are written the same way (relative to the same directory, or absolute)."""
+        written = os.path.normpath(checked)
+        base = os.getcwd()
+        if self._path and self._path.endswith(os.sep + written):
+            base = self._path[: -len(written) - 1]
+        found = []
+        for note in notes:
+            filename = note.path if os.path.isabs(written) else os.path.relpath(note.path, base)
+            location = Location(note.row, note.column)
+            found.append(Related(note.message, filename.replace(os.sep, "/"), location, location))
+        return tuple(found)
 
     def dependencies(self) -> dict[str, str]:
         """Each file and directory listing the answers were read from, with its state."""
@@ -256,7 +275,7 @@ class _Resolver:
         found: list[tuple[str, Note]] = []
         for event, callee, row in summary.functions[name].events:
             if event != CALL:
-                found.append((event, Note(module, row, 1, event)))
+                found.append((event, Note(module, row, 1, f"`{name}` {_EVENT_TEXT.get(event, event)} here")))
             elif callee in summary.functions:
                 found.extend(self.function_events(module, callee, depth + 1, seen))
             elif callee not in summary.classes:

@@ -59,4 +59,13 @@ class MissingZeroGrad(Rule):
                     step.node,
                     "optimizer step in a loop that calls `backward()` but never clears gradients, so they "
                     f"accumulate across iterations; call `{optimizer}.zero_grad()` each iteration",
+                    related=self.ctx.project.related(_elsewhere(iteration, step), self.ctx.path),
                 )
+
+
+def _elsewhere(iteration, step) -> list:
+    """Where functions of other project files called in the loop run its backward() and this step."""
+    return [
+        event.elsewhere for event in iteration.events
+        if event.elsewhere is not None and (event.kind is Kind.BACKWARD or event is step)
+    ]
