@@ -443,7 +443,9 @@ class LoopAnalysis:
         if self.project is None or not self.loops():
             return False
         for local, qualified in self._imports.bound_names():
-            if qualified.startswith("torch") or f"{local}(" not in self._source and f"{local}." not in self._source:
+            # A function called by name, or through its module (`engine.train_step(...)`).
+            called = local[:1].islower() and (f"{local}(" in self._source or f"{local}." in self._source)
+            if qualified.startswith("torch") or not called:
                 continue
             if any(event in ("backward", "optimizer step") for event, _ in self.project.events(qualified)):
                 return True

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.diagnostics import Location, Related
 from torchlint.project.layout import Layout, project_root
-from torchlint.project.summary import CALL, MODULE, TENSOR, FunctionSummary, ModuleSummary, summarize
+from torchlint.project.summary import CALL, MODULE, TENSOR, FunctionSummary, ModuleSummary, summarize_lazily
 
 # How many files one answer may follow (re-exports, bases, returned calls).
 MAX_DEPTH = 6
@@ -167,7 +167,7 @@ class _Resolver:
             return None
         key = (path, self.layout.state(path))
         if key not in _SUMMARIES:
-            _SUMMARIES[key] = summarize(data)
+            _SUMMARIES[key] = summarize_lazily(data)
         return _SUMMARIES[key]
 
     def imported(self, qualified: str, importer: str, depth: int, seen: frozenset) -> Fact | None:
@@ -199,7 +199,7 @@ class _Resolver:
             return None  # an attribute of a class or function
         if name in summary.classes:
             is_module = self.is_module_class(module, summary, name, depth, seen)
-            row = summary.classes[name].row
+            row = summary.classes[name].row if summary.classes[name] is not None else 1
             note = Note(module, row, 1, f"`{name}` is an `nn.Module` subclass" if is_module else f"class `{name}`")
             return Fact("module class" if is_module else "class", name, (note,))
         if name in summary.functions:
@@ -212,6 +212,8 @@ class _Resolver:
             return False
         seen = seen | {key}
         definition = summary.classes[name]
+        if definition is None:
+            return False
         unknown_base = False
         for base in definition.bases:
             if is_torch_module_class(base):
@@ -230,7 +232,7 @@ class _Resolver:
     def function(self, module: str, summary: ModuleSummary, name: str, depth: int, seen: frozenset) -> Fact:
         key = ("function", module, name)
         definition = summary.functions[name]
-        if depth > MAX_DEPTH or key in seen:
+        if definition is None or depth > MAX_DEPTH or key in seen:
             return Fact("function", name, definition=(module, name))
         seen = seen | {key}
         kinds = [self.returned(module, summary, returned, depth, seen) for returned in definition.returns]
@@ -269,11 +271,12 @@ class _Resolver:
     def function_events(self, module: str, name: str, depth: int, seen: frozenset) -> tuple[tuple[str, Note], ...]:
         key = ("events", module, name)
         summary = self.summary(module)
-        if summary is None or name not in summary.functions or depth > MAX_DEPTH or key in seen:
+        definition = summary.functions[name] if summary is not None and name in summary.functions else None
+        if definition is None or depth > MAX_DEPTH or key in seen:
             return ()
         seen = seen | {key}
         found: list[tuple[str, Note]] = []
-        for event, callee, row in summary.functions[name].events:
+        for event, callee, row in definition.events:
             if event != CALL:
                 found.append((event, Note(module, row, 1, f"`{name}` {_EVENT_TEXT.get(event, event)} here")))
             elif callee in summary.functions:

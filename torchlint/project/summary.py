@@ -10,6 +10,7 @@ Names are kept as written through the module's imports (`torch.optim.AdamW`, `.u
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from torchlint.analysis.loops import Role, role_from_name, role_of_constructor
@@ -68,27 +69,183 @@ class ModuleSummary:
 
 
 def summarize(source: str | bytes) -> ModuleSummary | None:
+    """The whole module's summary, from one parse of the whole text."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    imports = _imports(tree.body)
+    return summarize_statements(tree.body, _imports(tree.body))
+
+
+def summarize_statements(body: list[ast.stmt], imports: dict[str, str], offset: int = 0) -> ModuleSummary:
+    """The summary of these top-level statements, names read through `imports` (`offset`: rows
+    to add to the nodes' own)."""
     summary = ModuleSummary(imports=imports)
     assigned: dict[str, object] = {}
-    for statement in _top_statements(tree.body):
+    for statement in _top_statements(body):
         if isinstance(statement, ast.ClassDef):
             summary.classes.setdefault(statement.name, ClassSummary(
-                statement.lineno, tuple(_written(base, imports) or "?" for base in statement.bases),
+                statement.lineno + offset, tuple(_written(base, imports) or "?" for base in statement.bases),
                 any(isinstance(s, ast.FunctionDef) and s.name == "forward" for s in statement.body),
             ))
         elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            summary.functions.setdefault(statement.name, _function(statement, imports))
+            summary.functions.setdefault(statement.name, _function(statement, imports, offset))
         elif isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
             name = statement.targets[0].id
             literal = statement.value.value if isinstance(statement.value, ast.Constant) else None
             assigned[name] = None if name in assigned else literal
     summary.constants.update((name, value) for name, value in assigned.items() if value is not None)
     return summary
+
+
+# Lazy summaries ------------------------------------------------------------------------------
+#
+# Most questions are about one or two names of a module, so only the statements that answer them
+# are parsed: the text is cut where a line starts in column 0 (a top-level statement), imports and
+# constants are read at once, and a class or function is parsed when first asked about. A piece
+# that does not parse alone (a string spanning a cut) falls back to parsing the whole module.
+
+_TOP_LEVEL = re.compile(r"^(?=[A-Za-z_@])", re.M)
+_CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")
+_DEFINITION = re.compile(r"(?:@.*\n(?:[ \t]*(?:#.*)?\n)*)*(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
+_CLASS_HEADER = re.compile(r"(?:@.*\n(?:[ \t]*(?:#.*)?\n)*)*class[ \t]+\w+[ \t]*(?:\([^()]*\))?[ \t]*:")
+_ASSIGNED = re.compile(r"(\w+)[ \t]*(?::[^=\n]*)?=[^=]")
+_FORWARD = re.compile(r"^[ \t]+def[ \t]+forward[ \t]*\(", re.M)
+_CONSTANT = re.compile(r"(\w+)[ \t]*=[ \t]*([-+]?\d[\w.]*|'[^'\n\\\\]*'|\"[^\"\n\\\\]*\"|True|False)[ \t]*(?:#.*)?\s*")
+
+
+class _Unparsable(Exception):
+    pass
+
+
+def summarize_lazily(source: bytes) -> ModuleSummary | None:
+    """`summarize`, parsing each class or function only when it is asked about."""
+    try:
+        text = source.decode("utf-8")
+        pieces = _pieces(text)
+        imports: dict[str, str] = {}
+        constants: dict[str, object] = {}
+        definitions: dict[str, tuple[str, str, int]] = {}
+        nested: list[ast.Module] = []
+        plain_imports: list[str] = []
+        for piece, row in pieces:
+            found = _DEFINITION.match(piece)
+            if found is not None:
+                definitions.setdefault(found.group(2), (found.group(1), piece, row))
+            elif piece.startswith(("from", "import")):
+                plain_imports.append(piece)
+            elif piece.startswith(("if", "try")) and ("import" in piece or "def " in piece or "class " in piece):
+                tree = _parse(piece, row)
+                imports.update(_imports(tree.body))
+                nested.append(tree)
+            elif (constant := _CONSTANT.fullmatch(piece)) is not None:
+                value = ast.literal_eval(constant.group(2))
+                constants[constant.group(1)] = None if constant.group(1) in constants else value
+            elif (assigned := _ASSIGNED.match(piece)) is not None:
+                constants[assigned.group(1)] = None  # assigned something else: not a constant
+        imports = {**_imports(_parse("\n".join(plain_imports), 1).body), **imports} if plain_imports else imports
+        constants = {name: value for name, value in constants.items() if value is not None}
+        lazy = _Definitions(definitions, imports, text)
+        for tree in nested:  # classes and functions defined under `if`/`try`, next to imports
+            lazy.add(summarize_statements(tree.body, imports, tree.offset))
+        return ModuleSummary(imports, lazy.of_kind("class"), lazy.of_kind("def"), constants)
+    except (_Unparsable, UnicodeDecodeError, ValueError, SyntaxError):
+        return summarize(source)
+
+
+def _pieces(text: str) -> list[tuple[str, int]]:
+    """Top-level statements (an `if`/`try` with its `else`/`except` branches), with their rows."""
+    starts = [match.start() for match in _TOP_LEVEL.finditer(text)] + [len(text)]
+    pieces: list[tuple[str, int]] = []
+    row = 1 + text.count("\n", 0, starts[0])
+    for start, end in zip(starts, starts[1:]):
+        piece = text[start:end]
+        if pieces and _CONTINUATION.match(piece):
+            previous, previous_row = pieces[-1]
+            pieces[-1] = (previous + piece, previous_row)
+        else:
+            pieces.append((piece, row))
+        row += piece.count("\n")
+    return pieces
+
+
+def _parse(piece: str, row: int) -> ast.Module:
+    try:
+        tree = ast.parse(piece)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise _Unparsable from None
+    tree.offset = row - 1  # rows of the piece's nodes are relative to it (cheaper than renumbering)
+    return tree
+
+
+class _Definitions:
+    """The module's top-level classes and functions, each summarized when first asked."""
+
+    def __init__(self, definitions: dict[str, tuple[str, str, int]], imports: dict[str, str], text: str) -> None:
+        self._definitions = definitions
+        self._imports = imports
+        self._text = text
+        self._summaries: dict[str, object] = {}
+        self._whole: ModuleSummary | None = None
+
+    def add(self, summary: ModuleSummary) -> None:
+        for kind, table in (("class", summary.classes), ("def", summary.functions)):
+            for name, found in table.items():
+                if name not in self._definitions:
+                    self._definitions[name] = (kind, "", found.row)
+                    self._summaries[name] = found
+
+    def of_kind(self, kind: str) -> "_LazyMapping":
+        return _LazyMapping(self, kind)
+
+    def has(self, name: str, kind: str) -> bool:
+        found = self._definitions.get(name)
+        return found is not None and found[0] == kind
+
+    def summary(self, name: str) -> object:
+        if name not in self._summaries:
+            kind, piece, row = self._definitions[name]
+            try:
+                self._summaries[name] = self._class(piece, row) if kind == "class" else self._function(piece, row)
+            except _Unparsable:
+                whole = self._whole = self._whole or summarize(self._text)
+                table = whole.classes if kind == "class" else whole.functions if whole is not None else {}
+                self._summaries[name] = table.get(name) if whole is not None else None
+        return self._summaries[name]
+
+    def _class(self, piece: str, row: int) -> ClassSummary | None:
+        header = _CLASS_HEADER.match(piece)
+        # The header alone is enough (bases), with a look for `def forward` in the body.
+        tree = _parse(header.group() + "\n    pass\n" if header else piece, row)
+        classdef = tree.body[0] if tree.body and isinstance(tree.body[0], ast.ClassDef) else None
+        if classdef is None:
+            return None
+        bases = tuple(_written(base, self._imports) or "?" for base in classdef.bases)
+        return ClassSummary(classdef.lineno + tree.offset, bases, _FORWARD.search(piece) is not None)
+
+    def _function(self, piece: str, row: int) -> FunctionSummary | None:
+        tree = _parse(piece, row)
+        function = tree.body[0] if tree.body else None
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        return _function(function, self._imports, tree.offset)
+
+
+class _LazyMapping:
+    """`name in summary.functions`, `summary.functions[name]`: a read-only view of one kind."""
+
+    def __init__(self, definitions: _Definitions, kind: str) -> None:
+        self._definitions = definitions
+        self._kind = kind
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._definitions.has(name, self._kind)
+
+    def __getitem__(self, name: str):
+        """The summary, or None for a definition that cannot be read alone or at all."""
+        if not self._definitions.has(name, self._kind):
+            raise KeyError(name)
+        return self._definitions.summary(name)
 
 
 def _top_statements(body: list[ast.stmt]):
@@ -144,19 +301,21 @@ def _written(node: ast.expr, imports: dict[str, str]) -> str | None:
     return f"{target}.{rest}" if dot else target
 
 
-def _function(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str]) -> FunctionSummary:
-    body = _Body(imports)
+def _function(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str], offset: int = 0) -> FunctionSummary:
+    """`offset`: rows to add to the nodes' own (for a function parsed alone)."""
+    body = _Body(imports, offset)
     for statement in function.body:
         body.visit(statement)
     returns = tuple(body.returned(value) for value in body.returns)
-    return FunctionSummary(function.lineno, returns, tuple(body.events))
+    return FunctionSummary(function.lineno + offset, returns, tuple(body.events))
 
 
 class _Body(ast.NodeVisitor):
     """Returns, local assignments and training-step events of one function body (not nested ones)."""
 
-    def __init__(self, imports: dict[str, str]) -> None:
+    def __init__(self, imports: dict[str, str], offset: int) -> None:
         self.imports = imports
+        self.offset = offset
         self.returns: list[ast.expr] = []
         self.assigned: dict[str, ast.expr | None] = {}
         self.events: list[tuple[str, str, int]] = []
@@ -177,13 +336,13 @@ class _Body(ast.NodeVisitor):
             if isinstance(target, ast.Name):
                 self.assigned[target.id] = None if target.id in self.assigned else node.value
             elif _is_grad(target):
-                self.events.append((ZERO_GRAD if _is_none(node.value) else "grad set", "", node.lineno))
+                self.events.append((ZERO_GRAD if _is_none(node.value) else "grad set", "", node.lineno + self.offset))
             else:
                 self.visit(target)
 
     def visit_Delete(self, node: ast.Delete) -> None:
         if any(_is_grad(target) for target in node.targets):
-            self.events.append((ZERO_GRAD, "", node.lineno))
+            self.events.append((ZERO_GRAD, "", node.lineno + self.offset))
 
     def visit_Call(self, node: ast.Call) -> None:
         self.generic_visit(node)
@@ -191,14 +350,14 @@ class _Body(ast.NodeVisitor):
         if isinstance(func, ast.Attribute):
             event = self._method_event(node, func)
             if event is not None:
-                self.events.append((event, "", node.lineno))
+                self.events.append((event, "", node.lineno + self.offset))
                 return
         dotted = _dotted(func)
         # Only calls that can reach another function of the project: local or imported names.
         if dotted is not None and ("." not in dotted or dotted.split(".", 1)[0] in self.imports):
             written = _written(func, self.imports) or dotted
             if not written.startswith("torch."):
-                self.events.append((CALL, written, node.lineno))
+                self.events.append((CALL, written, node.lineno + self.offset))
 
     def _method_event(self, call: ast.Call, func: ast.Attribute) -> str | None:
         method, receiver = func.attr, func.value
@@ -229,11 +388,11 @@ class _Body(ast.NodeVisitor):
     # Returned values ----------------------------------------------------------------------
 
     def returned(self, value: ast.expr) -> Returned:
-        row, column = value.lineno, value.col_offset + 1
+        row, column = value.lineno + self.offset, value.col_offset + 1
         value = self._local(value)
         tensor = self._default_tensor(value, 0)
         if tensor is not None:
-            return Returned(TENSOR, _written(tensor.func, self.imports) or "", tensor.lineno, tensor.col_offset + 1)
+            return Returned(TENSOR, _written(tensor.func, self.imports) or "", tensor.lineno + self.offset, tensor.col_offset + 1)
         value = _without_fluent_calls(self._local(value), self)
         if not isinstance(value, ast.Call):
             return Returned(OTHER, "", row, column)
