@@ -699,10 +699,10 @@ class Interpreter:
         return self._project_call(call, qualified)
 
     def _project_call(self, call: cst.Call, qualified: str) -> Value:
-        """A class or function imported from another file of the project (torchlint/project/)."""
-        fact = self.ctx.project.lookup(qualified)
-        if fact is not None and fact.builds_module:
-            return ModuleValue(Device.DEFAULT, fact.name)
+        """A function imported from another file of the project that returns a CPU tensor
+        (torchlint/project/). Its Module classes stay unknown here: what their `forward` returns
+        (a tuple, detached values) is not summarized."""
+        fact = self.ctx.project.lookup(qualified) if qualified.rsplit(".", 1)[-1][:1].islower() else None
         if fact is not None and fact.kind == "tensor":
             return self._on_default_device(call, TensorFacts(scalar=False))
         return UNKNOWN
