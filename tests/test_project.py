@@ -8,7 +8,7 @@ from pathlib import Path
 from torchlint import engine
 from torchlint.config import Options, resolve_settings
 from torchlint.project.index import ProjectView
-from torchlint.project.summary import summarize
+from torchlint.project.summary import summarize, summarize_lazily
 
 MODEL = """\
 import torch.nn as nn
@@ -180,3 +180,45 @@ def test_findings_resting_on_other_files_name_the_places(project):
         "TL001": [("pkg/engine.py", 3, "`train_step` calls `backward()` here"),
                   ("pkg/engine.py", 4, "`train_step` steps the optimizer here")],
     }
+
+
+TRICKY = '''\
+"""Module docstring
+from fake import Net
+"""
+import torch
+try:
+    from torch import optim
+except ImportError:  # pragma: no cover
+    optim = None
+BLOCK = 256
+
+
+@torch.no_grad()
+def mask(n):
+    m = torch.ones(n, n)
+    return m.tril()
+
+
+def documented():
+    """A docstring whose lines
+start in column 0, so the function cannot be parsed alone."""
+    return optim.SGD([], lr=0.1)
+
+
+if torch.cuda.is_available():
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return x
+'''
+
+
+def test_lazy_summaries_read_what_whole_ones_do():
+    whole, lazy = summarize(TRICKY), summarize_lazily(TRICKY.encode())
+    assert lazy.imports == whole.imports == {"torch": "torch", "optim": "torch.optim"}
+    assert lazy.constants == whole.constants == {"BLOCK": 256}
+    for kind in ("classes", "functions"):
+        table = getattr(whole, kind)
+        assert {name: getattr(lazy, kind)[name] for name in table} == table
+    assert whole.functions["mask"].returns[0].row == 14  # the factory's row in the file
+    assert whole.functions["documented"].returns[0].kind == "optimizer"
