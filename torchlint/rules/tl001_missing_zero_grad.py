@@ -13,7 +13,8 @@ class MissingZeroGrad(Rule):
     Flags an optimizer step (`optimizer.step()`, `scaler.step(optimizer)`) in a loop that calls
     `.backward()` but never clears the gradients: no `zero_grad()`, no `p.grad = None`, no
     `p.grad.zero_()` anywhere in the loop, also counting the functions of the same file that the
-    loop calls (a `train_step(batch)` helper, `self.training_step(batch)`).
+    loop calls (a `train_step(batch)` helper, `self.training_step(batch)`) and the functions it
+    imports from other files of the project (with notes pointing to their `backward()` and `step()`).
 
     ## Why is this bad?
     `backward()` adds into `.grad`; it never overwrites it. Without clearing, each step applies the

@@ -25,7 +25,8 @@ class MixedDevices(Rule):
     Flags a tensor created on the default device (a factory such as `torch.zeros`, `torch.arange`,
     `torch.eye`, `torch.rand*`, `torch.full`, `torch.tensor` of a list, `torch.from_numpy`, also
     wrapped as `torch.triu(torch.ones(...))` or `torch.meshgrid(torch.arange(...), ...)`, or
-    returned by a function or method of the same file) or moved to the CPU (`.cpu()`,
+    returned by a function or method of the same file, or by a function imported from another file
+    of the project, with notes pointing there) or moved to the CPU (`.cpu()`,
     `device="cpu"`), when it meets a tensor on an accelerator, the working `device` or the
     module's device in any op: arithmetic nested at any depth, comparisons, `torch.cat`/`stack`
     lists, `F.*` calls, method arguments (`scores.masked_fill(mask, ...)`, `x.where(...)`,
