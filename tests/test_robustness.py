@@ -104,10 +104,10 @@ def test_an_internal_error_in_one_file_is_one_line_and_the_rest_is_checked(proje
 
     real_check_source = engine.check_source
 
-    def failing_on_a(source, filename, settings):
+    def failing_on_a(source, filename, settings, *args, **kwargs):
         if filename.endswith("a.py"):
             raise ValueError("rule bug")
-        return real_check_source(source, filename, settings)
+        return real_check_source(source, filename, settings, *args, **kwargs)
 
     monkeypatch.setattr(engine, "check_source", failing_on_a)
     (project / "a.py").write_text(BAD)

@@ -1,7 +1,9 @@
 """A per-file result cache, so that re-checking unchanged files costs a hash and a read.
 
 An entry's key covers everything a result depends on: torchlint's own source code, the rules
-that apply to the file (with their settings), the file's name and its bytes. A stale entry can
+that apply to the file (with their settings), the file's name and its bytes; the entry also records
+the state of each project file (and directory listing) that the answers about its imported names
+were read from (see torchlint/project/), and is served only while they are unchanged. A stale entry can
 therefore never be served; entries are written atomically and unreadable ones are ignored.
 
 The cache lives in the user's cache directory, one folder per project (named by a hash of the
@@ -23,6 +25,7 @@ from pathlib import Path
 
 from torchlint.config import Settings
 from torchlint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Related, Severity
+from torchlint.project.index import dependencies_unchanged
 
 # Where the cache is kept, when set (else the platform's user cache directory, see `cache_home`).
 CACHE_DIRECTORY_VARIABLE = "TORCHLINT_CACHE_DIR"
@@ -129,15 +132,19 @@ class ResultCache:
         return self._directory / key[:2] / f"{key}.json"
 
     def get(self, key: str, filename: str) -> list[Diagnostic] | None:
+        """The entry's findings, while the project files they were derived from are unchanged."""
         if not self._is_usable():
             return None
         try:
-            entries = json.loads(self._path(key).read_text(encoding="utf-8"))
-            return [_decode(entry, filename) for entry in entries]
-        except (OSError, ValueError, KeyError, TypeError):
+            entry = json.loads(self._path(key).read_text(encoding="utf-8"))
+            if not dependencies_unchanged(entry["dependencies"]):
+                return None
+            return [_decode(finding, filename) for finding in entry["findings"]]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
-    def put(self, key: str, diagnostics: list[Diagnostic]) -> None:
+    def put(self, key: str, diagnostics: list[Diagnostic], dependencies: dict[str, str]) -> None:
+        """Keep the findings with the state of each project file and listing they depend on."""
         if not self._is_usable():
             return  # another user could read or plant entries there
         path = self._path(key)
@@ -145,7 +152,7 @@ class ResultCache:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
             with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                json.dump([_encode(d) for d in diagnostics], stream)
+                json.dump({"dependencies": dependencies, "findings": [_encode(d) for d in diagnostics]}, stream)
             os.replace(temporary, path)
         except OSError:
             pass  # an unwritable cache directory simply leaves the run uncached

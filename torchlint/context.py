@@ -20,6 +20,7 @@ from torchlint.analysis.tensor_facts.model import TensorModel
 from torchlint.analysis.values import ValueKinds
 from torchlint.diagnostics import Related
 from torchlint.reports import FixSpec, PendingReport, RelatedNode, ReportingRule
+from torchlint.project.index import ProjectView
 
 
 class TargetSettings(Protocol):
@@ -37,10 +38,12 @@ class FileContext:
     ancestors: list[cst.CSTNode] = field(default_factory=list)
     imports: ImportTable = field(default_factory=ImportTable)
     pending: list[PendingReport] = field(default_factory=list)
+    # What the names this file imports from its own project are (`torchlint/project/`).
+    project: ProjectView = field(default_factory=lambda: ProjectView(None, ""))
 
     def __post_init__(self) -> None:
         self.values = LocalValues(self.ancestors)
-        self.module_classes = ModuleClasses(self.module, self.imports)
+        self.module_classes = ModuleClasses(self.module, self.imports, self.project)
         self.grad_mode = GradMode(self.ancestors, self.imports)
         # What kind of value an expression holds (tensor, module, number), from `tensors`.
         self.kinds = ValueKinds(self)
@@ -55,7 +58,7 @@ class FileContext:
     @cached_property
     def loops(self) -> LoopAnalysis:
         """Loop and training-step structure (`torchlint/analysis/loops.py`), built when first asked."""
-        return LoopAnalysis(self.module, self.imports, self.source)
+        return LoopAnalysis(self.module, self.imports, self.source, self.project)
 
     # Names -------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from torchlint.config import UNSUPPRESSIBLE, Settings
 from torchlint.context import FileContext
 from torchlint.diagnostics import Diagnostic, Edit, Fix, Location, Related
 from torchlint.positions import StatementPositions
+from torchlint.project.index import ProjectView
 from torchlint.reports import FixSpec, PendingReport, RelatedNode
 from torchlint.rule import Rule
 from torchlint.rules import all_rules, get_rule
@@ -214,20 +215,24 @@ def parse_module(source: str, filename: str) -> cst.Module | Diagnostic:
 
 
 def _walk(
-    module: cst.Module, source: str, filename: str, settings: Settings, rule_classes: list[type[Rule]]
+    module: cst.Module, source: str, filename: str, settings: Settings, rule_classes: list[type[Rule]],
+    project: ProjectView,
 ) -> list[PendingReport]:
     """The findings of one traversal of the tree by every rule in `rule_classes`."""
     if not rule_classes:
         return []
-    ctx = FileContext(filename, source, module, settings)
+    ctx = FileContext(filename, source, module, settings, project=project)
     _collect_top_level_imports(ctx)
     rules: list[Rule] = [rule_class(ctx) for rule_class in rule_classes]
     Walker([_ImportCollector(ctx), ctx.values, *rules], ctx.ancestors).walk(module)
     return ctx.pending
 
 
-def check_source(source: str, filename: str, settings: Settings, module: cst.Module | None = None) -> list[Diagnostic]:
-    """Every finding of the enabled rules in one file's text (`module`: its tree, if already parsed)."""
+def check_source(
+    source: str, filename: str, settings: Settings, module: cst.Module | None = None, project: ProjectView | None = None
+) -> list[Diagnostic]:
+    """Every finding of the enabled rules in one file's text (`module`: its tree, if already parsed;
+    `project`: the file's view of its project, by default read from the file at `filename`)."""
     if module is None:
         parsed = parse_module(source, filename)
         if isinstance(parsed, Diagnostic):
@@ -243,7 +248,9 @@ def check_source(source: str, filename: str, settings: Settings, module: cst.Mod
         if not rule.runtime_only and rule.code not in suppressions.file_codes and rule.code not in UNSUPPRESSIBLE
     ]
     judge_noqa = UnusedNoqa in rule_classes and bool(suppressions.directives)
-    pending = _walk(module, source, filename, settings, rule_classes) if _RELEVANT.search(source) else []
+    if project is None:
+        project = ProjectView(filename, settings.root)
+    pending = _walk(module, source, filename, settings, rule_classes, project) if _RELEVANT.search(source) else []
     if not pending and not judge_noqa:
         return []
     if suppressions is NO_SUPPRESSIONS:
@@ -266,16 +273,18 @@ def check_file(
         if cached is not None:
             return settings.fix_policy.applied(cached)
         source = decode_source(data)
+        project = ProjectView(path, settings.root)
         if path.endswith(".ipynb"):
             from torchlint.notebook.check import check_notebook  # it checks its cells with this module
 
-            diagnostics = check_notebook(source.text, filename, settings)
+            diagnostics = check_notebook(source.text, filename, settings, project)
         else:
-            diagnostics = check_source(source.text, filename, settings)
+            diagnostics = check_source(source.text, filename, settings, project=project)
     except UnreadableFile as error:
         return [file_error("TL902", filename, f"cannot read file: {error}")]
     if cache:
-        cache.put(key, diagnostics)
+        # With the project files the answers came from: a change there re-checks this file.
+        cache.put(key, diagnostics, project.dependencies())
     # After the cache: its entries hold the rules' own fixes, whatever the fix settings.
     return settings.fix_policy.applied(diagnostics)
 

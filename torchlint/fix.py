@@ -30,6 +30,7 @@ from torchlint.engine import (
 )
 from torchlint.notebook import read_notebook
 from torchlint.notebook.fix import NotebookText
+from torchlint.project.index import recorded_dependencies
 from torchlint.sources import LINE_BREAK, UnreadableFile, decode_source, read_bytes
 
 # Passes of apply-then-check per file: enough for fixes that overlap or that enable another.
@@ -441,7 +442,7 @@ def fix_file(path: str, settings: Settings, display_name: str | None = None, *, 
     result = FileFixResult(filename, outcome.diagnostics, dict(outcome.fixed), problems=outcome.problems)
     if outcome.text == source.text:
         if cache:
-            cache.put(key, outcome.diagnostics)
+            cache.put(key, outcome.diagnostics, recorded_dependencies(path))
         return result
     try:
         new_data = outcome.text.encode(source.encoding)
@@ -464,7 +465,7 @@ def fix_file(path: str, settings: Settings, display_name: str | None = None, *, 
     else:
         result.written = True
         if cache:
-            cache.put(cache_key(filename, new_data, settings), outcome.diagnostics)
+            cache.put(cache_key(filename, new_data, settings), outcome.diagnostics, recorded_dependencies(path))
         return result
     result.problems.append(f"torchlint: error: {filename}: fixes not applied: {problem}")
     return FileFixResult(filename, outcome.initial, {}, problems=result.problems)

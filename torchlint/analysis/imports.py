@@ -16,8 +16,12 @@ class ImportTable:
 
     def __init__(self) -> None:
         self._bound: dict[str, str] = {}
+        # Answers of `qualified_name` by node (kept, so that its id is not reused), until the next
+        # import is added: rules ask about the same nodes many times.
+        self._answers: dict[int, tuple[cst.BaseExpression, str | None]] = {}
 
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
+        self._answers.clear()
         if isinstance(node, cst.Import):
             self._add_import(node)
         else:
@@ -49,6 +53,12 @@ class ImportTable:
 
     def qualified_name(self, expr: cst.BaseExpression) -> str | None:
         """The imported name an expression refers to, or None when it is not built on an import."""
+        found = self._answers.get(id(expr))
+        if found is None:
+            found = self._answers[id(expr)] = (expr, self._qualified_name(expr))
+        return found[1]
+
+    def _qualified_name(self, expr: cst.BaseExpression) -> str | None:
         dotted = dotted_name(expr)
         if dotted is None:
             return None
@@ -61,6 +71,10 @@ class ImportTable:
     def imports_module(self, prefix: str) -> bool:
         """True when any import binds `prefix` or something inside it (`torch` for `torch.nn`)."""
         return any(full == prefix or full.startswith(prefix + ".") for full in self._bound.values())
+
+    def bound_names(self) -> list[tuple[str, str]]:
+        """(local name, the name it imports) for every import of the file."""
+        return list(self._bound.items())
 
     def local_names_for(self, full: str) -> list[str]:
         """The local names bound to exactly `full` (e.g. `F` for `torch.nn.functional`)."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -34,6 +35,9 @@ from torchlint.analysis.names import (
     argument, dotted_name, nested_statement_lists, positional_args, suite_statements,
 )
 from torchlint.walker import child_nodes
+
+if TYPE_CHECKING:
+    from torchlint.project.index import Note, ProjectView
 
 Loop = cst.For | cst.While
 
@@ -90,6 +94,8 @@ class Event:
     via: tuple[cst.Call, ...] = ()  # calls of functions of this file through which it is reached
     scaled: bool = False  # a backward through `scaler.scale(loss).backward()`
     has_args: bool = False  # the step/zero_grad call passes arguments
+    # Where an event of a function of another project file happens there (torchlint/project/).
+    elsewhere: "Note | None" = None
 
     @property
     def conditional(self) -> bool:
@@ -114,7 +120,7 @@ class Event:
     def _nested(self, conditions, loops, via) -> "Event":
         return Event(
             self.kind, self.node, self.target, conditions + self.conditions, loops + self.loops,
-            via + self.via, self.scaled, self.has_args,
+            via + self.via, self.scaled, self.has_args, self.elsewhere,
         )
 
 
@@ -238,6 +244,13 @@ def role_of_constructor(qualified: str) -> Role | None:
     return None
 
 
+# What functions of other project files return and do (torchlint/project/summary.py's names).
+_PROJECT_ROLES = {"optimizer": Role.OPTIMIZER, "scheduler": Role.SCHEDULER, "scaler": Role.SCALER}
+_PROJECT_EVENTS = {
+    "backward": Kind.BACKWARD, "optimizer step": Kind.OPTIMIZER_STEP, "scheduler step": Kind.SCHEDULER_STEP,
+    "zero_grad": Kind.ZERO_GRAD, "grad set": Kind.GRAD_SET,
+}
+
 # `create_optimizer`, `build_lr_scheduler`, `get_scheduler`: functions that make one.
 _FACTORY = re.compile(r"(create|build|get|make|init|setup|configure|instantiate|new)_\w+")
 
@@ -318,8 +331,9 @@ class _Scope:
 class _Index:
     """One pass over the statements of the file (never into expressions)."""
 
-    def __init__(self, module: cst.Module, imports: ImportTable) -> None:
+    def __init__(self, module: cst.Module, imports: ImportTable, project: ProjectView | None) -> None:
         self.imports = imports
+        self.project = project
         self.scope_of_function: dict[int, _Scope] = {}  # the scope a FunctionDef's body opens
         self.scope_of_loop: dict[int, _Scope] = {}
         self.methods: dict[int, dict[str, cst.FunctionDef]] = {}  # id(ClassDef) -> name -> def
@@ -366,9 +380,17 @@ class _Index:
         written = dotted_name(target)
         if written is None:
             return
-        callee = self.imports.qualified_name(call.func) or dotted_name(call.func)
+        self.roles.setdefault(written, set()).add(self.role_of_call(call))
+
+    def role_of_call(self, call: cst.Call) -> Role | None:
+        """What `call` creates: from the callee's name, else from what a project function returns."""
+        qualified = self.imports.qualified_name(call.func)
+        callee = qualified or dotted_name(call.func)
         role = role_of_constructor(callee) if callee else None
-        self.roles.setdefault(written, set()).add(role)
+        if role is None and qualified is not None and self.project is not None:
+            fact = self.project.lookup(qualified)
+            role = _PROJECT_ROLES.get(fact.kind) if fact is not None else None
+        return role
 
 
 # The analysis -------------------------------------------------------------------------------------
@@ -392,9 +414,11 @@ _BACKWARD_OWNERS = ("accelerator", "fabric", "engine", "trainer", "strategy", "p
 class LoopAnalysis:
     """Loop questions for one file; see the module docstring."""
 
-    def __init__(self, module: cst.Module, imports: ImportTable, source: str) -> None:
+    def __init__(self, module: cst.Module, imports: ImportTable, source: str, project: ProjectView | None = None) -> None:
         self._module = module
         self._imports = imports
+        self._source = source
+        self.project = project
         self._has_training_text = _BACKWARD_TEXT.search(source) is not None or (
             _STEP_TEXT.search(source) is not None and _OPTIMIZER_TEXT.search(source) is not None
         )
@@ -410,7 +434,7 @@ class LoopAnalysis:
     @property
     def index(self) -> _Index:
         if self._index is None:
-            self._index = _Index(self._module, self._imports)
+            self._index = _Index(self._module, self._imports, self.project)
         return self._index
 
     # Queries -----------------------------------------------------------------------------
@@ -428,9 +452,23 @@ class LoopAnalysis:
 
     def training_loops(self) -> list[Iteration]:
         """The loops that call `backward()` or an optimizer `step()` (directly or through calls)."""
-        if not self._has_training_text:
+        if not self._has_training_text and not self._calls_project_training_step():
             return []
         return [iteration for loop in self.loops() if (iteration := self.iteration(loop)).is_training_step]
+
+    def _calls_project_training_step(self) -> bool:
+        """The file calls a function of another project file that calls `backward()` or steps an
+        optimizer (asked only of files with loops, and only about the imported names it calls)."""
+        if self.project is None or not self.loops():
+            return False
+        for local, qualified in self._imports.bound_names():
+            # A function called by name, or through its module (`engine.train_step(...)`).
+            called = local[:1].islower() and (f"{local}(" in self._source or f"{local}." in self._source)
+            if qualified.startswith("torch") or not called:
+                continue
+            if any(event in ("backward", "optimizer step") for event, _ in self.project.events(qualified)):
+                return True
+        return False
 
     def step_functions(self) -> list[Iteration]:
         """Functions whose body calls `backward()` or an optimizer `step()`: the events of one call.
@@ -639,8 +677,7 @@ class _Scanner:
             cleared = isinstance(value, cst.Name) and value.value == "None"
             self.emit(Kind.ZERO_GRAD if cleared else Kind.GRAD_SET, assignment)
         elif isinstance(value, cst.Call) and dotted_name(target) is not None:
-            callee = self.analysis._imports.qualified_name(value.func) or dotted_name(value.func)
-            if callee and role_of_constructor(callee) is Role.OPTIMIZER:
+            if self.analysis.index.role_of_call(value) is Role.OPTIMIZER:
                 self.emit(Kind.OPTIMIZER_CREATED, assignment, target)
 
     # Calls -----------------------------------------------------------------------------------
@@ -665,6 +702,8 @@ class _Scanner:
                 self.emit(Kind.CLIP, call)
             elif last == "_foreach_zero_" or any(word in last.lower() for word in _CLEARING_WORDS):
                 self.emit(Kind.ZERO_GRAD, call)
+            elif analysis.project is not None and self.depth < MAX_CALL_DEPTH:
+                self._project_events(call, qualified)
             return
         if isinstance(func, cst.Attribute):
             if self._method_call(call, func.attr.value, func.value):
@@ -675,6 +714,13 @@ class _Scanner:
             function = analysis.resolve_call(call, self.scope)
             if function is not None:
                 self.extend(analysis._events_of_function(function, self.depth + 1), via=(call,))
+
+    def _project_events(self, call: cst.Call, qualified: str) -> None:
+        """The events of a function imported from another file of the project, at its call."""
+        for event, note in self.analysis.project.events(qualified):
+            kind = _PROJECT_EVENTS.get(event)
+            if kind is not None:
+                self.events.append(Event(kind, call, None, self.conditions, via=(call,), elsewhere=note))
 
     def _method_call(self, call: cst.Call, method: str, receiver: cst.BaseExpression) -> bool:
         """Emits the event of a method call; True when the call is not a local-function call."""

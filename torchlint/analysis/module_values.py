@@ -45,7 +45,10 @@ def builds_module(ctx, call: cst.Call, depth: int = 0) -> bool:
         return False
     qualified = ctx.callee(call)
     if qualified is not None:
-        return nn_class_name(qualified) is not None or is_model_factory(qualified)
+        if nn_class_name(qualified) is not None or is_model_factory(qualified):
+            return True
+        fact = ctx.project.lookup(qualified)  # a class or builder of another file of the project
+        return fact is not None and fact.builds_module
     written = dotted_name(call.func)
     if written is None or "." in written:
         return False

@@ -8,11 +8,15 @@ are imported from elsewhere (unknowable statically) counts as a Module when it d
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from torchlint.analysis.imports import ImportTable
 from torchlint.analysis.names import dotted_name, nested_statement_lists, suite_statements
+
+if TYPE_CHECKING:
+    from torchlint.project.index import ProjectView
 
 _NOT_MODULES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 _MODULE_BASES = frozenset(
@@ -102,9 +106,10 @@ def _class_definitions(statements) -> list[cst.ClassDef]:
 class ModuleClasses:
     """Answers `is_module(classdef)` for the classes of one file."""
 
-    def __init__(self, module: cst.Module, imports: ImportTable) -> None:
+    def __init__(self, module: cst.Module, imports: ImportTable, project: ProjectView | None = None) -> None:
         self._module = module
         self._imports = imports
+        self._project = project
         self._verdicts: dict[int, bool] | None = None
 
     def is_module(self, classdef: cst.ClassDef) -> bool:
@@ -141,7 +146,7 @@ class ModuleClasses:
                 continue
             qualified = self._imports.qualified_name(base.value)
             if qualified is not None:
-                if is_torch_module_class(qualified):
+                if is_torch_module_class(qualified) or self._is_project_module_class(qualified):
                     return True
                 has_unknown_base = has_unknown_base or not qualified.startswith(("torch.", "typing."))
                 continue
@@ -150,3 +155,8 @@ class ModuleClasses:
                 return True
             has_unknown_base = has_unknown_base or written not in (None, "object")
         return has_unknown_base and _defines(classdef, "forward")
+
+    def _is_project_module_class(self, qualified: str) -> bool:
+        """A base imported from another file of the project that is a Module class there."""
+        fact = self._project.lookup(qualified) if self._project is not None else None
+        return fact is not None and fact.kind == "module class"

@@ -11,6 +11,7 @@ from torchlint.diagnostics import Diagnostic
 from torchlint.engine import check_source, parse_module
 from torchlint.notebook import CodeCell, python_view, read_notebook
 from torchlint.notebook.ipython import mask_cell
+from torchlint.project.index import ProjectView
 
 
 def parses(text: str, filename: str) -> cst.Module | None:
@@ -42,9 +43,10 @@ def notebook_view(cells: tuple[CodeCell, ...], filename: str):
     return view, parses(view.text, filename) if broken else None, broken
 
 
-def check_notebook(raw: str, filename: str, settings: Settings) -> list[Diagnostic]:
-    """Every finding in a notebook's code cells, located by cell and row within the cell."""
+def check_notebook(raw: str, filename: str, settings: Settings, project: ProjectView | None = None) -> list[Diagnostic]:
+    """Every finding in a notebook's code cells, located by cell and row within the cell
+    (`project`: the notebook's view of the project it imports from)."""
     notebook = read_notebook(raw)
     view, module, broken = notebook_view(notebook.cells, filename)
-    diagnostics = [view.locate(d) for d in check_source(view.text, filename, settings, module)]
+    diagnostics = [view.locate(d) for d in check_source(view.text, filename, settings, module, project)]
     return sorted(diagnostics + list(broken.values()), key=Diagnostic.sort_key)

@@ -13,7 +13,8 @@ class MissingZeroGrad(Rule):
     Flags an optimizer step (`optimizer.step()`, `scaler.step(optimizer)`) in a loop that calls
     `.backward()` but never clears the gradients: no `zero_grad()`, no `p.grad = None`, no
     `p.grad.zero_()` anywhere in the loop, also counting the functions of the same file that the
-    loop calls (a `train_step(batch)` helper, `self.training_step(batch)`).
+    loop calls (a `train_step(batch)` helper, `self.training_step(batch)`) and the functions it
+    imports from other files of the project (with notes pointing to their `backward()` and `step()`).
 
     ## Why is this bad?
     `backward()` adds into `.grad`; it never overwrites it. Without clearing, each step applies the
@@ -59,4 +60,13 @@ class MissingZeroGrad(Rule):
                     step.node,
                     "optimizer step in a loop that calls `backward()` but never clears gradients, so they "
                     f"accumulate across iterations; call `{optimizer}.zero_grad()` each iteration",
+                    related=self.ctx.project.related(_elsewhere(iteration, step), self.ctx.path),
                 )
+
+
+def _elsewhere(iteration, step) -> list:
+    """Where functions of other project files called in the loop run its backward() and this step."""
+    return [
+        event.elsewhere for event in iteration.events
+        if event.elsewhere is not None and (event.kind is Kind.BACKWARD or event is step)
+    ]

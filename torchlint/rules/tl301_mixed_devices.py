@@ -3,9 +3,10 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.names import dotted_name, keyword_arg
-from torchlint.analysis.tensor_facts.domain import Device, ModuleValue
+from torchlint.analysis.tensor_facts.domain import Device, ModuleValue, TensorFacts
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS
 from torchlint.analysis.values import DATA_FACTORIES, SIZE_FACTORIES
+from torchlint.context import RelatedNode
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -25,7 +26,8 @@ class MixedDevices(Rule):
     Flags a tensor created on the default device (a factory such as `torch.zeros`, `torch.arange`,
     `torch.eye`, `torch.rand*`, `torch.full`, `torch.tensor` of a list, `torch.from_numpy`, also
     wrapped as `torch.triu(torch.ones(...))` or `torch.meshgrid(torch.arange(...), ...)`, or
-    returned by a function or method of the same file) or moved to the CPU (`.cpu()`,
+    returned by a function or method of the same file, or by a function imported from another file
+    of the project, with notes pointing there) or moved to the CPU (`.cpu()`,
     `device="cpu"`), when it meets a tensor on an accelerator, the working `device` or the
     module's device in any op: arithmetic nested at any depth, comparisons, `torch.cat`/`stack`
     lists, `F.*` calls, method arguments (`scores.masked_fill(mask, ...)`, `x.where(...)`,
@@ -82,6 +84,7 @@ class MixedDevices(Rule):
         origin = self._origin_kind(node)
         if origin is None:
             return
+        origin, related = origin
         conflicts = self.ctx.tensors.conflicts(node)
         if not conflicts:
             return
@@ -93,7 +96,7 @@ class MixedDevices(Rule):
             where = f"combined with `{written}`, which is {_PARTNERS[device]}"
         else:
             where = f"combined with a tensor {_PARTNERS[device]}"
-        self.report(node, f"{origin} but it is {where}; {self._remedy(node)}")
+        self.report(node, f"{origin} but it is {where}; {self._remedy(node)}", related=related)
 
     def _report_unmoved_batch(self, call: cst.Call) -> None:
         found = self.ctx.tensors.unmoved_batch(call)
@@ -109,8 +112,9 @@ class MixedDevices(Rule):
             f"parameters are {_PARTNERS[device]}; move the batch first with {moved}",
         )
 
-    def _origin_kind(self, call: cst.Call) -> str | None:
-        """How the call can put a tensor on the default device or the CPU, or None (cheap checks)."""
+    def _origin_kind(self, call: cst.Call) -> tuple[str, tuple] | None:
+        """How the call can put a tensor on the default device or the CPU, with the places that
+        show it when they are elsewhere, or None (cheap checks)."""
         func = call.func
         qualified = self.ctx.callee(call)
         if qualified in _FACTORIES:
@@ -120,17 +124,30 @@ class MixedDevices(Rule):
             ):
                 return None  # placed, or maybe placed by `**factory_kwargs`
             where = "the CPU" if device is not None else "the default device (CPU)"
-            return f"`{dotted_name(func) or 'factory'}(...)` creates a tensor on {where}"
+            return f"`{dotted_name(func) or 'factory'}(...)` creates a tensor on {where}", ()
         if qualified is not None:
+            # A function (not a class) imported from another file of the project may make one.
+            fact = self.ctx.project.lookup(qualified) if qualified.rsplit(".", 1)[-1][:1].islower() else None
+            if fact is not None and fact.kind == "tensor":
+                return (f"`{dotted_name(func)}(...)` returns a tensor on the default device (CPU)",
+                        self.ctx.project.related(fact.notes, self.ctx.path))
             return None
         if isinstance(func, cst.Attribute) and (
             func.attr.value == "cpu" or (func.attr.value == "to" and "cpu" in self.ctx.code_for(call))
         ):
             written = self.ctx.code_for(call).strip()
-            return f"`{written}` puts the tensor on the CPU" if len(written) <= 40 else "`.cpu()` puts the tensor on the CPU"
+            return (f"`{written}` puts the tensor on the CPU" if len(written) <= 40 else "`.cpu()` puts the tensor on the CPU"), ()
         if self.ctx.tensors.is_same_file_callable(call):
-            return f"`{dotted_name(func)}(...)` returns a tensor on the default device (CPU)"
+            return f"`{dotted_name(func)}(...)` returns a tensor on the default device (CPU)", self._made_in_helper(func)
         return None
+
+    def _made_in_helper(self, func: cst.BaseExpression) -> tuple[RelatedNode, ...]:
+        """Where a top-level function of this file creates the tensor it returns."""
+        summary = self.ctx.tensors.function_summary(func.value) if isinstance(func, cst.Name) else None
+        origin = summary.origin if isinstance(summary, TensorFacts) else None
+        if origin is None:
+            return ()
+        return (RelatedNode(origin, f"created on the default device (CPU) here, returned by `{func.value}`"),)
 
     def _remedy(self, call: cst.Call) -> str:
         qualified = self.ctx.callee(call)

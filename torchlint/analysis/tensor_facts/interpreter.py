@@ -731,6 +731,15 @@ class Interpreter:
                 if "." in rest or not rest[:1].islower() or rest.startswith("_") or rest in NOT_TENSOR_FUNCTIONS and rest not in FUNCTION_OPS:
                     continue
                 return self._function_op(call, rest, args)
+        return self._project_call(call, qualified)
+
+    def _project_call(self, call: cst.Call, qualified: str) -> Value:
+        """A function imported from another file of the project that returns a CPU tensor
+        (torchlint/project/). Its Module classes stay unknown here: what their `forward` returns
+        (a tuple, detached values) is not summarized."""
+        fact = self.ctx.project.lookup(qualified) if qualified.rsplit(".", 1)[-1][:1].islower() else None
+        if fact is not None and fact.kind == "tensor":
+            return self._on_default_device(call, TensorFacts(scalar=False))
         return UNKNOWN
 
     def _function_op(self, call: cst.Call, name: str, args) -> Value:

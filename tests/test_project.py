@@ -1,0 +1,224 @@
+"""Project-wide knowledge: what the other files of a project define (torchlint/project/)."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+from torchlint import engine
+from torchlint.config import Options, resolve_settings
+from torchlint.project.index import ProjectView
+from torchlint.project.summary import summarize, summarize_lazily
+
+MODEL = """\
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return x
+"""
+UTILS = """\
+import torch
+from torch import optim
+
+
+def causal_mask(n):
+    mask = torch.triu(torch.ones(n, n), diagonal=1)
+    return mask.bool()
+
+
+def make_opt(model):
+    return optim.AdamW(model.parameters(), lr=1e-3)
+"""
+ENGINE = """\
+def train_step(model, batch, opt):
+    loss = model(batch).sum()
+    loss.backward()
+    opt.step()
+"""
+TRAIN = """\
+import torch
+from pkg.model import Net
+from pkg.utils import causal_mask, make_opt
+from pkg.engine import train_step
+
+m = Net().to("cuda")
+o = make_opt(m)
+x = torch.randn(4, 4, device="cuda")
+y = x + causal_mask(4)
+m.forward(x)
+for batch in range(10):
+    train_step(m, batch, o)
+for batch in range(10):
+    loss = m(batch).sum()
+    loss.backward()
+    o.step()
+"""
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def _findings(project: Path, names: list[str], jobs: int = 1, use_cache: bool = False) -> list[tuple[str, str, int]]:
+    settings = resolve_settings(Options(), cwd=project)
+    found = engine.check_files([(str(project / name), name) for name in names], settings, jobs, use_cache=use_cache)
+    return [(d.filename, d.code, d.location.row) for d in found]
+
+
+def _package(project: Path, train: str = TRAIN) -> None:
+    _write(project, {"pkg/__init__.py": "", "pkg/model.py": MODEL, "pkg/utils.py": UTILS,
+                     "pkg/engine.py": ENGINE, "train.py": train})
+
+
+def test_imported_names_are_known_through_the_other_files(project):
+    _package(project)
+    assert _findings(project, ["train.py"]) == [
+        ("train.py", "TL301", 9),  # causal_mask(4): a CPU tensor made in pkg/utils.py
+        ("train.py", "TL005", 10),  # m is a Net, a Module of pkg/model.py
+        ("train.py", "TL001", 12),  # train_step calls backward() and step(), nothing clears
+        ("train.py", "TL001", 16),  # o is an optimizer: make_opt returns optim.AdamW
+    ]
+
+
+def test_without_the_other_files_the_names_stay_unknown(project):
+    _write(project, {"train.py": TRAIN})
+    assert _findings(project, ["train.py"]) == []
+
+
+def test_relative_imports_and_reexports_in_a_package(project):
+    _write(project, {
+        "pkg/__init__.py": "from .nets import Net\n",
+        "pkg/nets/__init__.py": "from .base import *\nfrom .net import Net\n",
+        "pkg/nets/base.py": "from torch import nn\n\n\nclass Base(nn.Module):\n    pass\n",
+        "pkg/nets/net.py": "from .base import Base\n\n\nclass Net(Base):\n    pass\n",
+        "pkg/run.py": "import torch\nfrom . import Net\n\nm = Net()\nm.forward(torch.ones(1))\n",
+    })
+    assert _findings(project, ["pkg/run.py"]) == [("pkg/run.py", "TL005", 5)]
+
+
+def test_a_circular_import_is_cut(project):
+    _write(project, {
+        "a.py": "from b import B, helper\n\n\nclass A(B):\n    pass\n\n\ndef make():\n    return helper()\n",
+        "b.py": "from a import A, make\n\n\nclass B(A):\n    pass\n\n\ndef helper():\n    return make()\n",
+        "run.py": "import torch\nfrom a import A, make\n\nm = A()\nm.forward(torch.ones(2))\nn = make()\nn.forward(1)\n",
+    })
+    view = ProjectView(str(project / "run.py"), str(project))
+    assert view.lookup("a.A").kind == "class" and view.lookup("a.make").kind == "function"
+    assert _findings(project, ["run.py"]) == []
+
+
+def test_a_src_layout_and_a_namespace_package(project):
+    _write(project, {
+        "src/lib/models/net.py": MODEL,  # lib and lib/models have no __init__.py
+        "scripts/train.py": "import torch\nfrom lib.models.net import Net\n\nm = Net()\nm.forward(torch.ones(2))\n",
+    })
+    assert _findings(project, ["scripts/train.py"]) == [("scripts/train.py", "TL005", 5)]
+
+
+def test_files_outside_the_project_are_never_read(tmp_path):
+    outside = tmp_path / "outside.py"
+    outside.write_text(MODEL)
+    _write(tmp_path / "proj", {"pyproject.toml": "", "pkg/__init__.py": "", "pkg/run.py": "from ...outside import Net\n"})
+    view = ProjectView(str(tmp_path / "proj" / "pkg" / "run.py"), str(tmp_path / "proj"))
+    assert view.lookup("...outside.Net") is None and view.lookup("..outside.Net") is None
+    assert all(path.startswith(str(tmp_path / "proj")) for path in view.dependencies())
+
+
+def test_a_changed_helper_rechecks_its_importers_and_no_others(project, monkeypatch, tmp_path):
+    _package(project)
+    _write(project, {"other.py": "import torch\nx = torch.Tensor([3])\n"})
+    names = ["other.py", "train.py"]
+    first = _findings(project, names, use_cache=True)
+    checked = tmp_path / "checked.txt"
+    real_check_source = engine.check_source
+
+    def recording(source, filename, *args, **kwargs):
+        with open(checked, "a") as stream:  # workers may be other processes
+            stream.write(filename + "\n")
+        return real_check_source(source, filename, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "check_source", recording)
+    assert _findings(project, names, use_cache=True) == first and not checked.exists()
+    (project / "pkg" / "utils.py").write_text(UTILS.replace("torch.ones(n, n)", "torch.ones(n, n, device='cuda')"))
+    second = _findings(project, names, use_cache=True)
+    assert checked.read_text().split() == ["train.py"]
+    assert ("train.py", "TL301", 9) in first and ("train.py", "TL301", 9) not in second
+
+
+def test_output_is_the_same_for_any_jobs_and_with_the_cache(project):
+    _package(project)
+    names = ["pkg/engine.py", "pkg/model.py", "pkg/utils.py", "train.py"]
+    alone = _findings(project, names, jobs=1)
+    assert _findings(project, names, jobs=2) == alone
+    assert _findings(project, names, jobs=2, use_cache=True) == alone
+    assert _findings(project, names, jobs=1, use_cache=True) == alone
+
+
+def test_summaries_are_plain_picklable_data():
+    summary = summarize(UTILS + ENGINE)
+    assert pickle.loads(pickle.dumps(summary)) == summary
+    assert summary.functions["causal_mask"].returns[0].kind == "tensor"
+    assert summary.functions["make_opt"].returns[0].kind == "optimizer"
+    assert [event for event, _, _ in summary.functions["train_step"].events if event != "call"] == [
+        "backward", "optimizer step"]
+    assert summarize("def broken(:\n") is None
+
+
+def test_findings_resting_on_other_files_name_the_places(project):
+    _package(project)
+    settings = resolve_settings(Options(select=["TL001", "TL301"]), cwd=project)
+    found = engine.check_files([(str(project / "train.py"), "train.py")], settings, 1)
+    notes = {d.code: [(r.filename, r.location.row, r.message) for r in d.related] for d in found if d.related}
+    assert notes == {
+        "TL301": [("pkg/utils.py", 6, "created on the default device (CPU) here (`torch.ones` without `device=`)"),
+                  ("pkg/utils.py", 5, "returned by `causal_mask`")],
+        "TL001": [("pkg/engine.py", 3, "`train_step` calls `backward()` here"),
+                  ("pkg/engine.py", 4, "`train_step` steps the optimizer here")],
+    }
+
+
+TRICKY = '''\
+"""Module docstring
+from fake import Net
+"""
+import torch
+try:
+    from torch import optim
+except ImportError:  # pragma: no cover
+    optim = None
+BLOCK = 256
+
+
+@torch.no_grad()
+def mask(n):
+    m = torch.ones(n, n)
+    return m.tril()
+
+
+def documented():
+    """A docstring whose lines
+start in column 0, so the function cannot be parsed alone."""
+    return optim.SGD([], lr=0.1)
+
+
+if torch.cuda.is_available():
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return x
+'''
+
+
+def test_lazy_summaries_read_what_whole_ones_do():
+    whole, lazy = summarize(TRICKY), summarize_lazily(TRICKY.encode())
+    assert lazy.imports == whole.imports == {"torch": "torch", "optim": "torch.optim"}
+    assert lazy.constants == whole.constants == {"BLOCK": 256}
+    for kind in ("classes", "functions"):
+        table = getattr(whole, kind)
+        assert {name: getattr(lazy, kind)[name] for name in table} == table
+    assert whole.functions["mask"].returns[0].row == 14  # the factory's row in the file
+    assert whole.functions["documented"].returns[0].kind == "optimizer"

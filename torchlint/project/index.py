@@ -1,0 +1,293 @@
+"""What the names a file imports from its own project are, asked via `ctx.project`.
+
+    fact = ctx.project.lookup("model.Net")          # a `Fact`, or None (not the project's, unknown)
+    fact.kind                                        # "module class", "module", "tensor", "optimizer",
+                                                     # "scheduler", "scaler", "function", "class", "constant"
+    fact.notes                                       # where it came from: (path, row, message) links
+    ctx.project.dependencies()                       # {path: state} of every file and listing consulted
+
+The analyses ask with the name as the file's import table writes it (`model.Net`,
+`.utils.causal_mask`), at the point where they would otherwise give up on an imported name: the
+kinds of values, the tensor facts, the Module classes and the loop structure. Summaries (see
+summary.py) are read lazily, only for the files an asked name leads to, and kept per process;
+answers follow re-exports, class bases and returned calls across files up to `MAX_DEPTH` files,
+with cycles between modules cut. An answer depends only on the bytes of the files it read, so it
+is the same in every worker process, in any order.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from torchlint.analysis.modules import is_torch_module_class
+from torchlint.diagnostics import Location, Related
+from torchlint.project.layout import Layout, project_root
+from torchlint.project.summary import CALL, MODULE, TENSOR, FunctionSummary, ModuleSummary, summarize_lazily
+
+# How many files one answer may follow (re-exports, bases, returned calls).
+MAX_DEPTH = 6
+_ROLE_KINDS = ("optimizer", "scheduler", "scaler")
+_EVENT_TEXT = {
+    "backward": "calls `backward()`", "optimizer step": "steps the optimizer", "scheduler step": "steps the scheduler",
+    "zero_grad": "clears the gradients", "item": "calls `.item()`", "grad set": "sets gradients by hand",
+}
+_NOT_BASES = frozenset({"object", "?", "Exception", "ABC", "abc.ABC", "typing.Generic", "typing.Protocol"})
+
+
+@dataclass(frozen=True)
+class Note:
+    """One link of an evidence chain: a place in another (or this) file and what holds there."""
+
+    path: str
+    row: int
+    column: int
+    message: str
+
+
+@dataclass(frozen=True)
+class Fact:
+    kind: str
+    name: str  # the defining name (`Net`, `causal_mask`)
+    notes: tuple[Note, ...] = ()
+    value: object = None  # a constant's value
+    # A function's module file and name, where its training-step events are read (`ProjectView.events`).
+    definition: tuple[str, str] | None = None
+
+    @property
+    def builds_module(self) -> bool:
+        """Calling it gives an `nn.Module`: a Module class, or a function returning one."""
+        return self.kind in ("module class", MODULE)
+
+
+# Summaries by file and digest of its bytes: computed once per process.
+_SUMMARIES: dict[tuple[str, str], ModuleSummary | None] = {}
+# Per checked file (real path): every project file and listing its answers were read from, in
+# this process (a fix re-checks a file several times; the cache records the union).
+_USED: dict[str, set[str]] = {}
+# Answers by (question, root, importer's directory), with the states of what they were read from:
+# files of one directory ask the same questions, and get the same answers while nothing changed.
+_ANSWERS: dict[tuple, tuple[object, tuple[tuple[str, str], ...]]] = {}
+
+
+class ProjectView:
+    """The project as seen from one checked file (`path`; None: no project)."""
+
+    def __init__(self, path: str | None, configured_root: str) -> None:
+        self._path = os.path.realpath(path) if path else None
+        self._configured_root = configured_root
+        self._layout: Layout | None = None
+        self._used: set[str] = _USED.setdefault(self._path, set()) if self._path else set()
+        self._answers: dict[tuple[str, str], object] = {}
+
+    @property
+    def layout(self) -> Layout | None:
+        if self._layout is None and self._path is not None and os.path.isfile(self._path):
+            self._layout = Layout(project_root(self._path, self._configured_root))
+        return self._layout
+
+    def lookup(self, qualified: str) -> Fact | None:
+        """What the imported name `qualified` (as the import table writes it) is in the project."""
+        return self._answer("lookup", qualified)
+
+    def events(self, qualified: str) -> tuple[tuple[str, Note], ...]:
+        """The training-step events (backward, optimizer step, zero_grad...) of an imported
+        function, in source order, through the project functions it calls."""
+        return self._answer("events", qualified) or ()
+
+    def _answer(self, question: str, qualified: str):
+        key = (question, qualified)
+        if key in self._answers:
+            return self._answers[key]
+        layout = self.layout
+        found = None if layout is None else self._shared_answer(layout, question, qualified)
+        self._answers[key] = found
+        return found
+
+    def _shared_answer(self, layout: Layout, question: str, qualified: str):
+        key = (question, qualified, layout.root, os.path.dirname(self._path))
+        shared = _ANSWERS.get(key)
+        if shared is not None and all(layout.state(path) == state for path, state in shared[1]):
+            self._used.update(path for path, _ in shared[1])
+            return shared[0]
+        used: set[str] = set()
+        resolver = _Resolver(layout, used)
+        fact = resolver.imported(qualified, self._path, 0, frozenset())
+        if question == "events":
+            fact = resolver.function_events(*fact.definition, 0, frozenset()) if fact and fact.definition else ()
+        _ANSWERS[key] = (fact, tuple((path, layout.state(path)) for path in sorted(used)))
+        self._used.update(used)
+        return fact
+
+    def related(self, notes, checked: str) -> tuple[Related, ...]:
+        """The notes as related locations of a finding in this file, whose name as shown is
+        `checked`: paths are written the same way (relative to the same directory, or absolute)."""
+        written = os.path.normpath(checked)
+        base = os.getcwd()
+        if self._path and self._path.endswith(os.sep + written):
+            base = self._path[: -len(written) - 1]
+        found = []
+        for note in notes:
+            filename = note.path if os.path.isabs(written) else os.path.relpath(note.path, base)
+            location = Location(note.row, note.column)
+            found.append(Related(note.message, filename.replace(os.sep, "/"), location, location))
+        return tuple(found)
+
+    def dependencies(self) -> dict[str, str]:
+        """Each file and directory listing the answers were read from, with its state."""
+        layout = self.layout
+        return {} if layout is None else {path: layout.state(path) for path in sorted(self._used)}
+
+
+def recorded_dependencies(path: str) -> dict[str, str]:
+    """What the checks of the file at `path` in this process read from its project, with states."""
+    layout = Layout("")
+    return {used: layout.state(used) for used in sorted(_USED.get(os.path.realpath(path), ()))}
+
+
+def dependencies_unchanged(recorded: dict[str, str]) -> bool:
+    """Do these files and listings still hold what a cached result was derived from?"""
+    fresh = Layout("")
+    return all(fresh.state(path) == state for path, state in recorded.items())
+
+
+class _Resolver:
+    """One question's walk across files; `used` collects every file and listing it reads."""
+
+    def __init__(self, layout: Layout, used: set[str]) -> None:
+        self.layout = layout
+        self.used = used
+
+    def summary(self, path: str) -> ModuleSummary | None:
+        if not path.endswith(".py"):
+            return None  # a namespace package has no file
+        self.used.add(path)
+        data = self.layout.read(path)
+        if data is None:
+            return None
+        key = (path, self.layout.state(path))
+        if key not in _SUMMARIES:
+            _SUMMARIES[key] = summarize_lazily(data)
+        return _SUMMARIES[key]
+
+    def imported(self, qualified: str, importer: str, depth: int, seen: frozenset) -> Fact | None:
+        if depth > MAX_DEPTH or (qualified, importer) in seen:
+            return None
+        found = self.layout.resolve(qualified, importer, self.used)
+        if found is None:
+            return None
+        module, names = found
+        if not names:
+            return None  # a module object: its attributes are asked by their full names
+        return self.symbol(module, names, depth + 1, seen | {(qualified, importer)})
+
+    def symbol(self, module: str, names: list[str], depth: int, seen: frozenset) -> Fact | None:
+        """`names[0]` of `module` (a file or a namespace directory), then its attributes."""
+        name, rest = names[0], names[1:]
+        summary = self.summary(module)
+        if summary is None or (name not in summary.classes and name not in summary.functions
+                               and name not in summary.constants and name not in summary.imports):
+            directory = os.path.dirname(module) if module.endswith(".py") else module
+            if module.endswith(".py") and not module.endswith("__init__.py"):
+                return None
+            submodule = self.layout.module_path(directory, [name], self.used)
+            return self.symbol(submodule, rest, depth + 1, seen) if submodule is not None and rest else None
+        if name in summary.imports:
+            target = summary.imports[name] + "".join(f".{part}" for part in rest)
+            return self.imported(target, module, depth, seen)
+        if rest:
+            return None  # an attribute of a class or function
+        if name in summary.classes:
+            is_module = self.is_module_class(module, summary, name, depth, seen)
+            row = summary.classes[name].row if summary.classes[name] is not None else 1
+            note = Note(module, row, 1, f"`{name}` is an `nn.Module` subclass" if is_module else f"class `{name}`")
+            return Fact("module class" if is_module else "class", name, (note,))
+        if name in summary.functions:
+            return self.function(module, summary, name, depth, seen)
+        return Fact("constant", name, value=summary.constants[name])
+
+    def is_module_class(self, module: str, summary: ModuleSummary, name: str, depth: int, seen: frozenset) -> bool:
+        key = ("class", module, name)
+        if depth > MAX_DEPTH or key in seen:
+            return False
+        seen = seen | {key}
+        definition = summary.classes[name]
+        if definition is None:
+            return False
+        unknown_base = False
+        for base in definition.bases:
+            if is_torch_module_class(base):
+                return True
+            if base in summary.classes and base != name:
+                if self.is_module_class(module, summary, base, depth + 1, seen):
+                    return True
+                continue
+            fact = self.imported(base, module, depth, seen) if base not in _NOT_BASES else None
+            if fact is not None and fact.kind == "module class":
+                return True
+            unknown_base = unknown_base or (fact is None and base not in _NOT_BASES and not base.startswith("torch."))
+        # Like a Module class of the checked file: a class over an unknowable base that defines forward.
+        return unknown_base and definition.defines_forward
+
+    def function(self, module: str, summary: ModuleSummary, name: str, depth: int, seen: frozenset) -> Fact:
+        key = ("function", module, name)
+        definition = summary.functions[name]
+        if definition is None or depth > MAX_DEPTH or key in seen:
+            return Fact("function", name, definition=(module, name))
+        seen = seen | {key}
+        kinds = [self.returned(module, summary, returned, depth, seen) for returned in definition.returns]
+        where = (module, name)
+        modules = [fact for fact in kinds if fact is not None and fact.kind == MODULE]
+        if modules:
+            return Fact(MODULE, name, (*modules[0].notes, _returned_by(module, definition, name)), definition=where)
+        if kinds and all(fact is not None and fact.kind == kinds[0].kind for fact in kinds) \
+                and kinds[0].kind in (TENSOR, *_ROLE_KINDS):
+            return Fact(kinds[0].kind, name, (*kinds[0].notes, _returned_by(module, definition, name)), definition=where)
+        return Fact("function", name, (Note(module, definition.row, 1, f"`{name}` is defined here"),), definition=where)
+
+    def returned(self, module: str, summary: ModuleSummary, returned, depth: int, seen: frozenset) -> Fact | None:
+        if returned.kind == TENSOR:
+            note = Note(module, returned.row, returned.column,
+                        f"created on the default device (CPU) here (`{returned.name}` without `device=`)")
+            return Fact(TENSOR, returned.name, (note,))
+        if returned.kind == MODULE or returned.kind in _ROLE_KINDS:
+            return Fact(returned.kind, returned.name, (Note(module, returned.row, returned.column,
+                                                            f"`{returned.name}(...)` is created here"),))
+        if returned.kind != CALL:
+            return None
+        callee = returned.name
+        if callee in summary.classes:
+            fact = self.symbol(module, [callee], depth, seen)
+        elif callee in summary.functions:
+            fact = self.function(module, summary, callee, depth + 1, seen)
+        else:
+            fact = self.imported(callee, module, depth, seen)
+        if fact is None:
+            return None
+        if fact.kind == "module class":
+            return Fact(MODULE, callee, fact.notes)
+        return fact if fact.kind in (MODULE, TENSOR, *_ROLE_KINDS) else None
+
+    def function_events(self, module: str, name: str, depth: int, seen: frozenset) -> tuple[tuple[str, Note], ...]:
+        key = ("events", module, name)
+        summary = self.summary(module)
+        definition = summary.functions[name] if summary is not None and name in summary.functions else None
+        if definition is None or depth > MAX_DEPTH or key in seen:
+            return ()
+        seen = seen | {key}
+        found: list[tuple[str, Note]] = []
+        for event, callee, row in definition.events:
+            if event != CALL:
+                found.append((event, Note(module, row, 1, f"`{name}` {_EVENT_TEXT.get(event, event)} here")))
+            elif callee in summary.functions:
+                found.extend(self.function_events(module, callee, depth + 1, seen))
+            elif callee not in summary.classes:
+                fact = self.imported(callee, module, depth, seen)
+                if fact is not None and fact.definition is not None:
+                    found.extend(self.function_events(*fact.definition, depth + 1, seen))
+        return tuple(found)
+
+
+def _returned_by(module: str, definition: FunctionSummary, name: str) -> Note:
+    return Note(module, definition.row, 1, f"returned by `{name}`")
+

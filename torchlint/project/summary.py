@@ -1,0 +1,465 @@
+"""The summary of one module of the project, read with CPython's `ast` (about ten times faster
+than libcst): what other files need to know about it, as plain picklable data.
+
+    summary = summarize(source)        # ModuleSummary, or None for text that does not parse
+
+Names are kept as written through the module's imports (`torch.optim.AdamW`, `.utils.make_mask`,
+`Net` for a class of the module): the project index (index.py) resolves them across files.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from torchlint.analysis.loops import Role, role_from_name, role_of_constructor
+from torchlint.analysis.modules import is_model_factory, is_torch_module_class
+from torchlint.analysis.values import DATA_FACTORIES, SIZE_FACTORIES
+
+# Returned-value kinds a function summary can hold.
+MODULE, TENSOR, CALL, OTHER = "module", "tensor", "call", "other"
+ROLES = {Role.OPTIMIZER: "optimizer", Role.SCHEDULER: "scheduler", Role.SCALER: "scaler"}
+# Training-step events of a function body, in source order.
+BACKWARD, OPTIMIZER_STEP, SCHEDULER_STEP, ZERO_GRAD, ITEM = "backward", "optimizer step", "scheduler step", "zero_grad", "item"
+
+_CLEARING_WORDS = ("zero_grad", "reset_grad", "clear_grad")
+# Methods that keep a tensor on its device (and at least one dimension): `torch.ones(n, n).tril()`.
+_KEEPING_METHODS = frozenset(
+    {"tril", "triu", "bool", "float", "long", "int", "half", "double", "byte", "view", "reshape", "unsqueeze",
+     "expand", "flip", "t", "transpose", "permute", "contiguous", "clone", "repeat", "cumsum", "logical_not"}
+)
+# torch functions whose result stays where their first argument is (the others being sizes or numbers).
+_KEEPING_FUNCTIONS = frozenset(f"torch.{name}" for name in ("tril", "triu", "flip", "logical_not", "cumsum", "outer"))
+
+
+@dataclass(frozen=True)
+class Returned:
+    """One `return` of a function: `kind` is module/tensor/optimizer/scheduler/scaler/call/other;
+    `name` the callee for a call (resolved by the index) or the factory that made a tensor."""
+
+    kind: str
+    name: str
+    row: int
+    column: int
+
+
+@dataclass(frozen=True)
+class FunctionSummary:
+    row: int
+    returns: tuple[Returned, ...]
+    # (event, callee, row) in source order; event is one of the constants above, or CALL with its callee.
+    events: tuple[tuple[str, str, int], ...]
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    row: int
+    bases: tuple[str, ...]
+    defines_forward: bool
+
+
+@dataclass(frozen=True)
+class ModuleSummary:
+    imports: dict[str, str] = field(default_factory=dict)
+    classes: dict[str, ClassSummary] = field(default_factory=dict)
+    functions: dict[str, FunctionSummary] = field(default_factory=dict)
+    # Module-level names assigned a literal once (`DEVICE = "cuda"`, `BLOCK_SIZE = 256`).
+    constants: dict[str, object] = field(default_factory=dict)
+
+
+def summarize(source: str | bytes) -> ModuleSummary | None:
+    """The whole module's summary, from one parse of the whole text."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return summarize_statements(tree.body, _imports(tree.body))
+
+
+def summarize_statements(body: list[ast.stmt], imports: dict[str, str], offset: int = 0) -> ModuleSummary:
+    """The summary of these top-level statements, names read through `imports` (`offset`: rows
+    to add to the nodes' own)."""
+    summary = ModuleSummary(imports=imports)
+    assigned: dict[str, object] = {}
+    for statement in _top_statements(body):
+        if isinstance(statement, ast.ClassDef):
+            summary.classes.setdefault(statement.name, ClassSummary(
+                statement.lineno + offset, tuple(_written(base, imports) or "?" for base in statement.bases),
+                any(isinstance(s, ast.FunctionDef) and s.name == "forward" for s in statement.body),
+            ))
+        elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            summary.functions.setdefault(statement.name, _function(statement, imports, offset))
+        elif isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+            name = statement.targets[0].id
+            literal = statement.value.value if isinstance(statement.value, ast.Constant) else None
+            assigned[name] = None if name in assigned else literal
+    summary.constants.update((name, value) for name, value in assigned.items() if value is not None)
+    return summary
+
+
+# Lazy summaries ------------------------------------------------------------------------------
+#
+# Most questions are about one or two names of a module, so only the statements that answer them
+# are parsed: the text is cut where a line starts in column 0 (a top-level statement), imports and
+# constants are read at once, and a class or function is parsed when first asked about. A piece
+# that does not parse alone (a string spanning a cut) falls back to parsing the whole module.
+
+_TOP_LEVEL = re.compile(r"^(?=[A-Za-z_@])", re.M)
+_CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")
+_DEFINITION = re.compile(r"(?:@.*\n(?:[ \t]*(?:#.*)?\n)*)*(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
+_CLASS_HEADER = re.compile(r"(?:@.*\n(?:[ \t]*(?:#.*)?\n)*)*class[ \t]+\w+[ \t]*(?:\([^()]*\))?[ \t]*:")
+_ASSIGNED = re.compile(r"(\w+)[ \t]*(?::[^=\n]*)?=[^=]")
+_FORWARD = re.compile(r"^[ \t]+def[ \t]+forward[ \t]*\(", re.M)
+_CONSTANT = re.compile(r"(\w+)[ \t]*=[ \t]*([-+]?\d[\w.]*|'[^'\n\\\\]*'|\"[^\"\n\\\\]*\"|True|False)[ \t]*(?:#.*)?\s*")
+
+
+class _Unparsable(Exception):
+    pass
+
+
+def summarize_lazily(source: bytes) -> ModuleSummary | None:
+    """`summarize`, parsing each class or function only when it is asked about."""
+    try:
+        text = source.decode("utf-8")
+        pieces = _pieces(text)
+        imports: dict[str, str] = {}
+        constants: dict[str, object] = {}
+        definitions: dict[str, tuple[str, str, int]] = {}
+        nested: list[ast.Module] = []
+        plain_imports: list[str] = []
+        for piece, row in pieces:
+            found = _DEFINITION.match(piece)
+            if found is not None:
+                definitions.setdefault(found.group(2), (found.group(1), piece, row))
+            elif piece.startswith(("from", "import")):
+                plain_imports.append(piece)
+            elif piece.startswith(("if", "try")) and ("import" in piece or "def " in piece or "class " in piece):
+                tree = _parse(piece, row)
+                imports.update(_imports(tree.body))
+                nested.append(tree)
+            elif (constant := _CONSTANT.fullmatch(piece)) is not None:
+                value = ast.literal_eval(constant.group(2))
+                constants[constant.group(1)] = None if constant.group(1) in constants else value
+            elif (assigned := _ASSIGNED.match(piece)) is not None:
+                constants[assigned.group(1)] = None  # assigned something else: not a constant
+        imports = {**_imports(_parse("\n".join(plain_imports), 1).body), **imports} if plain_imports else imports
+        constants = {name: value for name, value in constants.items() if value is not None}
+        lazy = _Definitions(definitions, imports, text)
+        for tree in nested:  # classes and functions defined under `if`/`try`, next to imports
+            lazy.add(summarize_statements(tree.body, imports, tree.offset))
+        return ModuleSummary(imports, lazy.of_kind("class"), lazy.of_kind("def"), constants)
+    except (_Unparsable, UnicodeDecodeError, ValueError, SyntaxError):
+        return summarize(source)
+
+
+def _pieces(text: str) -> list[tuple[str, int]]:
+    """Top-level statements (an `if`/`try` with its `else`/`except` branches), with their rows."""
+    starts = [match.start() for match in _TOP_LEVEL.finditer(text)] + [len(text)]
+    pieces: list[tuple[str, int]] = []
+    row = 1 + text.count("\n", 0, starts[0])
+    for start, end in zip(starts, starts[1:]):
+        piece = text[start:end]
+        if pieces and _CONTINUATION.match(piece):
+            previous, previous_row = pieces[-1]
+            pieces[-1] = (previous + piece, previous_row)
+        else:
+            pieces.append((piece, row))
+        row += piece.count("\n")
+    return pieces
+
+
+def _parse(piece: str, row: int) -> ast.Module:
+    try:
+        tree = ast.parse(piece)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise _Unparsable from None
+    tree.offset = row - 1  # rows of the piece's nodes are relative to it (cheaper than renumbering)
+    return tree
+
+
+class _Definitions:
+    """The module's top-level classes and functions, each summarized when first asked."""
+
+    def __init__(self, definitions: dict[str, tuple[str, str, int]], imports: dict[str, str], text: str) -> None:
+        self._definitions = definitions
+        self._imports = imports
+        self._text = text
+        self._summaries: dict[str, object] = {}
+        self._whole: ModuleSummary | None = None
+
+    def add(self, summary: ModuleSummary) -> None:
+        for kind, table in (("class", summary.classes), ("def", summary.functions)):
+            for name, found in table.items():
+                if name not in self._definitions:
+                    self._definitions[name] = (kind, "", found.row)
+                    self._summaries[name] = found
+
+    def of_kind(self, kind: str) -> "_LazyMapping":
+        return _LazyMapping(self, kind)
+
+    def has(self, name: str, kind: str) -> bool:
+        found = self._definitions.get(name)
+        return found is not None and found[0] == kind
+
+    def summary(self, name: str) -> object:
+        if name not in self._summaries:
+            kind, piece, row = self._definitions[name]
+            try:
+                self._summaries[name] = self._class(piece, row) if kind == "class" else self._function(piece, row)
+            except _Unparsable:
+                whole = self._whole = self._whole or summarize(self._text)
+                table = whole.classes if kind == "class" else whole.functions if whole is not None else {}
+                self._summaries[name] = table.get(name) if whole is not None else None
+        return self._summaries[name]
+
+    def _class(self, piece: str, row: int) -> ClassSummary | None:
+        header = _CLASS_HEADER.match(piece)
+        # The header alone is enough (bases), with a look for `def forward` in the body.
+        tree = _parse(header.group() + "\n    pass\n" if header else piece, row)
+        classdef = tree.body[0] if tree.body and isinstance(tree.body[0], ast.ClassDef) else None
+        if classdef is None:
+            return None
+        bases = tuple(_written(base, self._imports) or "?" for base in classdef.bases)
+        return ClassSummary(classdef.lineno + tree.offset, bases, _FORWARD.search(piece) is not None)
+
+    def _function(self, piece: str, row: int) -> FunctionSummary | None:
+        tree = _parse(piece, row)
+        function = tree.body[0] if tree.body else None
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        return _function(function, self._imports, tree.offset)
+
+
+class _LazyMapping:
+    """`name in summary.functions`, `summary.functions[name]`: a read-only view of one kind."""
+
+    def __init__(self, definitions: _Definitions, kind: str) -> None:
+        self._definitions = definitions
+        self._kind = kind
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._definitions.has(name, self._kind)
+
+    def __getitem__(self, name: str):
+        """The summary, or None for a definition that cannot be read alone or at all."""
+        if not self._definitions.has(name, self._kind):
+            raise KeyError(name)
+        return self._definitions.summary(name)
+
+
+def _top_statements(body: list[ast.stmt]):
+    """Module-level statements, also under `if`/`try` (a `try: import` fallback, a version gate)."""
+    for statement in body:
+        if isinstance(statement, (ast.If, ast.Try)):
+            for block in (statement.body, statement.orelse, getattr(statement, "finalbody", [])):
+                yield from _top_statements(block)
+            for handler in getattr(statement, "handlers", []):
+                yield from _top_statements(handler.body)
+        else:
+            yield statement
+
+
+def _imports(body: list[ast.stmt]) -> dict[str, str]:
+    """Local name -> the name it imports, as `analysis/imports.py` writes it (`.utils.mask`)."""
+    bound: dict[str, str] = {}
+    for statement in _top_statements(body):
+        if isinstance(statement, ast.Import):
+            for alias in statement.names:
+                if alias.asname:
+                    bound[alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".", 1)[0]
+                    bound[head] = head
+        elif isinstance(statement, ast.ImportFrom):
+            module = "." * statement.level + (statement.module or "")
+            separator = "" if not module or module.endswith(".") else "."
+            for alias in statement.names:
+                if alias.name != "*":
+                    bound[alias.asname or alias.name] = f"{module}{separator}{alias.name}"
+    return bound
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def _written(node: ast.expr, imports: dict[str, str]) -> str | None:
+    """The name through the imports (`torch.nn.Module` for `nn.Module`), else as written."""
+    dotted = _dotted(node)
+    if dotted is None:
+        return None
+    head, dot, rest = dotted.partition(".")
+    target = imports.get(head)
+    if target is None:
+        return dotted
+    return f"{target}.{rest}" if dot else target
+
+
+def _function(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str], offset: int = 0) -> FunctionSummary:
+    """`offset`: rows to add to the nodes' own (for a function parsed alone)."""
+    body = _Body(imports, offset)
+    for statement in function.body:
+        body.visit(statement)
+    returns = tuple(body.returned(value) for value in body.returns)
+    return FunctionSummary(function.lineno + offset, returns, tuple(body.events))
+
+
+class _Body(ast.NodeVisitor):
+    """Returns, local assignments and training-step events of one function body (not nested ones)."""
+
+    def __init__(self, imports: dict[str, str], offset: int) -> None:
+        self.imports = imports
+        self.offset = offset
+        self.returns: list[ast.expr] = []
+        self.assigned: dict[str, ast.expr | None] = {}
+        self.events: list[tuple[str, str, int]] = []
+
+    def visit_FunctionDef(self, node) -> None:
+        return  # a nested function runs only when called
+
+    visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None:
+            self.returns.append(node.value)
+            self.visit(node.value)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.visit(node.value)
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                self.assigned[target.id] = None if target.id in self.assigned else node.value
+            elif _is_grad(target):
+                self.events.append((ZERO_GRAD if _is_none(node.value) else "grad set", "", node.lineno + self.offset))
+            else:
+                self.visit(target)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        if any(_is_grad(target) for target in node.targets):
+            self.events.append((ZERO_GRAD, "", node.lineno + self.offset))
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            event = self._method_event(node, func)
+            if event is not None:
+                self.events.append((event, "", node.lineno + self.offset))
+                return
+        dotted = _dotted(func)
+        # Only calls that can reach another function of the project: local or imported names.
+        if dotted is not None and ("." not in dotted or dotted.split(".", 1)[0] in self.imports):
+            written = _written(func, self.imports) or dotted
+            if not written.startswith("torch."):
+                self.events.append((CALL, written, node.lineno + self.offset))
+
+    def _method_event(self, call: ast.Call, func: ast.Attribute) -> str | None:
+        method, receiver = func.attr, func.value
+        if method == "backward":
+            return BACKWARD
+        if method == "item" and not call.args:
+            return ITEM
+        if any(word in method for word in _CLEARING_WORDS) or (method == "zero_" and _is_grad(receiver)):
+            return ZERO_GRAD
+        if method == "step":
+            role = self._role(receiver)
+            if role in (Role.OPTIMIZER, Role.SCALER):
+                return OPTIMIZER_STEP
+            if role is Role.SCHEDULER:
+                return SCHEDULER_STEP
+        return None
+
+    def _role(self, receiver: ast.expr) -> Role | None:
+        made = self.assigned.get(receiver.id) if isinstance(receiver, ast.Name) else None
+        if isinstance(made, ast.Call):
+            callee = _written(made.func, self.imports)
+            role = role_of_constructor(callee) if callee else None
+            if role is not None:
+                return role
+        hint = receiver.id if isinstance(receiver, ast.Name) else receiver.attr if isinstance(receiver, ast.Attribute) else ""
+        return role_from_name(hint)
+
+    # Returned values ----------------------------------------------------------------------
+
+    def returned(self, value: ast.expr) -> Returned:
+        row, column = value.lineno + self.offset, value.col_offset + 1
+        value = self._local(value)
+        tensor = self._default_tensor(value, 0)
+        if tensor is not None:
+            return Returned(TENSOR, _written(tensor.func, self.imports) or "", tensor.lineno + self.offset, tensor.col_offset + 1)
+        value = _without_fluent_calls(self._local(value), self)
+        if not isinstance(value, ast.Call):
+            return Returned(OTHER, "", row, column)
+        callee = _written(value.func, self.imports)
+        if callee is None:
+            return Returned(OTHER, "", row, column)
+        if is_torch_module_class(callee) or is_model_factory(callee):
+            return Returned(MODULE, callee, row, column)
+        role = role_of_constructor(callee) if callee.startswith("torch.") or callee[:1].isupper() else None
+        if role is not None:
+            return Returned(ROLES[role], callee, row, column)
+        if callee.startswith("torch."):
+            return Returned(OTHER, callee, row, column)
+        return Returned(CALL, callee, row, column)
+
+    def _local(self, value: ast.expr) -> ast.expr:
+        """A local name assigned once in the function: the value it was assigned."""
+        if isinstance(value, ast.Name):
+            assigned = self.assigned.get(value.id)
+            if assigned is not None:
+                return assigned
+        return value
+
+    def _default_tensor(self, value: ast.expr, depth: int) -> ast.Call | None:
+        """The factory call that put the tensor `value` on the default device, when it did."""
+        value = self._local(value)
+        if not isinstance(value, ast.Call) or depth > 4:
+            return None
+        callee = _written(value.func, self.imports)
+        if callee in SIZE_FACTORIES or callee in DATA_FACTORIES:
+            return value if _placed_nowhere(value, callee) else None
+        if callee in _KEEPING_FUNCTIONS and value.args and _only_numbers(value.args[1:]):
+            return self._default_tensor(value.args[0], depth + 1)
+        func = value.func
+        if isinstance(func, ast.Attribute) and func.attr in _KEEPING_METHODS and not (callee or "").startswith("torch."):
+            return self._default_tensor(func.value, depth + 1) if _only_numbers(value.args) else None
+        return None
+
+
+def _placed_nowhere(call: ast.Call, callee: str) -> bool:
+    """No `device=` (nor `**kwargs` that may hold one), and at least one dimension."""
+    if any(keyword.arg in ("device", None) for keyword in call.keywords):
+        return False
+    if callee in DATA_FACTORIES:
+        return bool(call.args) and isinstance(call.args[0], (ast.List, ast.Tuple, ast.ListComp))
+    return bool(call.args) and not (len(call.args) == 1 and isinstance(call.args[0], ast.Tuple) and not call.args[0].elts)
+
+
+def _only_numbers(args: list[ast.expr]) -> bool:
+    """Sizes and numbers: literals, names, `x.shape[1]`, `n + 1` (never a tensor-making call)."""
+    return all(not isinstance(node, ast.Call) for arg in args for node in ast.walk(arg))
+
+
+def _without_fluent_calls(value: ast.expr, body: _Body) -> ast.expr:
+    """`Net()` for `Net().to(device).eval()` (a few steps: `x = x.to(device)` names itself)."""
+    for _ in range(8):
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in (
+            "to", "cuda", "cpu", "eval", "train", "float", "half", "double", "bfloat16", "requires_grad_"
+        )):
+            break
+        value = body._local(value.func.value)
+    return value
+
+
+def _is_grad(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "grad"
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
