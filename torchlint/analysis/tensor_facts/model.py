@@ -92,6 +92,8 @@ class TensorModel:
         # id(module call) -> (the DataLoader batch it is given, still on the CPU; the module's device).
         self._unmoved_batches: dict[int, tuple[cst.CSTNode, Device]] = {}
         self._loaders_on_cpu: bool | None = None
+        # Only a file that mentions a loader can feed one's batches to a model.
+        self._mentions_loader = "oader" in source
 
     # Questions ---------------------------------------------------------------------------
 
@@ -124,7 +126,7 @@ class TensorModel:
     def unmoved_batch(self, call: cst.Call) -> tuple[cst.CSTNode, Device] | None:
         """The argument of the module call `call` that is a DataLoader batch never moved off the
         CPU, and the device of the module's parameters (see `note_unmoved_batch`)."""
-        if "oader" not in self.ctx.source:
+        if not self._mentions_loader:
             return None
         self._interpret(self._current_scope())
         return self._unmoved_batches.get(id(call))
