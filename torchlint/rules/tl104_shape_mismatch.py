@@ -5,9 +5,10 @@ import libcst as cst
 from torchlint.analysis.layouts import arg_code, int_value, shape_args
 from torchlint.analysis.names import argument, positional_args
 from torchlint.analysis.shape_annotations import annotated_shape
+from torchlint.analysis.values import string_value
 from torchlint.analysis.shape_checks import (
-    BROADCASTING_OPERATORS, brief_code, broadcast_conflict, concat_conflict, differ, element_count_mismatch,
-    known_sizes, matmul_conflict, show,
+    BROADCASTING_OPERATORS, brief_code, broadcast_conflict, concat_conflict, differ, einsum_conflict,
+    element_count_mismatch, known_sizes, matmul_conflict, show,
 )
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
@@ -28,6 +29,8 @@ class ShapeMismatch(Rule):
       tensor has (`x.view(3, 5)` on a 4x4 tensor; with `-1`, a count that does not divide it);
     - `+ - * /` between tensors with two unequal sizes, neither 1, in the same position counted
       from the right;
+    - `torch.einsum` whose equation binds one subscript letter to two sizes (`"ij,jk->ik"` on a
+      3x4 and a 5x6 tensor binds `j` to 4 and 5; a size of 1 broadcasts, `...` is followed);
     - a `return` whose shape contradicts the function's shape annotation.
 
     Sizes come from the tensor-facts model: factory calls (`torch.randn(4, 3)`), views,
@@ -113,9 +116,13 @@ class ShapeMismatch(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if _has_literal_size(node):
             self._literal_sizes[-1] = True
+        qualified = self.ctx.callee(node)
+        if qualified == "torch.einsum":
+            # Not behind the literal-size gate: its operands are often built inside the call.
+            self._einsum(node)
+            return
         if not self._literal_sizes[-1]:
             return
-        qualified = self.ctx.callee(node)
         if qualified in _CONCATS:
             self._concat(node, _CONCATS[qualified])
             return
@@ -178,6 +185,28 @@ class ShapeMismatch(Rule):
                 f"`{self._code(tensor)}` has shape {show(have)}, but the new shape ({', '.join(wanted)}) needs "
                 f"{multiple}{mismatch[1]} elements where it has {mismatch[0]}{shared}",
             )
+
+    def _einsum(self, node: cst.Call) -> None:
+        equation = string_value(node.args[0].value) if node.args and not node.args[0].keyword else None
+        operands = [arg.value for arg in node.args[1:]]
+        if len(operands) == 1 and isinstance(operands[0], (cst.List, cst.Tuple)):
+            operands = [element.value for element in operands[0].elements]
+        if equation is None or any(arg.star or arg.keyword for arg in node.args[1:]):
+            return
+        shapes = [self._sizes(operand) for operand in operands]
+        conflict = einsum_conflict(equation, shapes)
+        if conflict is None:
+            return
+        letter, (first, first_dim), (second, second_dim) = conflict
+        first_size, second_size = shapes[first][first_dim], shapes[second][second_dim]
+        rule = ("a subscript repeated in one operand needs equal sizes" if first == second
+                else "a subscript needs one size (or 1) in every operand")
+        self.report(
+            node,
+            f"`torch.einsum(\"{equation}\", ...)` binds `{letter}` to {first_size} (dim {first_dim} of "
+            f"`{self._code(operands[first])}`, shape {show(shapes[first])}) and to {second_size} (dim {second_dim} of "
+            f"`{self._code(operands[second])}`, shape {show(shapes[second])}); {rule}",
+        )
 
     def _concat(self, node: cst.Call, kind: str) -> None:
         sequence = argument(node, 0, "tensors")
