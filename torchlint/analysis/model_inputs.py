@@ -19,6 +19,7 @@ from typing import Iterator
 import libcst as cst
 
 from torchlint.analysis.layer_sizes import Input, Shape, constant
+from torchlint.analysis.modules import last_word
 from torchlint.analysis.names import argument, dotted_name
 from torchlint.analysis.nn_layers import nn_class_name
 from torchlint.analysis.shape_annotations import annotated_shape
@@ -60,13 +61,14 @@ class ModelInputs:
                 self._bound[key] = model if self._bound.get(key, model) is model else None
 
     def call(self, node: cst.Call) -> None:
-        qualified = self._ctx.callee(node)
-        if qualified in _SUMMARIES:
-            self._summary(node, _SUMMARIES[qualified])
+        func = node.func
+        if last_word(func) == "summary":
+            qualified = self._ctx.callee(node)
+            if qualified in _SUMMARIES:
+                self._summary(node, _SUMMARIES[qualified])
             return
         if len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
             return
-        func = node.func
         model = self._bound_model(func.value) if isinstance(func, cst.Name) else self._model(func)
         if model is not None:
             self._add(model, self._tensor_input(node.args[0].value))

@@ -4,6 +4,7 @@ import libcst as cst
 
 from torchlint.analysis.layer_sizes import Input, LayerChains, Mismatch
 from torchlint.analysis.model_inputs import ModelInputs
+from torchlint.analysis.modules import last_word
 from torchlint.analysis.nn_layers import nn_class_name
 from torchlint.analysis.shape_checks import brief_code, show
 from torchlint.diagnostics import Severity
@@ -90,9 +91,7 @@ class LayerSizeMismatch(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if self._inputs is not None:
             self._inputs.call(node)
-        func = node.func
-        written = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-        if written == "Sequential" and nn_class_name(self.ctx.callee(node)) == "Sequential":
+        if last_word(node.func) == "Sequential" and nn_class_name(self.ctx.callee(node)) == "Sequential":
             for mismatch in self._chains.sequential(node):
                 self._report(mismatch)
 

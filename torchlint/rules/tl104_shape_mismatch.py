@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.layouts import arg_code, int_value, shape_args
+from torchlint.analysis.modules import last_word
 from torchlint.analysis.names import argument, positional_args
 from torchlint.analysis.shape_annotations import annotated_shape
 from torchlint.analysis.values import string_value
@@ -116,13 +117,14 @@ class ShapeMismatch(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if _has_literal_size(node):
             self._literal_sizes[-1] = True
-        qualified = self.ctx.callee(node)
-        if qualified == "torch.einsum":
+        if last_word(node.func) == "einsum":
             # Not behind the literal-size gate: its operands are often built inside the call.
-            self._einsum(node)
+            if self.ctx.callee(node) == "torch.einsum":
+                self._einsum(node)
             return
         if not self._literal_sizes[-1]:
             return
+        qualified = self.ctx.callee(node)
         if qualified in _CONCATS:
             self._concat(node, _CONCATS[qualified])
             return
@@ -245,3 +247,4 @@ def _has_literal_size(call: cst.Call) -> bool:
         if any(isinstance(value, cst.Integer) for value in values):
             return True
     return False
+

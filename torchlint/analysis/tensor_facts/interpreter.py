@@ -962,6 +962,9 @@ class Interpreter:
             else:
                 scalar = None  # a list, an array or a number held in a variable
         elif qualified in SIZE_FACTORIES:
+            size_keyword = keyword_arg(call, "size")
+            if not sizes and size_keyword is not None:
+                sizes = [size_keyword.value]  # `torch.rand(size=(1, 28, 28))`
             if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
                 sizes = [element.value for element in sizes[0].elements]
                 scalar = False if sizes else True
