@@ -13,9 +13,10 @@ dropout and norms keep every size, pooling and padding keep only the channels, a
 (an unknown module, a size from a variable) ends what is known.
 
 When the input's whole shape is known (a literal batch fed to the model, an annotation, an
-`example_input_array`), it is followed too: each layer kind maps a shape to a shape (`_window`
-for convolutions and pooling, `_adaptive`, `_flatten`...), so `Flatten()` gives a known size
-(`64*5*5 = 1600`) that the next `Linear` must expect.
+`example_input_array`, see `model_inputs.py`), it is followed too: each layer kind maps a shape to
+a shape (`_windowed` for convolutions and pooling from the `_WINDOWS` table of where each kind
+takes its kernel, stride, padding, dilation and ceil_mode; `_adaptive`; `flattened`), so
+`Flatten()` gives a known size (`64*5*5 = 1600`) that the next `Linear` must expect.
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ class Input:
         """The input as the first layer sees it: its feature size is checked only where the last
         dim is also dim 1 (rank 2); otherwise only its shape is followed."""
         axes = _BOTH if len(self.shape) == 2 else frozenset()
-        return Features(self.shape[-1] or 0, axes, self.node, shape=self.shape, origin=self)
+        return Features(self.shape[-1], axes, self.node, shape=self.shape, origin=self)
 
 
 @dataclass(frozen=True)
