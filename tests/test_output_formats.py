@@ -26,7 +26,7 @@ def test_json_has_ruff_fields(repo):
     first = findings[0]
     assert set(first) == {
         "code", "name", "message", "filename", "location", "end_location", "severity", "fix", "url",
-        "noqa_row", "cell", "runtime",
+        "noqa_row", "cell", "runtime", "related",
     }
     assert first["filename"] == str(repo / "src" / "bad,name.py")
     assert (first["location"], first["end_location"]) == ({"row": 4, "column": 5}, {"row": 4, "column": 25})

@@ -1,7 +1,7 @@
 """Per-rule fixtures: `tests/fixtures/rules/TLxxx*.py` hold positives and look-alike negatives.
 
 A line that must be reported ends with `# error: TLxxx`; every other line must stay quiet. The
-exact rendered findings (row, column, message, fix) are kept beside the fixture in a `.expected`
+exact rendered findings (row, column, message, notes on related places, fix) are kept beside the fixture in a `.expected`
 snapshot that a reviewer reads. Set TORCHLINT_UPDATE_SNAPSHOTS=1 to rewrite the snapshots.
 """
 
@@ -39,6 +39,12 @@ def render_findings(source: str, code: str, filename: str) -> str:
     lines = []
     for d in diagnostics:
         lines.append(f"{d.location.row}:{d.location.column}-{d.end_location.row}:{d.end_location.column} {d.code} {d.message}")
+        for note in d.related:
+            where = "" if note.filename == filename else f"{note.filename}:"
+            lines.append(
+                f"    note: {where}{note.location.row}:{note.location.column}-{note.end_location.row}:"
+                f"{note.end_location.column} {note.message}"
+            )
         if d.fix is not None:
             lines.append(f"    fix ({d.fix.applicability.value}): {d.fix.message}")
             for edit in d.fix.edits:

@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from torchlint.config import Settings
-from torchlint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
+from torchlint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Related, Severity
 
 # Where the cache is kept, when set (else the platform's user cache directory, see `cache_home`).
 CACHE_DIRECTORY_VARIABLE = "TORCHLINT_CACHE_DIR"
@@ -85,6 +85,8 @@ def _encode(diagnostic: Diagnostic) -> dict:
             "edits": [[e.content, e.location.row, e.location.column, e.end_location.row, e.end_location.column]
                       for e in fix.edits],
         },
+        "related": [[note.message, note.filename, note.location.row, note.location.column,
+                     note.end_location.row, note.end_location.column, note.cell] for note in diagnostic.related],
     }
 
 
@@ -97,6 +99,10 @@ def _decode(value: dict, filename: str) -> Diagnostic:
         fix=None if fix is None else Fix(
             Applicability(fix["applicability"]), fix["message"],
             tuple(Edit(content, Location(r1, c1), Location(r2, c2)) for content, r1, c1, r2, c2 in fix["edits"]),
+        ),
+        related=tuple(
+            Related(message, related_file, Location(r1, c1), Location(r2, c2), cell)
+            for message, related_file, r1, c1, r2, c2, cell in value["related"]
         ),
     )
 

@@ -18,7 +18,7 @@ from torchlint.analysis.loops import LoopAnalysis
 from torchlint.analysis.modules import ModuleClasses
 from torchlint.analysis.tensor_facts.model import TensorModel
 from torchlint.analysis.values import ValueKinds
-from torchlint.diagnostics import Applicability
+from torchlint.diagnostics import Applicability, Related
 
 if TYPE_CHECKING:
     from torchlint.config import Settings
@@ -39,6 +39,14 @@ class FixSpec:
     insertions: tuple[tuple[int, str], ...] = ()
 
 
+@dataclass(frozen=True)
+class RelatedNode:
+    """A place in this file that a finding rests on; the engine finds its position."""
+
+    node: cst.CSTNode
+    message: str
+
+
 @dataclass
 class PendingReport:
     rule: "Rule"
@@ -48,6 +56,8 @@ class PendingReport:
     # The ancestors of the node being visited when the report was made: where to look for the
     # statement that holds `node` when computing its position.
     chain: tuple[cst.CSTNode, ...]
+    # Notes on other places, in the order a reader follows them.
+    related: tuple[RelatedNode | Related, ...] = ()
 
 
 @dataclass
@@ -132,5 +142,8 @@ class FileContext:
 
     # Reporting ---------------------------------------------------------------------------
 
-    def report(self, rule: "Rule", node: cst.CSTNode, message: str, fix: FixSpec | None) -> None:
-        self.pending.append(PendingReport(rule, node, message, fix, tuple(self.ancestors)))
+    def report(
+        self, rule: "Rule", node: cst.CSTNode, message: str, fix: FixSpec | None,
+        related: tuple[RelatedNode | Related, ...] = (),
+    ) -> None:
+        self.pending.append(PendingReport(rule, node, message, fix, tuple(self.ancestors), related))

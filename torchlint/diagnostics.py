@@ -41,6 +41,18 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Related:
+    """Another place a finding rests on (where a value was made, the other layer of a pair),
+    shown as a `= note:` under the finding; in this file or in another one of the project."""
+
+    message: str
+    filename: str
+    location: Location
+    end_location: Location
+    cell: int | None = None
+
+
+@dataclass(frozen=True)
 class Diagnostic:
     code: str
     name: str
@@ -56,6 +68,7 @@ class Diagnostic:
     runtime: str | None = None
     # Extra words from runtime mode (what was observed), shown after the message.
     runtime_detail: str | None = field(default=None, compare=False)
+    related: tuple[Related, ...] = ()
 
     def sort_key(self) -> tuple:
         # A notebook's findings go cell by cell (rows count within a cell); 0 for other files.

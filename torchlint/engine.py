@@ -16,8 +16,8 @@ import libcst as cst
 from torchlint.cache import ResultCache, cache_key
 from torchlint.config import UNSUPPRESSIBLE, Settings
 from torchlint.analysis.names import nested_statement_lists
-from torchlint.context import FileContext, FixSpec, PendingReport
-from torchlint.diagnostics import Diagnostic, Edit, Fix, Location
+from torchlint.context import FileContext, FixSpec, PendingReport, RelatedNode
+from torchlint.diagnostics import Diagnostic, Edit, Fix, Location, Related
 from torchlint.positions import StatementPositions
 from torchlint.rule import Rule
 from torchlint.rules import all_rules, get_rule
@@ -146,9 +146,20 @@ def _resolve(
                 severity=rule.severity,
                 fix=_to_edits(report.fix, positions, report.chain, module.default_newline) if report.fix else None,
                 noqa_row=suppressions.noqa_row(start.row),
+                related=tuple(_located(note, positions, filename) for note in report.related),
             )
         )
     return diagnostics
+
+
+def _located(note: RelatedNode | Related, positions: StatementPositions, filename: str) -> Related:
+    if isinstance(note, Related):
+        return note
+    span = positions.range_of_any(note.node)
+    return Related(
+        note.message, filename,
+        Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1),
+    )
 
 
 def _not_suppressed(diagnostics: list[Diagnostic], suppressions: Suppressions) -> list[Diagnostic]:

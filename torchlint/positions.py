@@ -91,6 +91,18 @@ def _without_leading_lines(statement: cst.CSTNode) -> cst.CSTNode:
     return statement
 
 
+def _ancestors(root: cst.CSTNode, target: cst.CSTNode) -> tuple[cst.CSTNode, ...] | None:
+    """The nodes from `root` down to `target`'s parent, or None when `target` is not below root."""
+    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(root, ())]
+    while stack:
+        node, above = stack.pop()
+        if node is target:
+            return above
+        below = (*above, node)
+        stack.extend((child, below) for child in reversed(node.children))
+    return None
+
+
 class StatementPositions:
     """Ranges of nodes, computed one statement at a time."""
 
@@ -110,6 +122,16 @@ class StatementPositions:
                     break
             else:
                 self._generate_whole_file()
+        return self._ranges[node]
+
+    def range_of_any(self, node: cst.CSTNode) -> CodeRange:
+        """The range of a node found anywhere in the module (not under the walk's current node)."""
+        if node not in self._ranges:
+            chain = _ancestors(self._module, node)
+            if chain is None:
+                self._generate_whole_file()
+            else:
+                return self.range_of(node, chain)
         return self._ranges[node]
 
     def _generate(self, chain: list[cst.CSTNode], target: int) -> bool:

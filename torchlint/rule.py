@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
-from torchlint.diagnostics import Applicability, Severity
+from torchlint.diagnostics import Applicability, Related, Severity
 
 if TYPE_CHECKING:
-    from torchlint.context import FileContext, FixSpec
+    from torchlint.context import FileContext, FixSpec, RelatedNode
 
 _DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead")
 
@@ -38,9 +39,12 @@ class Rule:
         self.ctx = ctx
 
     def report(
-        self, node: cst.CSTNode, message: str, *, fix: "FixSpec | None" = None
+        self, node: cst.CSTNode, message: str, *, fix: "FixSpec | None" = None,
+        related: Sequence["RelatedNode | Related"] = (),
     ) -> None:
-        self.ctx.report(self, node, message, fix)
+        """Report a finding at `node`; `related` names the other places it rests on, each shown
+        as a note (a `RelatedNode` in this file, or a `Related` already located elsewhere)."""
+        self.ctx.report(self, node, message, fix, tuple(related))
 
     @classmethod
     def doc(cls) -> str:

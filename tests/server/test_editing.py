@@ -192,3 +192,19 @@ async def test_noqa_action_where_the_row_ends_inside_a_string_goes_where_the_str
     noqa = next(action for action in actions if action.title == "Disable TL102 for this line")
     assert await document.apply(noqa) == []
     assert document.text.splitlines()[2:] == ['x = torch.Tensor(3), """', "not code", '"""  # noqa: TL102']
+
+
+async def test_related_places_are_published_as_related_information(editor: EditorClient, workspace):
+    text = textwrap.dedent("""\
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.zero_grad()
+            optimizer.step()
+    """)
+    document, diagnostics = await Document.open(editor, workspace / "related.py", text)
+    [finding] = [d for d in diagnostics if d.code == "TL002"]
+    assert [(info.location.uri, info.location.range.start.line, info.message) for info in finding.related_information] == [
+        (document.uri, 2, "the gradients are computed here"),
+        (document.uri, 4, "the step that should use them runs here"),
+    ]

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from torchlint.diagnostics import Diagnostic, Edit, Fix, Location
+from torchlint.diagnostics import Diagnostic, Edit, Fix, Location, Related
 from torchlint.notebook.ipython import MaskedCell, mask_cell
 from torchlint.notebook.jsontext import SourceSpan, replace_sources, row_of, source_spans
 from torchlint.sources import LINE_BREAK, UnreadableFile
@@ -106,12 +106,30 @@ class PythonView:
         position = self.position(diagnostic.location.row)
         editable = diagnostic.fix is not None and self.editable(diagnostic)
         located = _shifted(diagnostic, 1 - self.first_rows[position])
-        return replace(located, cell=self.numbers[position], fix=located.fix if editable else None)
+        related = tuple(self._located_note(note, diagnostic.filename) for note in diagnostic.related)
+        return replace(located, cell=self.numbers[position], fix=located.fix if editable else None, related=related)
+
+    def _located_note(self, note: Related, filename: str) -> Related:
+        """A note on a row of this notebook's `text`, in its cell's rows."""
+        if note.filename != filename or note.cell is not None:
+            return note
+        position = self.position(note.location.row)
+        rows = 1 - self.first_rows[position]
+        return replace(note, location=_moved(note.location, rows), end_location=_moved(note.end_location, rows),
+                       cell=self.numbers[position])
 
     def in_view(self, diagnostic: Diagnostic) -> Diagnostic:
         """The inverse of `locate`: a finding of one of these cells, in the rows of `text`."""
         offset = self.first_rows[self.numbers.index(diagnostic.cell)] - 1
-        return replace(_shifted(diagnostic, offset), cell=None)
+        related = tuple(self._note_in_view(note, diagnostic.filename) for note in diagnostic.related)
+        return replace(_shifted(diagnostic, offset), cell=None, related=related)
+
+    def _note_in_view(self, note: Related, filename: str) -> Related:
+        if note.filename != filename or note.cell not in self.numbers:
+            return note
+        rows = self.first_rows[self.numbers.index(note.cell)] - 1
+        return replace(note, location=_moved(note.location, rows), end_location=_moved(note.end_location, rows),
+                       cell=None)
 
     def editable(self, diagnostic: Diagnostic) -> bool:
         """Does every edit of the finding's fix stay within its cell, off masked IPython syntax?"""

@@ -47,7 +47,7 @@ def _annotation(d: Diagnostic, root) -> str:
     properties.append(("endLine", str(d.end_location.row)))
     if single_line:
         properties.append(("endColumn", str(d.end_location.column)))
-    return _command(d, properties, _message(d))
+    return _command(d, properties, _message(d) + _notes(d, root))
 
 
 def _cell_annotation(d: Diagnostic, root) -> str:
@@ -60,7 +60,16 @@ def _cell_annotation(d: Diagnostic, root) -> str:
         ("line", str(first)),
         ("endLine", str(last)),
     ]
-    return _command(d, properties, f"{_message(d)} ({cell_label(d)})")
+    return _command(d, properties, f"{_message(d)} ({cell_label(d)})" + _notes(d, root))
+
+
+def _notes(d: Diagnostic, root) -> str:
+    """The places the finding rests on, one line each under the message."""
+    return "".join(
+        f"\n= note: {repository_path(note.filename, root)}:"
+        f"{f'cell {note.cell}:' if note.cell is not None else ''}{note.location.row}: {note.message}"
+        for note in d.related
+    )
 
 
 def _command(d: Diagnostic, properties: list[tuple[str, str]], message: str) -> str:

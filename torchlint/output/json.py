@@ -44,6 +44,13 @@ def to_dict(diagnostic: Diagnostic) -> dict:
         "runtime": None if diagnostic.runtime is None else {
             "verdict": diagnostic.runtime, "observed": diagnostic.runtime_detail,
         },
+        "related": [
+            {
+                "filename": os.path.abspath(note.filename), "location": _location(note.location),
+                "end_location": _location(note.end_location), "cell": note.cell, "message": note.message,
+            }
+            for note in diagnostic.related
+        ],
     }
 
 

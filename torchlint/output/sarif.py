@@ -7,7 +7,7 @@ import json
 from collections import Counter
 
 from torchlint import __version__
-from torchlint.diagnostics import Diagnostic
+from torchlint.diagnostics import Diagnostic, Related
 from torchlint.output import OutputContext, repository_path, repository_root
 from torchlint.output.notebooks import cell_label, json_rows
 from torchlint.output.text import source_lines
@@ -52,7 +52,30 @@ def _invocation(run: dict) -> dict:
     }
 
 
-def _region(d: Diagnostic) -> dict:
+def _physical_location(finding: Diagnostic | Related, root) -> dict:
+    return {
+        "artifactLocation": {"uri": repository_path(finding.filename, root), "uriBaseId": "%SRCROOT%"},
+        "region": _region(finding),
+    }
+
+
+def _related_locations(d: Diagnostic, root) -> dict:
+    """The places the finding rests on; a chain of several steps is also a code flow, ending at
+    the finding, so that code scanning can walk it."""
+    if not d.related:
+        return {}
+    notes = [
+        {"id": number, "physicalLocation": _physical_location(note, root), "message": {"text": note.message}}
+        for number, note in enumerate(d.related, start=1)
+    ]
+    if len(notes) == 1:
+        return {"relatedLocations": notes}
+    steps = [{"location": {key: note[key] for key in ("physicalLocation", "message")}} for note in notes]
+    steps.append({"location": {"physicalLocation": _physical_location(d, root), "message": {"text": d.message}}})
+    return {"relatedLocations": notes, "codeFlows": [{"threadFlows": [{"locations": steps}]}]}
+
+
+def _region(d: Diagnostic | Related) -> dict:
     """The finding's lines; for a notebook cell, the JSON file's rows that hold them, with the
     position within the cell in the region's properties."""
     if d.cell is None:
@@ -82,13 +105,9 @@ def render(diagnostics: list[Diagnostic], context: OutputContext) -> str:
             "ruleId": d.code,
             "level": _LEVELS[d.severity.value],
             "message": {"text": d.message if d.cell is None else f"{d.message} ({cell_label(d)})"},
-            "locations": [{
-                "physicalLocation": {
-                    "artifactLocation": {"uri": path, "uriBaseId": "%SRCROOT%"},
-                    "region": _region(d),
-                }
-            }],
+            "locations": [{"physicalLocation": _physical_location(d, root)}],
             "partialFingerprints": {"primaryLocationLineHash": _fingerprint(d, path, seen)},
+            **_related_locations(d, root),
         }
         if d.code in index:
             result["ruleIndex"] = index[d.code]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from functools import lru_cache
 
-from torchlint.diagnostics import Applicability, Diagnostic
+from torchlint.diagnostics import Applicability, Diagnostic, Related
 from torchlint.notebook import cell_rows
 from torchlint.output import OutputContext
 from torchlint.output.notebooks import notebook_at
@@ -51,11 +51,14 @@ def _hidden_fixes(diagnostics: list[Diagnostic], context: OutputContext) -> int:
     return sum(1 for d in diagnostics if d.fix is not None and not is_fixable(d, context))
 
 
+def place(finding: Diagnostic | Related) -> str:
+    """`path:row:column:`, with the cell for a notebook."""
+    cell = f"cell {finding.cell}:" if finding.cell is not None else ""
+    return f"{finding.filename}:{cell}{finding.location.row}:{finding.location.column}:"
+
+
 def headline(diagnostic: Diagnostic, context: OutputContext) -> str:
-    where = f"{diagnostic.filename}:"
-    if diagnostic.cell is not None:
-        where += f"cell {diagnostic.cell}:"
-    where += f"{diagnostic.location.row}:{diagnostic.location.column}:"
+    where = place(diagnostic)
     color = _RED if diagnostic.severity.value == "error" else _YELLOW
     parts = [_paint(where, _BOLD, context), _paint(diagnostic.code, _BOLD + color, context)]
     if diagnostic.runtime:
@@ -81,6 +84,7 @@ def _source_frame(diagnostic: Diagnostic, context: OutputContext) -> list[str]:
     gutter = " " * len(str(row))
     caret = _paint("^" * width + " " + diagnostic.code, _RED if diagnostic.severity.value == "error" else _YELLOW, context)
     frame = [f"{gutter} |", f"{row} | {line}", f"{gutter} | {' ' * (start - 1)}{caret}", f"{gutter} |"]
+    frame += [f"{gutter} = note: {place(note)} {note.message}" for note in diagnostic.related]
     if diagnostic.fix is not None:
         frame.append(f"{gutter} = help: {diagnostic.fix.message}")
     return frame

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.loops import Event, Iteration, Kind
+from torchlint.context import RelatedNode
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -45,16 +46,21 @@ class ZeroGradBetweenBackwardAndStep(Rule):
 
     def leave_Module(self, node: cst.Module) -> None:
         for sequence in self.ctx.loops.step_sequences():
-            for zero in self._discarding_zero_grads(sequence):
+            for backward, zero, step in self._discarding_zero_grads(sequence):
                 optimizer = self.ctx.code_for(zero.target) if zero.target is not None else "optimizer"
                 self.report(
                     zero.node,
                     f"`{optimizer}.zero_grad()` runs after `backward()` and before `{optimizer}.step()`, so "
                     "the step sees no gradients; move it before the forward pass or after `step()`",
+                    related=(
+                        RelatedNode(backward.node, "the gradients are computed here"),
+                        RelatedNode(step.node, "the step that should use them runs here"),
+                    ),
                 )
 
     @staticmethod
-    def _discarding_zero_grads(sequence: Iteration) -> list[Event]:
+    def _discarding_zero_grads(sequence: Iteration) -> list[tuple[Event, Event, Event]]:
+        """(the backward, the zero_grad that discards its gradients, the step) per finding."""
         found = []
         events = sequence.events
         for position, step in enumerate(events):
@@ -71,10 +77,14 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                 # continue`) may skip the step: stay quiet.
                 if event.exclusive_with(step) or not set(event.conditions) <= set(step.conditions):
                     break
-                if any(
-                    before.kind is Kind.BACKWARD and not before.exclusive_with(event)
-                    for before in events[:earlier]
-                ):
-                    found.append(event)
+                backward = next(
+                    (
+                        before for before in reversed(events[:earlier])
+                        if before.kind is Kind.BACKWARD and not before.exclusive_with(event)
+                    ),
+                    None,
+                )
+                if backward is not None:
+                    found.append((backward, event, step))
                 break
         return found

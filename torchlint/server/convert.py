@@ -6,10 +6,14 @@ the code units the client negotiated (UTF-16 by default), so each conversion nee
 
 from __future__ import annotations
 
+import os
+
 from lsprotocol import types
+from pygls.uris import from_fs_path
 from pygls.workspace.position_codec import PositionCodec
 
 from torchlint.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
+from torchlint.output.text import source_lines
 from torchlint.rules import get_rule
 from torchlint.server.reparse import rows_with_breaks, touched_rows
 from torchlint.sources import LINE_BREAK
@@ -31,9 +35,29 @@ def text_range(rows: list[str], start: Location, end: Location, codec: PositionC
     return types.Range(start=position(rows, start, codec), end=position(rows, end, codec))
 
 
-def lsp_diagnostic(diagnostic: Diagnostic, rows: list[str], codec: PositionCodec) -> types.Diagnostic:
+def related_information(
+    diagnostic: Diagnostic, uri: str, rows: list[str], codec: PositionCodec
+) -> list[types.DiagnosticRelatedInformation] | None:
+    """The places the finding rests on: in the open document (its rows as the editor has them)
+    or in other files of the project (as saved). Notes on notebook cells stay in the message."""
+    information = []
+    for note in diagnostic.related:
+        if note.cell is not None:
+            continue
+        same_file = note.filename == diagnostic.filename
+        note_rows = rows if same_file else list(source_lines(note.filename)) or [""]
+        location = types.Location(
+            uri=uri if same_file else from_fs_path(os.path.abspath(note.filename)),
+            range=text_range(note_rows, note.location, note.end_location, codec),
+        )
+        information.append(types.DiagnosticRelatedInformation(location=location, message=note.message))
+    return information or None
+
+
+def lsp_diagnostic(diagnostic: Diagnostic, uri: str, rows: list[str], codec: PositionCodec) -> types.Diagnostic:
     rule = get_rule(diagnostic.code)
     return types.Diagnostic(
+        related_information=related_information(diagnostic, uri, rows, codec),
         range=text_range(rows, diagnostic.location, diagnostic.end_location, codec),
         message=diagnostic.message,
         severity=_SEVERITIES[diagnostic.severity],

@@ -203,15 +203,15 @@ class TorchlintServer(LanguageServer):
 
     def _publish(self, uri: str, version: int | None, text: str, diagnostics: list[Diagnostic],
                  in_notebook: bool = False) -> None:
-        published = self._to_lsp(text, diagnostics)
+        published = self._to_lsp(uri, text, diagnostics)
         self.findings[uri] = Findings(text, diagnostics, published, in_notebook)
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=published)
         )
 
-    def _to_lsp(self, text: str, diagnostics: list[Diagnostic]) -> list[types.Diagnostic]:
+    def _to_lsp(self, uri: str, text: str, diagnostics: list[Diagnostic]) -> list[types.Diagnostic]:
         rows = source_rows(text)
-        return [lsp_diagnostic(diagnostic, rows, self.workspace.position_codec) for diagnostic in diagnostics]
+        return [lsp_diagnostic(diagnostic, uri, rows, self.workspace.position_codec) for diagnostic in diagnostics]
 
     # Notebooks ---------------------------------------------------------------------------------
 
@@ -264,7 +264,7 @@ class TorchlintServer(LanguageServer):
         if uri not in self.python_documents:
             return None
         diagnostics = await self._check(self._path(uri), worker.check_text, text)
-        return Findings(text, diagnostics, self._to_lsp(text, diagnostics))
+        return Findings(text, diagnostics, self._to_lsp(uri, text, diagnostics))
 
     async def code_action(self, params: types.CodeActionParams) -> list[types.CodeAction] | None:
         uri, only = params.text_document.uri, params.context.only
