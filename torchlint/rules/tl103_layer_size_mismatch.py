@@ -2,11 +2,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.layer_sizes import Input, LayerChains, Mismatch
+from torchlint.analysis.layer_sizes import Features, Input, LayerChains, Mismatch
 from torchlint.analysis.model_inputs import ModelInputs
 from torchlint.analysis.modules import last_word
 from torchlint.analysis.nn_layers import nn_class_name
 from torchlint.analysis.shape_checks import brief_code, show
+from torchlint.context import RelatedNode
 from torchlint.diagnostics import Severity
 from torchlint.positions import StatementPositions
 from torchlint.rule import Rule
@@ -132,7 +133,7 @@ class LayerSizeMismatch(Rule):
                 f"the layer before it, `{self._short(given.source)}` (row {self._row(given.source)}), "
                 f"gives {given.size}{given.note}"
             )
-        self.report(mismatch.layer, f"{expects}, but {where}; make the two sizes agree")
+        self.report(mismatch.layer, f"{expects}, but {where}; make the two sizes agree", related=_notes(given))
 
     def _short(self, call: cst.Call) -> str:
         return brief_code(self.ctx, call, limit=60)
@@ -149,3 +150,14 @@ def _may_flatten(source: str) -> bool:
 
 def _sizes(seed: Input) -> tuple[str | None, ...]:
     return tuple(str(size) if size is not None else "B" for size in seed.shape)
+
+
+def _notes(given: Features) -> list[RelatedNode]:
+    """The layer (or flatten) that gives the other size, and the input it was computed for."""
+    origin = given.origin
+    if origin is not None and given.source is origin.node:
+        return [RelatedNode(origin.node, f"the input has {given.size} features here")]
+    notes = [RelatedNode(given.source, f"this gives {given.formula + ' = ' if given.formula else ''}{given.size}")]
+    if origin is not None:
+        notes.append(RelatedNode(origin.node, f"for the input {show(_sizes(origin))} given here"))
+    return notes

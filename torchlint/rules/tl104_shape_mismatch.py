@@ -11,6 +11,7 @@ from torchlint.analysis.shape_checks import (
     BROADCASTING_OPERATORS, brief_code, broadcast_conflict, concat_conflict, differ, einsum_conflict,
     element_count_mismatch, known_sizes, matmul_conflict, show,
 )
+from torchlint.context import RelatedNode
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -112,6 +113,7 @@ class ShapeMismatch(Rule):
             node,
             f"`{self._code(node.value)}` has shape {show(have)}, but `{function.name.value}` is annotated to "
             f"return {show(promised)}: {problem}",
+            related=(RelatedNode(function.returns.annotation, f"the annotation promises {show(promised)} here"),),
         )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -150,6 +152,19 @@ class ShapeMismatch(Rule):
     def _code(self, expr: cst.BaseExpression) -> str:
         return brief_code(self.ctx, expr)
 
+    def _assignments(self, *operands: tuple[cst.BaseExpression, tuple]) -> list[RelatedNode]:
+        """Where each operand held in a local name got the shape the message gives it: its
+        assignment, or its parameter's annotation."""
+        notes = []
+        for expr, sizes in operands:
+            value = self.ctx.values.value_of(expr.value) if isinstance(expr, cst.Name) else None
+            verb = "is assigned"
+            if isinstance(value, cst.Param):
+                value, verb = (value.annotation.annotation if value.annotation is not None else None), "is annotated"
+            if value is not None and all(note.node is not value for note in notes):
+                notes.append(RelatedNode(value, f"`{expr.value}` {verb} here, shape {show(sizes)}"))
+        return notes
+
     def _matmul(self, node: cst.CSTNode, first: cst.BaseExpression, second: cst.BaseExpression) -> None:
         a, b = self._sizes(first), self._sizes(second)
         conflict = matmul_conflict(a, b) if a is not None and b is not None else None
@@ -158,6 +173,7 @@ class ShapeMismatch(Rule):
                 node,
                 f"`{self._code(first)}` has shape {show(a)} and `{self._code(second)}` has shape {show(b)}: "
                 f"a matrix product needs the inner sizes to agree, but they are {conflict[0]} and {conflict[1]}",
+                related=self._assignments((first, a), (second, b)),
             )
 
     def _broadcast(self, node: cst.BinaryOperation) -> None:
@@ -169,6 +185,7 @@ class ShapeMismatch(Rule):
                 node,
                 f"`{self._code(node.left)}` has shape {show(a)} and `{self._code(node.right)}` has shape {show(b)}: "
                 f"they cannot broadcast, size {first} against {second} in dim -{offset}",
+                related=self._assignments((node.left, a), (node.right, b)),
             )
 
     def _view(self, node: cst.Call, tensor: cst.BaseExpression, args) -> None:
@@ -186,6 +203,7 @@ class ShapeMismatch(Rule):
                 node,
                 f"`{self._code(tensor)}` has shape {show(have)}, but the new shape ({', '.join(wanted)}) needs "
                 f"{multiple}{mismatch[1]} elements where it has {mismatch[0]}{shared}",
+                related=self._assignments((tensor, have)),
             )
 
     def _einsum(self, node: cst.Call) -> None:
@@ -208,6 +226,7 @@ class ShapeMismatch(Rule):
             f"`torch.einsum(\"{equation}\", ...)` binds `{letter}` to {first_size} (dim {first_dim} of "
             f"`{self._code(operands[first])}`, shape {show(shapes[first])}) and to {second_size} (dim {second_dim} of "
             f"`{self._code(operands[second])}`, shape {show(shapes[second])}); {rule}",
+            related=self._assignments((operands[first], shapes[first]), (operands[second], shapes[second])),
         )
 
     def _concat(self, node: cst.Call, kind: str) -> None:
@@ -234,6 +253,7 @@ class ShapeMismatch(Rule):
             f"`torch.{kind}` of `{self._code(tensors[0])}` with shape {show(shapes[0])} and "
             f"`{self._code(tensors[index])}` with shape {show(shapes[index])}: dim {position} is {first} against "
             f"{other}; {allowed}",
+            related=self._assignments((tensors[0], shapes[0]), (tensors[index], shapes[index])),
         )
 
 
