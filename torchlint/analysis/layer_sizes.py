@@ -141,6 +141,8 @@ class Layer:
     reshape: Callable[[Shape], Shape | None] | None = None
     # `Flatten`'s (start_dim, end_dim).
     flattens: tuple[int, int] | None = None
+    # A convolution's number of spatial dims (its channels are the dim before them).
+    window_dims: int | None = None
 
 
 @dataclass(frozen=True)
@@ -209,7 +211,8 @@ def layer_of(name: str, call: cst.Call) -> Layer | None:
         window = _window_of(name, call) if out is not None and name in _WINDOWS else None
         return Layer(name, expects=_size(call, 0, "in_channels"), reads=frozenset({CHANNEL}),
                      gives=out, gives_axes=frozenset({CHANNEL}),
-                     reshape=partial(_windowed, window, out) if window is not None else None)
+                     reshape=partial(_windowed, window, out) if window is not None else None,
+                     window_dims=_WINDOWS[name][0] if name in _WINDOWS else None)
     if name == "Flatten":
         start, end = argument(call, 0, "start_dim"), argument(call, 1, "end_dim")
         dims = (1 if start is None else int_value(start), -1 if end is None else int_value(end))
@@ -374,10 +377,24 @@ def apply(layer: Layer, call: cst.CSTNode, incoming: Features | None) -> tuple[F
     if incoming is not None and layer.expects is not None and incoming.axes & layer.reads:
         if incoming.size != layer.expects:
             mismatch = Mismatch(call, layer.expects, _unit(layer), incoming)
+    elif incoming is not None and layer.expects is not None and layer.window_dims is not None:
+        mismatch = _input_channels_mismatch(layer, call, incoming)
     features = _sizes_after(layer, call, incoming, mismatch)
     if incoming is None or incoming.shape is None:
         return features, mismatch
     return _with_shape(layer, call, incoming, features), mismatch
+
+
+def _input_channels_mismatch(layer: Layer, call: cst.CSTNode, incoming: Features) -> Mismatch | None:
+    """A convolution fed the model's input directly, whose channels (dim 1, or dim 0 unbatched)
+    are not the ones it expects: an RGB batch into `Conv2d(1, ...)`."""
+    origin, dims = incoming.origin, layer.window_dims
+    if origin is None or incoming.source is not origin.node or len(incoming.shape) not in (dims + 1, dims + 2):
+        return None
+    channels = incoming.shape[-(dims + 1)]
+    if channels is None or channels == layer.expects:
+        return None
+    return Mismatch(call, layer.expects, _unit(layer), replace(incoming, size=channels))
 
 
 def _with_shape(layer: Layer, call: cst.CSTNode, incoming: Features, features: Features | None) -> Features | None:

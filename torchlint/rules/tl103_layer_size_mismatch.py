@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.layer_sizes import Features, Input, LayerChains, Mismatch
+from torchlint.analysis.layer_sizes import Input, LayerChains, Mismatch
 from torchlint.analysis.model_inputs import ModelInputs
 from torchlint.analysis.modules import last_word
 from torchlint.analysis.nn_layers import nn_class_name
@@ -31,8 +31,9 @@ class LayerSizeMismatch(Rule):
       known from a literal batch the file feeds the model (`model(torch.randn(1, 3, 32, 32))`,
       `x = torch.zeros(8, 1, 28, 28); net(x)`), `torchsummary.summary(model, (3, 32, 32))` /
       `torchinfo.summary(model, (1, 3, 32, 32))`, an `example_input_array` / `example_input`
-      attribute, or the shape annotation of `forward`'s input; also a first `Linear` that does
-      not fit a literal 2-d input is reported.
+      attribute, or the shape annotation of `forward`'s input. With that input known (in a file
+      that flattens into a `Linear`), a first convolution whose channels or a first `Linear`
+      whose features do not fit it is reported too (an RGB batch into `Conv2d(1, ...)`).
 
     Layers are chained in `nn.Sequential(...)` and in `forward`, where the layers built once in
     `__init__` are followed through `x = self.a(x); x = self.b(x)`, `self.b(self.a(x))`,
@@ -121,7 +122,7 @@ class LayerSizeMismatch(Rule):
         given = mismatch.given
         expects = f"`{self._short(mismatch.layer)}` expects {mismatch.expected} {mismatch.unit}"
         if given.origin is not None and given.source is given.origin.node:
-            where = f"the input `{self._short(given.source)}` (row {self._row(given.source)}) has {given.size}"
+            where = f"the input `{self._short(given.source)}` (row {self._row(given.source)}) has {given.size} {mismatch.unit}"
         elif given.origin is not None:
             where = (
                 f"`{self._short(given.source)}` (row {self._row(given.source)}) gives "
@@ -133,7 +134,7 @@ class LayerSizeMismatch(Rule):
                 f"the layer before it, `{self._short(given.source)}` (row {self._row(given.source)}), "
                 f"gives {given.size}{given.note}"
             )
-        self.report(mismatch.layer, f"{expects}, but {where}; make the two sizes agree", related=_notes(given))
+        self.report(mismatch.layer, f"{expects}, but {where}; make the two sizes agree", related=_notes(mismatch))
 
     def _short(self, call: cst.Call) -> str:
         return brief_code(self.ctx, call, limit=60)
@@ -152,11 +153,12 @@ def _sizes(seed: Input) -> tuple[str | None, ...]:
     return tuple(str(size) if size is not None else "B" for size in seed.shape)
 
 
-def _notes(given: Features) -> list[RelatedNode]:
+def _notes(mismatch: Mismatch) -> list[RelatedNode]:
     """The layer (or flatten) that gives the other size, and the input it was computed for."""
+    given = mismatch.given
     origin = given.origin
     if origin is not None and given.source is origin.node:
-        return [RelatedNode(origin.node, f"the input has {given.size} features here")]
+        return [RelatedNode(origin.node, f"the input has {given.size} {mismatch.unit} here")]
     notes = [RelatedNode(given.source, f"this gives {given.formula + ' = ' if given.formula else ''}{given.size}")]
     if origin is not None:
         notes.append(RelatedNode(origin.node, f"for the input {show(_sizes(origin))} given here"))
