@@ -111,3 +111,22 @@ def test_module_level_model_called_in_a_function() -> None:
     """
     (message,) = _findings(source)
     assert "3*4*4 = 48 for the input (1, 3, 4, 4)" in message
+
+
+def test_lightning_example_input_array_as_documented() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Lit(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.example_input_array = torch.Tensor(32, 1, 28, 28)
+                self.conv = nn.Conv2d(1, 8, 3)
+                self.head = nn.Linear(8 * 28 * 28, 10)
+
+            def forward(self, x):
+                return self.head(torch.flatten(self.conv(x), 1))
+    """
+    (message,) = _findings(source)
+    assert "gives 8*26*26 = 5408 for the input (32, 1, 28, 28)" in message

@@ -7,7 +7,7 @@ from:
   where the name is bound to that model only (`model = Net().to(device)` counts);
 - `torchsummary.summary(model, (3, 32, 32))` (sizes without the batch) and
   `torchinfo.summary(model, (1, 3, 32, 32))`;
-- `self.example_input_array = torch.randn(...)` (Lightning) or `example_input` in a Module class;
+- `self.example_input_array = torch.randn(...)` (Lightning) or `self.example_input` in a Module class;
 - the shape annotation of `forward`'s input (`Float[Tensor, "b 3 32 32"]`).
 A model seen with inputs of two different shapes is left alone: which one is meant is not known.
 """
@@ -49,10 +49,6 @@ class ModelInputs:
             classdef = self._ctx.enclosing_class()
             if classdef is not None and dotted_name(target.value) == "self":
                 self._add(classdef, self._tensor_input(node.value))
-        elif isinstance(target, cst.Name) and target.value in _EXAMPLE_INPUTS:
-            holder = self._ctx.ancestors[-3] if len(self._ctx.ancestors) >= 3 else None
-            if isinstance(holder, cst.ClassDef):
-                self._add(holder, self._tensor_input(node.value))
         elif isinstance(target, cst.Name):
             model = self._model(node.value)
             function = self._ctx.enclosing_function()

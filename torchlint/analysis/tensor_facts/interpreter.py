@@ -980,6 +980,9 @@ class Interpreter:
                 layout = Layout(2, None, ())
         elif qualified in LEGACY_CONSTRUCTORS and not sizes:
             scalar = None
+        elif qualified in LEGACY_CONSTRUCTORS and all(isinstance(value, cst.Integer) for value in sizes):
+            # `torch.Tensor(32, 1, 28, 28)`: sizes (Lightning's documented `example_input_array`).
+            layout = Layout(len(sizes), tuple(arg_code(self.ctx, value) for value in sizes), ())
         facts = TensorFacts(layout=layout, scalar=scalar, dtype=self._dtype_kwarg(call), requires_grad=requires_grad_true(call))
         if device is not None:
             return replace(facts, device=device, origin=call if device is Device.CPU else None)
