@@ -126,3 +126,36 @@ def concat_conflict(shapes: list[tuple], dim: int | None) -> tuple[int, int, str
             if position != dim and differ(shapes[0][position], shape[position]):
                 return index, position, shapes[0][position], shape[position]
     return None
+
+
+def _subscripts(term: str, rank: int) -> list[tuple[str, int]] | None:
+    """(letter, dim) for each subscript of one einsum operand of `rank` dims; None when they
+    cannot cover it (`...` stands for the dims between its letters)."""
+    if "..." in term:
+        before, after = term.split("...", 1)
+        if len(before) + len(after) > rank or "." in after:
+            return None
+        return [*((letter, dim) for dim, letter in enumerate(before)),
+                *((letter, rank - len(after) + dim) for dim, letter in enumerate(after))]
+    return list(zip(term, range(rank))) if len(term) == rank else None
+
+
+def einsum_conflict(equation: str, shapes: list) -> tuple[str, tuple[int, int], tuple[int, int]] | None:
+    """(letter, (operand, dim), (operand, dim)) where an einsum equation binds one letter to two
+    sizes that cannot be one: unequal literals, neither 1 across operands (1 broadcasts)."""
+    terms = equation.replace(" ", "").split("->", 1)[0].split(",")
+    if len(terms) != len(shapes):
+        return None
+    seen: dict[str, tuple[int, int]] = {}
+    for operand, (term, shape) in enumerate(zip(terms, shapes)):
+        if shape is None or not all(letter.isalpha() for letter in term.replace("...", "")):
+            continue
+        for letter, dim in _subscripts(term, len(shape)) or ():
+            if letter not in seen:
+                seen[letter] = (operand, dim)
+                continue
+            first, first_dim = seen[letter]
+            a, b = shapes[first][first_dim], shape[dim]
+            if differ(a, b) if first == operand else cannot_broadcast(a, b):
+                return letter, (first, first_dim), (operand, dim)
+    return None

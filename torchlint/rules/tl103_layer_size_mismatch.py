@@ -2,9 +2,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.layer_sizes import LayerChains, Mismatch
+from torchlint.analysis.layer_sizes import Input, LayerChains, Mismatch
+from torchlint.analysis.model_inputs import ModelInputs
+from torchlint.analysis.modules import last_word
 from torchlint.analysis.nn_layers import nn_class_name
-from torchlint.analysis.shape_checks import brief_code
+from torchlint.analysis.shape_checks import brief_code, show
+from torchlint.context import RelatedNode
 from torchlint.diagnostics import Severity
 from torchlint.positions import StatementPositions
 from torchlint.rule import Rule
@@ -21,16 +24,29 @@ class LayerSizeMismatch(Rule):
     - `Embedding(_, 300)` then `LSTM(256, ...)` / `GRU` / `RNN`, and an RNN's output (doubled when
       `bidirectional=True`; `batch_first` does not change it) then `Linear(n, _)`.
 
+    - `Flatten()` (or `torch.flatten(x, 1)`, `x.flatten(1)`, `x.view(x.size(0), -1)` in
+      `forward`) then `Linear(n, _)`, when the model's input shape is known and the convolution
+      and pooling arithmetic (kernel size, stride, padding, dilation, `ceil_mode`, adaptive
+      output sizes, also `F.max_pool2d` in `forward`) gives another size than `n`. The input is
+      known from a literal batch the file feeds the model (`model(torch.randn(1, 3, 32, 32))`,
+      `x = torch.zeros(8, 1, 28, 28); net(x)`), `torchsummary.summary(model, (3, 32, 32))` /
+      `torchinfo.summary(model, (1, 3, 32, 32))`, an `example_input_array` / `example_input`
+      attribute, or the shape annotation of `forward`'s input. With that input known (in a file
+      that flattens into a `Linear`), a first convolution whose channels or a first `Linear`
+      whose features do not fit it is reported too (an RGB batch into `Conv2d(1, ...)`).
+
     Layers are chained in `nn.Sequential(...)` and in `forward`, where the layers built once in
     `__init__` are followed through `x = self.a(x); x = self.b(x)`, `self.b(self.a(x))`,
     `out, _ = self.lstm(x)` and `out[:, -1]`. Activations, dropout and norms in between keep the
     size; pooling and padding keep the channels. The finding is reported at the construction of
-    the second layer and names the layer that gives the other size, with its row.
+    the second layer and names the layer that gives the other size, with its row (for a flattened
+    size: the product and the input it was computed for).
 
     Nothing is reported when a size comes from a variable or an expression, when a layer the
-    analysis does not know (`Flatten`, a custom module, a `view`) sits in between, when the two
-    layers read different axes (a `Conv2d` then a `Linear` reads the width, not the channels),
-    or in a `forward` after a branch or loop.
+    analysis does not know (a custom module, `F.interpolate`, a `view` to other sizes) sits in
+    between, when a model is fed inputs of different shapes, when the two layers read different
+    axes (a `Conv2d` then a `Linear` reads the width, not the channels), or in a `forward` after
+    a branch or loop.
 
     ## Why is this bad?
     The model builds without complaint, and the first batch (after the data pipeline has loaded,
@@ -66,11 +82,18 @@ class LayerSizeMismatch(Rule):
         self._chains = LayerChains(ctx)
         self._positions: StatementPositions | None = None
         self._reported: set[int] = set()
+        # Known inputs are looked for only where a flattened size can meet a `Linear`.
+        source = ctx.source
+        self._inputs = ModelInputs(ctx) if "Linear" in source and _may_flatten(source) else None
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self._inputs is not None:
+            self._inputs.assignment(node)
 
     def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        written = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-        if written == "Sequential" and nn_class_name(self.ctx.callee(node)) == "Sequential":
+        if self._inputs is not None:
+            self._inputs.call(node)
+        if last_word(node.func) == "Sequential" and nn_class_name(self.ctx.callee(node)) == "Sequential":
             for mismatch in self._chains.sequential(node):
                 self._report(mismatch)
 
@@ -78,18 +101,40 @@ class LayerSizeMismatch(Rule):
         if self.ctx.module_classes.is_module(node):
             for mismatch in self._chains.forward(node):
                 self._report(mismatch)
+            if self._inputs is not None:
+                self._inputs.classdef(node)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        if self._inputs is None:
+            return
+        for model, seed in self._inputs.known():
+            if isinstance(model, cst.ClassDef):
+                found = self._chains.forward(model, seed)
+            else:
+                found = self._chains.sequential(model, seed)
+            for mismatch in found:
+                self._report(mismatch)
 
     def _report(self, mismatch: Mismatch) -> None:
         if id(mismatch.layer) in self._reported:
             return
         self._reported.add(id(mismatch.layer))
         given = mismatch.given
-        self.report(
-            mismatch.layer,
-            f"`{self._short(mismatch.layer)}` expects {mismatch.expected} {mismatch.unit}, but the layer before it, "
-            f"`{self._short(given.source)}` (row {self._row(given.source)}), gives {given.size}{given.note}; "
-            f"make the two sizes agree",
-        )
+        expects = f"`{self._short(mismatch.layer)}` expects {mismatch.expected} {mismatch.unit}"
+        if given.origin is not None and given.source is given.origin.node:
+            where = f"the input `{self._short(given.source)}` (row {self._row(given.source)}) has {given.size} {mismatch.unit}"
+        elif given.origin is not None:
+            where = (
+                f"`{self._short(given.source)}` (row {self._row(given.source)}) gives "
+                f"{given.formula + ' = ' if given.formula else ''}{given.size} "
+                f"for the input {show(_sizes(given.origin))} at row {self._row(given.origin.node)}"
+            )
+        else:
+            where = (
+                f"the layer before it, `{self._short(given.source)}` (row {self._row(given.source)}), "
+                f"gives {given.size}{given.note}"
+            )
+        self.report(mismatch.layer, f"{expects}, but {where}; make the two sizes agree", related=_notes(mismatch))
 
     def _short(self, call: cst.Call) -> str:
         return brief_code(self.ctx, call, limit=60)
@@ -98,3 +143,23 @@ class LayerSizeMismatch(Rule):
         if self._positions is None:
             self._positions = StatementPositions(self.ctx.module, self.ctx.source)
         return self._positions.range_of(node, tuple(self.ctx.ancestors)).start.line
+
+
+def _may_flatten(source: str) -> bool:
+    return "latten" in source or "size(0), -1" in source or "shape[0], -1" in source
+
+
+def _sizes(seed: Input) -> tuple[str | None, ...]:
+    return tuple(str(size) if size is not None else "B" for size in seed.shape)
+
+
+def _notes(mismatch: Mismatch) -> list[RelatedNode]:
+    """The layer (or flatten) that gives the other size, and the input it was computed for."""
+    given = mismatch.given
+    origin = given.origin
+    if origin is not None and given.source is origin.node:
+        return [RelatedNode(origin.node, f"the input has {given.size} {mismatch.unit} here")]
+    notes = [RelatedNode(given.source, f"this gives {given.formula + ' = ' if given.formula else ''}{given.size}")]
+    if origin is not None:
+        notes.append(RelatedNode(origin.node, f"for the input {show(_sizes(origin))} given here"))
+    return notes

@@ -3,12 +3,15 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.layouts import arg_code, int_value, shape_args
+from torchlint.analysis.modules import last_word
 from torchlint.analysis.names import argument, positional_args
 from torchlint.analysis.shape_annotations import annotated_shape
+from torchlint.analysis.values import string_value
 from torchlint.analysis.shape_checks import (
-    BROADCASTING_OPERATORS, brief_code, broadcast_conflict, concat_conflict, differ, element_count_mismatch,
-    known_sizes, matmul_conflict, show,
+    BROADCASTING_OPERATORS, brief_code, broadcast_conflict, concat_conflict, differ, einsum_conflict,
+    element_count_mismatch, known_sizes, matmul_conflict, show,
 )
+from torchlint.context import RelatedNode
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -28,6 +31,8 @@ class ShapeMismatch(Rule):
       tensor has (`x.view(3, 5)` on a 4x4 tensor; with `-1`, a count that does not divide it);
     - `+ - * /` between tensors with two unequal sizes, neither 1, in the same position counted
       from the right;
+    - `torch.einsum` whose equation binds one subscript letter to two sizes (`"ij,jk->ik"` on a
+      3x4 and a 5x6 tensor binds `j` to 4 and 5; a size of 1 broadcasts, `...` is followed);
     - a `return` whose shape contradicts the function's shape annotation.
 
     Sizes come from the tensor-facts model: factory calls (`torch.randn(4, 3)`), views,
@@ -108,11 +113,17 @@ class ShapeMismatch(Rule):
             node,
             f"`{self._code(node.value)}` has shape {show(have)}, but `{function.name.value}` is annotated to "
             f"return {show(promised)}: {problem}",
+            related=(RelatedNode(function.returns.annotation, f"the annotation promises {show(promised)} here"),),
         )
 
     def visit_Call(self, node: cst.Call) -> None:
         if _has_literal_size(node):
             self._literal_sizes[-1] = True
+        if last_word(node.func) == "einsum":
+            # Not behind the literal-size gate: its operands are often built inside the call.
+            if self.ctx.callee(node) == "torch.einsum":
+                self._einsum(node)
+            return
         if not self._literal_sizes[-1]:
             return
         qualified = self.ctx.callee(node)
@@ -141,6 +152,19 @@ class ShapeMismatch(Rule):
     def _code(self, expr: cst.BaseExpression) -> str:
         return brief_code(self.ctx, expr)
 
+    def _assignments(self, *operands: tuple[cst.BaseExpression, tuple]) -> list[RelatedNode]:
+        """Where each operand held in a local name got the shape the message gives it: its
+        assignment, or its parameter's annotation."""
+        notes = []
+        for expr, sizes in operands:
+            value = self.ctx.values.value_of(expr.value) if isinstance(expr, cst.Name) else None
+            verb = "is assigned"
+            if isinstance(value, cst.Param):
+                value, verb = (value.annotation.annotation if value.annotation is not None else None), "is annotated"
+            if value is not None and all(note.node is not value for note in notes):
+                notes.append(RelatedNode(value, f"`{expr.value}` {verb} here, shape {show(sizes)}"))
+        return notes
+
     def _matmul(self, node: cst.CSTNode, first: cst.BaseExpression, second: cst.BaseExpression) -> None:
         a, b = self._sizes(first), self._sizes(second)
         conflict = matmul_conflict(a, b) if a is not None and b is not None else None
@@ -149,6 +173,7 @@ class ShapeMismatch(Rule):
                 node,
                 f"`{self._code(first)}` has shape {show(a)} and `{self._code(second)}` has shape {show(b)}: "
                 f"a matrix product needs the inner sizes to agree, but they are {conflict[0]} and {conflict[1]}",
+                related=self._assignments((first, a), (second, b)),
             )
 
     def _broadcast(self, node: cst.BinaryOperation) -> None:
@@ -160,6 +185,7 @@ class ShapeMismatch(Rule):
                 node,
                 f"`{self._code(node.left)}` has shape {show(a)} and `{self._code(node.right)}` has shape {show(b)}: "
                 f"they cannot broadcast, size {first} against {second} in dim -{offset}",
+                related=self._assignments((node.left, a), (node.right, b)),
             )
 
     def _view(self, node: cst.Call, tensor: cst.BaseExpression, args) -> None:
@@ -177,7 +203,31 @@ class ShapeMismatch(Rule):
                 node,
                 f"`{self._code(tensor)}` has shape {show(have)}, but the new shape ({', '.join(wanted)}) needs "
                 f"{multiple}{mismatch[1]} elements where it has {mismatch[0]}{shared}",
+                related=self._assignments((tensor, have)),
             )
+
+    def _einsum(self, node: cst.Call) -> None:
+        equation = string_value(node.args[0].value) if node.args and not node.args[0].keyword else None
+        operands = [arg.value for arg in node.args[1:]]
+        if len(operands) == 1 and isinstance(operands[0], (cst.List, cst.Tuple)):
+            operands = [element.value for element in operands[0].elements]
+        if equation is None or any(arg.star or arg.keyword for arg in node.args[1:]):
+            return
+        shapes = [self._sizes(operand) for operand in operands]
+        conflict = einsum_conflict(equation, shapes)
+        if conflict is None:
+            return
+        letter, (first, first_dim), (second, second_dim) = conflict
+        first_size, second_size = shapes[first][first_dim], shapes[second][second_dim]
+        rule = ("a subscript repeated in one operand needs equal sizes" if first == second
+                else "a subscript needs one size (or 1) in every operand")
+        self.report(
+            node,
+            f"`torch.einsum(\"{equation}\", ...)` binds `{letter}` to {first_size} (dim {first_dim} of "
+            f"`{self._code(operands[first])}`, shape {show(shapes[first])}) and to {second_size} (dim {second_dim} of "
+            f"`{self._code(operands[second])}`, shape {show(shapes[second])}); {rule}",
+            related=self._assignments((operands[first], shapes[first]), (operands[second], shapes[second])),
+        )
 
     def _concat(self, node: cst.Call, kind: str) -> None:
         sequence = argument(node, 0, "tensors")
@@ -203,6 +253,7 @@ class ShapeMismatch(Rule):
             f"`torch.{kind}` of `{self._code(tensors[0])}` with shape {show(shapes[0])} and "
             f"`{self._code(tensors[index])}` with shape {show(shapes[index])}: dim {position} is {first} against "
             f"{other}; {allowed}",
+            related=self._assignments((tensors[0], shapes[0]), (tensors[index], shapes[index])),
         )
 
 
@@ -216,3 +267,4 @@ def _has_literal_size(call: cst.Call) -> bool:
         if any(isinstance(value, cst.Integer) for value in values):
             return True
     return False
+

@@ -1034,6 +1034,9 @@ class Interpreter:
             else:
                 scalar = None  # a list, an array or a number held in a variable
         elif qualified in SIZE_FACTORIES:
+            size_keyword = keyword_arg(call, "size")
+            if not sizes and size_keyword is not None:
+                sizes = [size_keyword.value]  # `torch.rand(size=(1, 28, 28))`
             if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
                 sizes = [element.value for element in sizes[0].elements]
                 scalar = False if sizes else True
@@ -1049,6 +1052,9 @@ class Interpreter:
                 layout = Layout(2, None, ())
         elif qualified in LEGACY_CONSTRUCTORS and not sizes:
             scalar = None
+        elif qualified in LEGACY_CONSTRUCTORS and all(isinstance(value, cst.Integer) for value in sizes):
+            # `torch.Tensor(32, 1, 28, 28)`: sizes (Lightning's documented `example_input_array`).
+            layout = Layout(len(sizes), tuple(arg_code(self.ctx, value) for value in sizes), ())
         facts = TensorFacts(layout=layout, scalar=scalar, dtype=self._dtype_kwarg(call), requires_grad=requires_grad_true(call))
         if device is not None:
             return replace(facts, device=device, origin=call if device is Device.CPU else None)
