@@ -1,4 +1,4 @@
-"""The rule base class, the configuration and the file context do not import each other in a
+"""The rule base class, the configuration, the file context and the analyses do not import each other in a
 circle, not even for type annotations: the types both sides need live in `torchlint/reports.py`."""
 
 from __future__ import annotations
@@ -36,3 +36,10 @@ def test_context_config_and_rule_have_no_import_cycle() -> None:
 
 def test_the_context_imports_neither_rule_nor_configuration() -> None:
     assert _imports("torchlint.context") == {"torchlint.reports"}
+
+
+def test_analysis_never_imports_the_context_the_configuration_or_the_rules() -> None:
+    """The context builds the analyses; they name `CheckedFile` (analysis/checked_file.py) for it."""
+    for path in sorted((PACKAGE / "analysis").rglob("*.py")) + sorted((PACKAGE / "project").rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        assert _imports(module) & {"torchlint.context", "torchlint.config", "torchlint.rule"} == set(), module

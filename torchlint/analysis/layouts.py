@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 if TYPE_CHECKING:
-    from torchlint.context import FileContext
+    from torchlint.analysis.checked_file import CheckedFile
 
 _MAX_RANK = 6
 
@@ -118,7 +118,7 @@ def _apply(dims: list[_Dim], op: tuple) -> list[_Dim] | None:
     return None
 
 
-def arg_code(ctx: "FileContext", expr: cst.BaseExpression) -> str:
+def arg_code(ctx: "CheckedFile", expr: cst.BaseExpression) -> str:
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and isinstance(expr.expression, cst.Integer):
         return "-" + expr.expression.value
     if isinstance(expr, cst.Integer):
@@ -154,7 +154,7 @@ def _factors(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 
 def _allowed_arities(
-    ctx: "FileContext", arg: cst.BaseExpression, flexible: bool, single_dims: frozenset[str] | set[str]
+    ctx: "CheckedFile", arg: cst.BaseExpression, flexible: bool, single_dims: frozenset[str] | set[str]
 ) -> tuple[int, ...]:
     value = int_value(arg)
     if value == 1:
@@ -185,7 +185,7 @@ def _group_breaks(group: list[_Dim]) -> bool:
     return any(b != a + 1 for a, b in zip(order, order[1:]))
 
 
-def _matches(ctx: "FileContext", arg: cst.BaseExpression, group: list[_Dim]) -> bool:
+def _matches(ctx: "CheckedFile", arg: cst.BaseExpression, group: list[_Dim]) -> bool:
     """The argument is written as the product of the group's known sizes (`h * d` for (h, d))."""
     sizes = [dim[2] for dim in group if dim[2] != "1"]
     if not sizes or any(size is None for size in sizes):
@@ -202,7 +202,7 @@ def _matches(ctx: "FileContext", arg: cst.BaseExpression, group: list[_Dim]) -> 
 
 
 def view_merge_breaks(
-    ctx: "FileContext", layout: Layout, args: list[cst.BaseExpression], single_dims: frozenset[str] | set[str] = frozenset()
+    ctx: "CheckedFile", layout: Layout, args: list[cst.BaseExpression], single_dims: frozenset[str] | set[str] = frozenset()
 ) -> bool:
     """True when every likely reading of `.view(*args)` on `layout` merges non-adjacent dimensions.
 

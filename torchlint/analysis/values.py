@@ -24,7 +24,7 @@ import libcst as cst
 from torchlint.analysis.tensor_facts.domain import Device, ModuleValue, Number, TensorFacts
 
 if TYPE_CHECKING:
-    from torchlint.context import FileContext
+    from torchlint.analysis.checked_file import CheckedFile
 
 
 # Factories that take sizes and create a new tensor on the default device unless `device=`.
@@ -108,7 +108,7 @@ def device_string_kind(text: str) -> Device | None:
 class ValueKinds:
     """Answers what kind of value an expression holds, from `ctx.tensors`."""
 
-    def __init__(self, ctx: "FileContext") -> None:
+    def __init__(self, ctx: "CheckedFile") -> None:
         self._ctx = ctx
         self._constants: dict[str, cst.BaseExpression] | None = None
 

@@ -32,7 +32,7 @@ from torchlint.analysis.module_attributes import registration_of
 from torchlint.walker import child_nodes
 
 if TYPE_CHECKING:
-    from torchlint.context import FileContext
+    from torchlint.analysis.checked_file import CheckedFile
 
 _TENSOR_ANNOTATIONS = frozenset(
     {"torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.BoolTensor", "torch.nn.Parameter",
@@ -71,7 +71,7 @@ class _ClassFacts:
 
 
 class TensorModel:
-    def __init__(self, ctx: "FileContext") -> None:
+    def __init__(self, ctx: "CheckedFile") -> None:
         self.ctx = ctx
         self.memo: dict[int, Value] = {}
         # id(origin call) -> [(operand node, its device)] it was combined with.
