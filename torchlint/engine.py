@@ -214,13 +214,15 @@ def _walk(
     return ctx.pending
 
 
-def check_source(source: str, filename: str, settings: Settings, module: cst.Module | None = None) -> list[Diagnostic]:
-    """Every finding of the enabled rules in one file's text (`module`: its tree, if already parsed)."""
+def check_source(
+    source: str, filename: str, settings: Settings, module: cst.Module | Diagnostic | None = None
+) -> list[Diagnostic]:
+    """Every finding of the enabled rules in one file's text (`module`: what `parse_module` gave
+    for it, if already parsed)."""
     if module is None:
-        parsed = parse_module(source, filename)
-        if isinstance(parsed, Diagnostic):
-            return [parsed]
-        module = parsed
+        module = parse_module(source, filename)
+    if isinstance(module, Diagnostic):
+        return [module]
     # After parsing: a file-level noqa never hides that the file is broken.
     suppressions = read_suppressions(source) if may_hold_torchlint_noqa(source) else NO_SUPPRESSIONS
     if suppressions.whole_file:
