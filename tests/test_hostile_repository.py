@@ -101,6 +101,22 @@ def test_fix_never_writes_through_a_symlink_that_leaves_the_checked_paths(outsid
     assert (outside / "victim.py").read_text() == BAD and "not written" in result.stderr
 
 
+def test_add_noqa_never_writes_through_a_symlink_that_leaves_the_checked_paths(outside_and_project):
+    outside, project = outside_and_project
+    os.symlink(outside / "victim.py", project / "link.py")
+    (project / "own.py").write_text(BAD)
+    os.symlink(project / "own.py", project / "alias.py")  # inside: written through to own.py
+    result = run_torchlint("check", "--add-noqa", ".", cwd=project)
+    assert (outside / "victim.py").read_text() == BAD
+    assert "link.py: noqa comments not added: not written: its real path is outside the checked paths" in result.stderr
+    assert "internal error" not in result.stderr and result.returncode == 2
+    assert (project / "own.py").read_text() == "import torch\nx = torch.Tensor([3.0])  # noqa: TL102\n"
+    assert (project / "alias.py").is_symlink()
+    # Named on the command line, the link is no different.
+    result = run_torchlint("check", "--add-noqa", "link.py", cwd=project)
+    assert (outside / "victim.py").read_text() == BAD and "not written" in result.stderr
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_fifos_and_devices_are_reported_never_read_or_written(project):
     os.mkfifo(project / "pipe.py")  # reading it would wait forever for a writer
