@@ -271,7 +271,10 @@ def check_file(
 
 
 def internal_error_text(display_name: str, error: Exception) -> str:
-    """The one line that reports a torchlint bug met while handling one file."""
+    """The one line that reports a torchlint bug met while handling one file. A MemoryError is
+    no bug but a file past its worker's memory limit: raised again, for the worker to report."""
+    if isinstance(error, MemoryError):
+        raise error
     return f"{display_name}: {type(error).__name__}: {error}"
 
 
