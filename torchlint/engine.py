@@ -87,8 +87,8 @@ def _python_syntax_error(source: str, filename: str) -> Diagnostic | None:
     try:
         ast.parse(source, filename)
     except SyntaxError as python_error:
-        row, column = python_error.lineno or 1, python_error.offset or 1
-        return file_error("TL901", filename, f"SyntaxError: {python_error.msg}", row, max(column, 1))
+        row, column = _inside(source, python_error.lineno or 1, python_error.offset or 1)
+        return file_error("TL901", filename, f"SyntaxError: {python_error.msg}", row, column)
     except (ValueError, RecursionError, MemoryError):
         return file_error("TL901", filename, "SyntaxError: too deeply nested to parse")
     return None
@@ -103,11 +103,18 @@ def syntax_error(source: str, filename: str, error: cst.ParserSyntaxError) -> Di
     if _has_lone_continuation(source):
         return file_error("TL902", filename, _LONE_CONTINUATION_PROBLEM)
     message = re.sub(r"^parser error: error at \d+:\d+: ", "", error.message)
-    # libcst's own location can fall outside the text: keep it on a row and column that exist.
-    rows = source_rows(source)
-    row = min(max(error.raw_line, 1), len(rows))
-    column = min(max(error.raw_column + 1, 1), len(rows[row - 1]) + 1)
+    row, column = _inside(source, error.raw_line, error.raw_column + 1)
     return file_error("TL901", filename, f"SyntaxError: {message}", row, column)
+
+
+def _inside(source: str, row: int, column: int) -> tuple[int, int]:
+    """A parser's location moved onto a row and column that exist in `source`. Both parsers can
+    point outside it: libcst past the end, CPython past the end of a row continued from the one
+    above with a backslash (its columns count from the start of the first row, and in bytes
+    after a character beyond the BMP)."""
+    rows = source_rows(source)
+    row = min(max(row, 1), len(rows))
+    return row, min(max(column, 1), len(rows[row - 1]) + 1)
 
 
 def _in_newline(content: str, newline: str) -> str:
