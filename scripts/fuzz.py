@@ -55,6 +55,8 @@ KINDS = ("generated", "mutated", "notebook")
 SLOW_SECONDS = 20.0
 # Inputs per batch for the -j 1 / -j 2 / cache comparison.
 BATCH = 24
+# With --verbose, a progress line after this many inputs of a kind.
+PROGRESS_EVERY = 250
 
 TORCH_NAMES = (
     "torch", "nn", "F", "view", "item", "optimizer", "step", "backward", "zero_grad", "loss", "model",
@@ -562,6 +564,10 @@ class Fuzzer:
         report.seconds += elapsed
         report.slowest = max(report.slowest, elapsed)
         self._record(kind, path, problems)
+        if self.verbose and report.inputs % PROGRESS_EVERY == 0:
+            # So that a run cut short (killed, out of disk) still tells how far it got.
+            print(f"{kind}: {report.inputs} inputs, {sum(report.failures.values())} failing, "
+                  f"{time.strftime('%H:%M:%S')}", file=sys.stderr, flush=True)
         self._batch.append((kind, path))
         if len(self._batch) >= BATCH:
             self.flush()
@@ -672,7 +678,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, action="append", default=[],
                         help="a directory of Python modules to mutate (besides the test fixtures)")
     parser.add_argument("--save", type=Path, help="save failing inputs here")
-    parser.add_argument("-v", "--verbose", action="store_true", help="print each failure as it is found")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help=f"print each failure as it is found, and the progress every {PROGRESS_EVERY} inputs")
     args = parser.parse_args(argv)
     kinds = list(KINDS) if args.kind == "all" else [args.kind]
     reports = fuzz(kinds, args.count, args.seconds, args.seed, args.corpus, args.save, args.verbose)
