@@ -118,22 +118,35 @@ def _inside(source: str, row: int, column: int) -> tuple[int, int]:
 
 
 def _in_newline(content: str, newline: str) -> str:
-    """Edits write the file's own newline (libcst's `default_newline`), whatever the rule wrote."""
+    """Edits write the newline of the row they start on, whatever the rule wrote."""
     if "\r" not in content and ("\n" not in content or newline == "\n"):
         return content
     return LINE_BREAK.sub(newline, content)
 
 
-def _to_edits(fix: FixSpec, positions: StatementPositions, chain, newline: str = "\n") -> Fix:
+class _RowNewlines:
+    """The line break that ends each row of a text (the last row: libcst's `default_newline`).
+    A text can mix them (a notebook's view joins cells written on different systems), and an
+    edit in another row's newline would leave a text libcst no longer parses."""
+
+    def __init__(self, source: str, default: str) -> None:
+        self._source, self._default = source, default
+        self._breaks: list[str] | None = None
+
+    def of(self, row: int) -> str:
+        if self._breaks is None:
+            self._breaks = [match.group() for match in LINE_BREAK.finditer(self._source)]
+        return self._breaks[row - 1] if row <= len(self._breaks) else self._default
+
+
+def _to_edits(fix: FixSpec, positions: StatementPositions, chain, newlines: _RowNewlines) -> Fix:
     edits = []
     for node, content in fix.replacements:
-        content = _in_newline(content, newline)
         span = positions.range_of(node, chain)
-        edits.append(
-            Edit(content, Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1))
-        )
+        edits.append(Edit(_in_newline(content, newlines.of(span.start.line)),
+                          Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1)))
     for row, content in fix.insertions:
-        edits.append(Edit(_in_newline(content, newline), Location(row, 1), Location(row, 1)))
+        edits.append(Edit(_in_newline(content, newlines.of(row)), Location(row, 1), Location(row, 1)))
     return Fix(fix.applicability, fix.message, tuple(sorted(edits, key=lambda edit: edit.location)))
 
 
@@ -141,6 +154,7 @@ def _resolve(
     module: cst.Module, source: str, pending: list[PendingReport], filename: str, suppressions: Suppressions
 ) -> list[Diagnostic]:
     positions = StatementPositions(module, source)
+    newlines = _RowNewlines(source, module.default_newline)
     diagnostics = []
     for report in pending:
         span = positions.range_of(report.node, report.chain)
@@ -151,7 +165,7 @@ def _resolve(
                 code=rule.code, name=rule.name, message=report.message, filename=filename,
                 location=start, end_location=Location(span.end.line, span.end.column + 1),
                 severity=rule.severity,
-                fix=_to_edits(report.fix, positions, report.chain, module.default_newline) if report.fix else None,
+                fix=_to_edits(report.fix, positions, report.chain, newlines) if report.fix else None,
                 noqa_row=suppressions.noqa_row(start.row),
             )
         )
