@@ -254,6 +254,15 @@ def test_edits_use_the_newline_of_the_file() -> None:
     assert _in_newline("a\nb", "\n") == "a\nb"
 
 
+def test_an_edit_uses_the_newline_of_its_row_where_a_text_mixes_them() -> None:
+    # A notebook's view joins cells written on different systems; a cell edited in another
+    # cell's newline would no longer parse on its own (libcst: "Found newline ... but it's not EOL").
+    source = "import torch\nopt = torch.optim.RAdam(\r\n    params,\r\n    weight_decay=1e-4,\r\n)\r\n"
+    outcome = fix_text(source, "m.py", Settings(rules=(get_rule("TL016"),)), unsafe=True)
+    assert outcome.fixed == {"TL016": 1}
+    assert outcome.text == source.replace("1e-4,\r\n", "1e-4,\r\n    decoupled_weight_decay=True,\r\n")
+
+
 def test_libcst_round_trips_crlf_and_multiline_fix_text_keeps_it_and_the_indentation() -> None:
     source = "import torch.nn.functional as F\r\n\r\n\r\ndef f(x):\r\n    return F.softmax(\r\n        x,\r\n    )\r\n"
     module = cst.parse_module(source)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, run_torchlint
-from torchlint import engine
+from torchlint import engine, workers
 from torchlint.cache import cache_key, project_directory
 from torchlint.config import Options, resolve_settings
 from torchlint.fix import fix_files
@@ -101,6 +101,22 @@ def test_fix_never_writes_through_a_symlink_that_leaves_the_checked_paths(outsid
     assert (outside / "victim.py").read_text() == BAD and "not written" in result.stderr
 
 
+def test_add_noqa_never_writes_through_a_symlink_that_leaves_the_checked_paths(outside_and_project):
+    outside, project = outside_and_project
+    os.symlink(outside / "victim.py", project / "link.py")
+    (project / "own.py").write_text(BAD)
+    os.symlink(project / "own.py", project / "alias.py")  # inside: written through to own.py
+    result = run_torchlint("check", "--add-noqa", ".", cwd=project)
+    assert (outside / "victim.py").read_text() == BAD
+    assert "link.py: noqa comments not added: not written: its real path is outside the checked paths" in result.stderr
+    assert "internal error" not in result.stderr and result.returncode == 2
+    assert (project / "own.py").read_text() == "import torch\nx = torch.Tensor([3.0])  # noqa: TL102\n"
+    assert (project / "alias.py").is_symlink()
+    # Named on the command line, the link is no different.
+    result = run_torchlint("check", "--add-noqa", "link.py", cwd=project)
+    assert (outside / "victim.py").read_text() == BAD and "not written" in result.stderr
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_fifos_and_devices_are_reported_never_read_or_written(project):
     os.mkfifo(project / "pipe.py")  # reading it would wait forever for a writer
@@ -171,6 +187,28 @@ def test_a_worker_that_crashes_costs_only_its_file(project, monkeypatch):
     found = _check(project, ["crash.py", "ok.py"], time_limit=30)
     assert found[0][:2] == ("crash.py", "TL902") and "stopped" in found[0][2]
     assert found[1][:2] == ("ok.py", "TL102")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the memory limit is Linux's RLIMIT_AS")
+def test_a_file_that_needs_too_much_memory_costs_only_its_file(project, monkeypatch):
+    # Under a 32 MB limit (the real one is gigabytes): libcst's parse of 30,000 list items
+    # allocates about 200 MB in native code, and a rule that allocated 1 GiB (a Python MemoryError).
+    monkeypatch.setattr(workers, "MEMORY_LIMIT", 32 << 20)
+    (project / "parse.py").write_text("x = [" + "0, " * 30_000 + "]\n")
+    (project / "rule.py").write_text(BAD)
+    (project / "ok.py").write_text(BAD)
+    real_parse = engine.parse_module
+
+    def greedy(source, filename):
+        if filename == "rule.py":
+            bytearray(1 << 30)
+        return real_parse(source, filename)
+
+    monkeypatch.setattr(engine, "parse_module", greedy)
+    found = _check(project, ["parse.py", "rule.py", "ok.py"], time_limit=30)
+    assert found[0][:2] == ("ok.py", "TL102")
+    assert found[1][:2] == ("parse.py", "TL902") and "needed more than 32 MB of memory" in found[1][2]
+    assert found[2] == ("rule.py", "TL902", "cannot be checked: it needed more than 32 MB of memory to check")
 
 
 def test_a_huge_file_is_reported_without_being_parsed(project):

@@ -17,7 +17,7 @@ import libcst as cst
 from torchlint.config import UNSUPPRESSIBLE, Settings
 from torchlint.diagnostics import Diagnostic
 from torchlint.engine import check_source, internal_error_text, map_files
-from torchlint.fix import FileChanged, write_atomically
+from torchlint.fix import FileChanged, NotWritable, real_roots, write_atomically
 from torchlint.rules.tl903_unused_noqa import UnusedNoqa
 from torchlint.sources import LINE_BREAK, UnreadableFile, decode_source, read_bytes
 from torchlint.suppressions import Suppressions, read_suppressions
@@ -66,7 +66,10 @@ def add_noqa_to_text(text: str, diagnostics: list[Diagnostic]) -> tuple[str, int
     return "".join(pieces), len(per_row)
 
 
-def add_noqa_to_file(path: str, filename: str, settings: Settings) -> AddNoqaResult:
+def add_noqa_to_file(path: str, filename: str, settings: Settings,
+                     roots: tuple[str, ...] | None = None) -> AddNoqaResult:
+    """Add the comments to one file, written only where `--fix` would write (a regular file whose
+    real path is inside the real `roots`; default: the file's own directory)."""
     result = AddNoqaResult(filename)
     if path.endswith(".ipynb"):
         result.problems.append(f"torchlint: {filename}: skipped: --add-noqa edits .py files, not notebooks")
@@ -81,11 +84,13 @@ def add_noqa_to_file(path: str, filename: str, settings: Settings) -> AddNoqaRes
         return result
     try:
         cst.parse_module(text)
-        write_atomically(path, data, text.encode(source.encoding))
+        write_atomically(path, data, text.encode(source.encoding), roots)
     except cst.ParserSyntaxError as error:
         problem = f"the new text would not parse ({error.message}); please report this"
     except FileChanged:
         problem = "the file changed while noqa comments were being added"
+    except NotWritable as error:
+        problem = f"not written: {error}"
     except (OSError, UnicodeEncodeError) as error:
         problem = f"cannot write it: {getattr(error, 'strerror', None) or error}"
     else:
@@ -95,18 +100,22 @@ def add_noqa_to_file(path: str, filename: str, settings: Settings) -> AddNoqaRes
     return result
 
 
-def _add_noqa_one(job: tuple[str, str, Settings]) -> AddNoqaResult:
-    path, filename, settings = job
+def _add_noqa_one(job: tuple) -> AddNoqaResult:
+    path, filename, settings, roots = job
     try:
-        return add_noqa_to_file(path, filename, settings)
+        return add_noqa_to_file(path, filename, settings, roots)
     except Exception as error:  # noqa: BLE001 - isolate one file's failure, by design
         return AddNoqaResult(filename, internal_error=internal_error_text(filename, error))
 
 
-def add_noqa_files(files: list[tuple[str, str]], settings: Settings, jobs: int | None = None) -> list[AddNoqaResult]:
-    return map_files(_add_noqa_one, [(path, name, settings) for path, name in files], jobs, _lost)
+def add_noqa_files(files: list[tuple[str, str]], settings: Settings, jobs: int | None = None,
+                   roots: list[str] | None = None) -> list[AddNoqaResult]:
+    """`add_noqa_to_file` over (path, display name) pairs; as with `--fix`, only files whose real
+    path lies inside the checked `roots` (default: each file's own directory) are written."""
+    real = real_roots(roots) if roots is not None else None
+    return map_files(_add_noqa_one, [(path, name, settings, real) for path, name in files], jobs, _lost)
 
 
-def _lost(job: tuple[str, str, Settings], why: str) -> AddNoqaResult:
+def _lost(job: tuple, why: str) -> AddNoqaResult:
     """A file whose worker ran out of time or crashed: left as it was."""
     return AddNoqaResult(job[1], problems=[f"torchlint: error: {job[1]}: noqa comments not added: {why}"])

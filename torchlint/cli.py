@@ -195,7 +195,7 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
             click.echo(f"torchlint: warning: no Python files found under {', '.join(paths or ['.'])}", err=True)
         named = [(path, display_name(path)) for path in files]
         if add_noqa:
-            _add_noqa(named, resolver, jobs)
+            _add_noqa(named, resolver, jobs, list(paths) or ["."])
         if diff:
             changed = _diff(named, resolver, jobs, unsafe_fixes, show_fixes, quiet)
             sys.exit(1 if changed and not exit_zero else 0)
@@ -303,9 +303,9 @@ def _per_settings(resolver: SettingsResolver, named, run) -> list:
     return [item for settings, group in resolver.groups(named) for item in run(group, settings)]
 
 
-def _add_noqa(named, resolver, jobs) -> None:
+def _add_noqa(named, resolver, jobs, roots: list[str]) -> None:
     """`--add-noqa`: write the comments, say how many, exit (2 when a file could not be handled)."""
-    results = _per_settings(resolver, named, lambda group, settings: add_noqa_files(group, settings, jobs))
+    results = _per_settings(resolver, named, lambda group, settings: add_noqa_files(group, settings, jobs, roots))
     _report_problems(results)
     added = sum(result.added for result in results)
     click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)

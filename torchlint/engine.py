@@ -89,8 +89,8 @@ def _python_syntax_error(source: str, filename: str) -> Diagnostic | None:
     try:
         ast.parse(source, filename)
     except SyntaxError as python_error:
-        row, column = python_error.lineno or 1, python_error.offset or 1
-        return file_error("TL901", filename, f"SyntaxError: {python_error.msg}", row, max(column, 1))
+        row, column = _inside(source, python_error.lineno or 1, python_error.offset or 1)
+        return file_error("TL901", filename, f"SyntaxError: {python_error.msg}", row, column)
     except (ValueError, RecursionError, MemoryError):
         return file_error("TL901", filename, "SyntaxError: too deeply nested to parse")
     return None
@@ -105,30 +105,50 @@ def syntax_error(source: str, filename: str, error: cst.ParserSyntaxError) -> Di
     if _has_lone_continuation(source):
         return file_error("TL902", filename, _LONE_CONTINUATION_PROBLEM)
     message = re.sub(r"^parser error: error at \d+:\d+: ", "", error.message)
-    # libcst's own location can fall outside the text: keep it on a row and column that exist.
-    rows = source_rows(source)
-    row = min(max(error.raw_line, 1), len(rows))
-    column = min(max(error.raw_column + 1, 1), len(rows[row - 1]) + 1)
+    row, column = _inside(source, error.raw_line, error.raw_column + 1)
     return file_error("TL901", filename, f"SyntaxError: {message}", row, column)
 
 
+def _inside(source: str, row: int, column: int) -> tuple[int, int]:
+    """A parser's location moved onto a row and column that exist in `source`. Both parsers can
+    point outside it: libcst past the end, CPython past the end of a row continued from the one
+    above with a backslash (its columns count from the start of the first row, and in bytes
+    after a character beyond the BMP)."""
+    rows = source_rows(source)
+    row = min(max(row, 1), len(rows))
+    return row, min(max(column, 1), len(rows[row - 1]) + 1)
+
+
 def _in_newline(content: str, newline: str) -> str:
-    """Edits write the file's own newline (libcst's `default_newline`), whatever the rule wrote."""
+    """Edits write the newline of the row they start on, whatever the rule wrote."""
     if "\r" not in content and ("\n" not in content or newline == "\n"):
         return content
     return LINE_BREAK.sub(newline, content)
 
 
-def _to_edits(fix: FixSpec, positions: StatementPositions, chain, newline: str = "\n") -> Fix:
+class _RowNewlines:
+    """The line break that ends each row of a text (the last row: libcst's `default_newline`).
+    A text can mix them (a notebook's view joins cells written on different systems), and an
+    edit in another row's newline would leave a text libcst no longer parses."""
+
+    def __init__(self, source: str, default: str) -> None:
+        self._source, self._default = source, default
+        self._breaks: list[str] | None = None
+
+    def of(self, row: int) -> str:
+        if self._breaks is None:
+            self._breaks = [match.group() for match in LINE_BREAK.finditer(self._source)]
+        return self._breaks[row - 1] if row <= len(self._breaks) else self._default
+
+
+def _to_edits(fix: FixSpec, positions: StatementPositions, chain, newlines: _RowNewlines) -> Fix:
     edits = []
     for node, content in fix.replacements:
-        content = _in_newline(content, newline)
         span = positions.range_of(node, chain)
-        edits.append(
-            Edit(content, Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1))
-        )
+        edits.append(Edit(_in_newline(content, newlines.of(span.start.line)),
+                          Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1)))
     for row, content in fix.insertions:
-        edits.append(Edit(_in_newline(content, newline), Location(row, 1), Location(row, 1)))
+        edits.append(Edit(_in_newline(content, newlines.of(row)), Location(row, 1), Location(row, 1)))
     return Fix(fix.applicability, fix.message, tuple(sorted(edits, key=lambda edit: edit.location)))
 
 
@@ -136,6 +156,7 @@ def _resolve(
     module: cst.Module, source: str, pending: list[PendingReport], filename: str, suppressions: Suppressions
 ) -> list[Diagnostic]:
     positions = StatementPositions(module, source)
+    newlines = _RowNewlines(source, module.default_newline)
     diagnostics = []
     for report in pending:
         span = positions.range_of(report.node, report.chain)
@@ -146,7 +167,7 @@ def _resolve(
                 code=rule.code, name=rule.name, message=report.message, filename=filename,
                 location=start, end_location=Location(span.end.line, span.end.column + 1),
                 severity=rule.severity,
-                fix=_to_edits(report.fix, positions, report.chain, module.default_newline) if report.fix else None,
+                fix=_to_edits(report.fix, positions, report.chain, newlines) if report.fix else None,
                 noqa_row=suppressions.noqa_row(start.row),
                 related=tuple(_located(note, positions, filename) for note in report.related),
             )
@@ -229,15 +250,16 @@ def _walk(
 
 
 def check_source(
-    source: str, filename: str, settings: Settings, module: cst.Module | None = None, project: ProjectView | None = None
+    source: str, filename: str, settings: Settings, module: cst.Module | Diagnostic | None = None,
+    project: ProjectView | None = None,
 ) -> list[Diagnostic]:
-    """Every finding of the enabled rules in one file's text (`module`: its tree, if already parsed;
-    `project`: the file's view of its project, by default read from the file at `filename`)."""
+    """Every finding of the enabled rules in one file's text (`module`: what `parse_module` gave
+    for it, if already parsed; `project`: the file's view of its project, by default read from the
+    file at `filename`)."""
     if module is None:
-        parsed = parse_module(source, filename)
-        if isinstance(parsed, Diagnostic):
-            return [parsed]
-        module = parsed
+        module = parse_module(source, filename)
+    if isinstance(module, Diagnostic):
+        return [module]
     # After parsing: a file-level noqa never hides that the file is broken.
     suppressions = read_suppressions(source) if may_hold_torchlint_noqa(source) else NO_SUPPRESSIONS
     if suppressions.whole_file:
@@ -290,7 +312,10 @@ def check_file(
 
 
 def internal_error_text(display_name: str, error: Exception) -> str:
-    """The one line that reports a torchlint bug met while handling one file."""
+    """The one line that reports a torchlint bug met while handling one file. A MemoryError is
+    no bug but a file past its worker's memory limit: raised again, for the worker to report."""
+    if isinstance(error, MemoryError):
+        raise error
     return f"{display_name}: {type(error).__name__}: {error}"
 
 

@@ -1,11 +1,13 @@
-"""Worker processes with a time limit per file.
+"""Worker processes with a time and a memory limit per file.
 
 libcst parses in native code, which neither a signal nor an exception can interrupt, and a few
 inputs make it slow (thousands of chained operators on one line) or crash it. So each file is
 checked in a worker process that ends when that file has used more than its limit of CPU time
 (the kernel's RLIMIT_CPU, so that the verdict does not depend on the machine's load), or that the
 parent kills when the file has taken several times the limit of wall-clock time (a backstop, and
-the only bound where there is no RLIMIT_CPU). A worker that dies is replaced; its file gets a
+the only bound where there is no RLIMIT_CPU). On Linux a worker's address space may also grow by
+only `MEMORY_LIMIT` bytes (RLIMIT_AS): past it an allocation fails, and the worker ends (Python's
+MemoryError, or an abort in the native parser). A worker that dies is replaced; its file gets a
 result saying why (`lost`) and the run goes on. Work is handed out one file at a time, in order.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import os
 import signal
 import time
 from collections import deque
@@ -26,6 +29,22 @@ except ImportError:  # Windows
 
 # The wall-clock backstop, as a multiple of the CPU-time limit.
 _WALL_CLOCK_FACTOR = 4
+# A worker's exit status after a MemoryError.
+_OUT_OF_MEMORY = 112
+
+
+def _memory_limit() -> int:
+    """How much a worker's address space may grow: a quarter of the machine's memory, at most 4
+    GiB (far above what a file can use in its CPU time at the pace of libcst's parse, about 50 MB
+    a second)."""
+    most = 4 << 30
+    try:
+        return min(most, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4)
+    except (AttributeError, ValueError, OSError):
+        return most
+
+
+MEMORY_LIMIT = _memory_limit()
 
 
 def _limit_cpu_time(seconds: float) -> None:
@@ -38,9 +57,25 @@ def _limit_cpu_time(seconds: float) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
 
 
-def _serve(connection: Connection, worker: Callable, time_limit: float) -> None:
+def _limit_memory(limit: int) -> None:
+    """Let this process's address space grow by at most `limit` bytes more (Linux, where /proc
+    gives its current size; elsewhere no limit)."""
+    if resource is None:
+        return
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            size = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    soft = size + limit if hard == resource.RLIM_INFINITY else min(size + limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _serve(connection: Connection, worker: Callable, time_limit: float, memory_limit: int) -> None:
     if resource is not None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file in the project
+    _limit_memory(memory_limit)
     while True:
         try:
             message = connection.recv()
@@ -50,13 +85,19 @@ def _serve(connection: Connection, worker: Callable, time_limit: float) -> None:
             return
         index, job = message
         _limit_cpu_time(time_limit)
-        connection.send((index, worker(job)))
+        try:
+            result = worker(job)
+        except MemoryError:
+            os._exit(_OUT_OF_MEMORY)  # at once: with the memory spent, even sending a result may fail
+        connection.send((index, result))
 
 
 class _Worker:
     def __init__(self, context, worker: Callable, time_limit: float) -> None:
+        self.memory_limit = MEMORY_LIMIT
         self.connection, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, worker, time_limit), daemon=True)
+        self.process = context.Process(target=_serve, args=(child, worker, time_limit, self.memory_limit),
+                                       daemon=True)
         self.process.start()
         child.close()
         self.index: int | None = None  # the item it is working on
@@ -72,6 +113,11 @@ class _Worker:
         self.process.join(timeout=1)
         if self.process.exitcode == -getattr(signal, "SIGXCPU", -1):
             return f"it took longer than {time_limit:g} s to check"
+        memory = f"{self.memory_limit >> 20} MB of memory"
+        if self.process.exitcode == _OUT_OF_MEMORY:
+            return f"it needed more than {memory} to check"
+        if self.process.exitcode == -signal.SIGABRT:  # the native parser aborts when an allocation fails
+            return f"the worker checking it stopped (the parser crashed, or needed more than {memory})"
         return "the worker checking it stopped (a crash in the parser)"
 
     def stop(self) -> None:

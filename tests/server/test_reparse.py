@@ -11,8 +11,10 @@ import pytest
 
 from tests.conftest import REPO
 from torchlint.config import Options, resolve_settings
+from torchlint.diagnostics import Diagnostic
 from torchlint.engine import check_source
 from torchlint.server.reparse import Trees, rows_with_breaks
+from torchlint.server.worker import check_text
 
 SOURCES = [REPO / "examples" / "train_pitfalls.py", REPO / "torchlint" / "engine.py",
            *sorted((REPO / "tests" / "fixtures" / "rules").glob("TL[0-2]*.py"))[::3]]
@@ -49,7 +51,7 @@ def test_spliced_trees_are_the_trees_of_the_new_text(path):
         try:
             whole = cst.parse_module(text)
         except cst.ParserSyntaxError:
-            assert spliced is None
+            assert isinstance(spliced, Diagnostic) and spliced.code == "TL901"
             continue  # the next edit starts again from the last valid text
         valid = text
         assert spliced.code == text
@@ -67,3 +69,17 @@ def test_a_splice_parses_only_the_touched_statement(monkeypatch):
     new_text = text.replace("return y", "return torch.Tensor(y)")
     assert trees.parse("doc", new_text).code == new_text
     assert parsed == ["\n\ndef g(y):\n    return torch.Tensor(y)\n"]
+
+
+DEEP = "x = " + "(" * 5000 + "1" + ")" * 5000 + "\n"  # libcst's native parser overflows its stack
+
+
+@pytest.mark.parametrize("hostile, code", [(DEEP, "TL901"), ("y = 1\n\\\nz = 2\n", "TL902")],
+                         ids=["nested-brackets", "lone-backslash"])
+def test_a_hostile_buffer_gets_the_clis_finding_whole_or_spliced(hostile, code):
+    settings = resolve_settings(Options(isolated=True), REPO)
+    assert [d.code for d in check_text(hostile, "whole.py", settings)] == [code]
+    valid = "import torch\n\n\ndef f(x):\n    return x\n\n\nt = 1\n"
+    assert check_text(valid, "edited.py", settings) == []
+    # The edit touches the last statement only: the splice parses that piece on its own first.
+    assert [d.code for d in check_text(valid.replace("t = 1\n", hostile), "edited.py", settings)] == [code]

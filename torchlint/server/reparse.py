@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from torchlint.diagnostics import Diagnostic
+from torchlint.engine import parse_module
 from torchlint.sources import LINE_BREAK
 
 _ROW = re.compile(f".*?(?:{LINE_BREAK.pattern})|.+\\Z", re.S)
@@ -68,7 +70,7 @@ def touched_rows(old_rows: list[str], new_rows: list[str]) -> tuple[int, int]:
     return first, len(old_rows) - last
 
 
-def _spliced(previous: _Tree, text: str) -> cst.Module | None:
+def _spliced(previous: _Tree, text: str, filename: str) -> cst.Module | None:
     old_rows, new_rows = rows_with_breaks(previous.text), rows_with_breaks(text)
     first, end = touched_rows(old_rows, new_rows)
     starts = previous.starts
@@ -83,11 +85,10 @@ def _spliced(previous: _Tree, text: str) -> cst.Module | None:
     shift = len(new_rows) - len(old_rows)
     last_statement = j + 1 == len(starts)
     piece_end = len(new_rows) if last_statement else starts[j + 1] + shift
-    try:
-        piece = cst.parse_module("".join(new_rows[starts[i]:piece_end]))
-    except (cst.ParserSyntaxError, RecursionError):
+    piece = parse_module("".join(new_rows[starts[i]:piece_end]), filename)
+    if isinstance(piece, Diagnostic) or not piece.body:
         return None
-    if not piece.body or (piece.default_indent, piece.default_newline) != (old.default_indent, old.default_newline):
+    if (piece.default_indent, piece.default_newline) != (old.default_indent, old.default_newline):
         return None
     head = piece.body[0].with_changes(leading_lines=[*piece.header, *piece.body[0].leading_lines])
     body = [*old.body[:i], head, *piece.body[1:]]
@@ -105,23 +106,24 @@ class Trees:
         self._size = size
         self._trees: OrderedDict[str, _Tree] = OrderedDict()
 
-    def parse(self, key: str, text: str) -> cst.Module | None:
-        """The tree of `text`, the new version of document `key`; None when it does not parse (the
-        last tree that did is kept: the next edit often mends the syntax)."""
-        previous = self._trees.get(key)
+    def parse(self, filename: str, text: str) -> cst.Module | Diagnostic:
+        """The tree of `text`, the new version of document `filename`, or the TL901/TL902 finding
+        that says why there is none: the CLI's guarded parse, so a hostile buffer never reaches
+        libcst's parser unguarded (the last tree that parsed is kept: the next edit often mends
+        the syntax)."""
+        previous = self._trees.get(filename)
         if previous is None:
             module = None
         else:
-            module = previous.module if previous.text == text else _spliced(previous, text)
+            module = previous.module if previous.text == text else _spliced(previous, text, filename)
         if module is None:
-            try:
-                module = cst.parse_module(text)
-            except (cst.ParserSyntaxError, RecursionError):
-                return None
+            module = parse_module(text, filename)
+            if isinstance(module, Diagnostic):
+                return module
         starts = _statement_starts(module, text)
-        self._trees.pop(key, None)
+        self._trees.pop(filename, None)
         if starts is not None:
-            self._trees[key] = _Tree(text, module, starts)
+            self._trees[filename] = _Tree(text, module, starts)
             while len(self._trees) > self._size:
                 self._trees.popitem(last=False)
         return module
