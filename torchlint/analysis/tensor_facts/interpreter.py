@@ -61,6 +61,25 @@ _DEVICE_HOLDERS = frozenset(
     "accelerator accelerate fabric trainer args opt opts options config conf cfg settings hparams params "
     "runner engine self model module net pipe pipeline".split()
 )
+# Ops whose output takes the memory format of their input: a channels-last input (an NHWC
+# tensor permuted to NCHW) gives a channels-last output, so a later permute can undo the input's.
+_KEEPS_MEMORY_FORMAT = frozenset(
+    "interpolate upsample conv1d conv2d conv3d avg_pool2d avg_pool3d max_pool2d max_pool3d "
+    "adaptive_avg_pool2d adaptive_avg_pool3d adaptive_max_pool2d".split()
+)
+_PURE_REORDERS = frozenset({"permute", "transpose", "movedim"})
+
+
+def _memory_format_kept(name: str, operand: Value) -> Layout | None:
+    """The layout of the op's output: the input's reordering where the op keeps memory formats
+    and the input was only reordered; None (unknown) otherwise."""
+    layout = operand.layout if isinstance(operand, TensorFacts) else None
+    if name not in _KEEPS_MEMORY_FORMAT or layout is None or not layout.reordered:
+        return None
+    if any(op[0] not in _PURE_REORDERS for op in layout.ops):
+        return None
+    return Layout(layout.base_rank, None, layout.ops, layout.unit_sizes_likely)
+
 
 
 def _terminates(statement: cst.CSTNode) -> bool:
@@ -888,7 +907,7 @@ class Interpreter:
             return UNKNOWN  # `torch.where(cond)`: a tuple of index tensors
         facts = self.combine(operands, call, Rule.MATMUL if rule is Rule.MATMUL else Rule.ELEMENTWISE, op.combines)
         if rule is Rule.OTHER:
-            return replace(facts, layout=None, scalar=None)
+            return replace(facts, layout=_memory_format_kept(name, receiver), scalar=None)
         if rule is Rule.COMPARE:
             return replace(facts, dtype="bool", requires_grad=False)
         if rule is Rule.RECOMPUTE:
