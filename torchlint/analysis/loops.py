@@ -26,6 +26,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -452,13 +453,15 @@ class LoopAnalysis:
 
     def training_loops(self) -> list[Iteration]:
         """The loops that call `backward()` or an optimizer `step()` (directly or through calls)."""
-        if not self._has_training_text and not self._calls_project_training_step():
+        if not self._has_training_text and not self._calls_project_training_step:
             return []
         return [iteration for loop in self.loops() if (iteration := self.iteration(loop)).is_training_step]
 
+    @cached_property
     def _calls_project_training_step(self) -> bool:
         """The file calls a function of another project file that calls `backward()` or steps an
-        optimizer (asked only of files with loops, and only about the imported names it calls)."""
+        optimizer (asked only of files with loops, and only about the imported names it calls;
+        answered once per file, although every rule that asks for the training loops asks it)."""
         if self.project is None or not self.loops():
             return False
         for local, qualified in self._imports.bound_names():
