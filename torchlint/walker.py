@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import typing
 from functools import lru_cache
 
 import libcst as cst
@@ -29,8 +30,16 @@ def _child_fields(node_class: type) -> tuple[str, ...]:
     return tuple(
         f.name
         for f in dataclasses.fields(node_class)
-        if f.name not in _TOKEN_FIELDS and not f.name.startswith("whitespace")
+        if f.name not in _TOKEN_FIELDS and not f.name.startswith("whitespace") and _may_hold_nodes(f.type)
     )
+
+
+def _may_hold_nodes(annotation: object) -> bool:
+    """False for a field that holds only text (`Name.value`, `Arg.star`): the leaves of the tree,
+    most of its nodes, then cost the walk no attribute reads at all."""
+    if isinstance(annotation, type):
+        return issubclass(annotation, cst.CSTNode)
+    return typing.get_origin(annotation) is not typing.Literal
 
 
 def _subclasses(root: type) -> set[type]:
@@ -98,10 +107,20 @@ class Walker:
         node_class = type(node)
         for handler in self._visit.get(node_class, ()):
             handler(node)
-        ancestors = self._ancestors
-        ancestors.append(node)
-        for child in child_nodes(node):
-            self._walk(child)
-        ancestors.pop()
+        fields = _child_fields(node_class)
+        if fields:  # child_nodes(), inlined: this line runs for every node of every file
+            ancestors = self._ancestors
+            ancestors.append(node)
+            node_classes = _NODE_CLASSES
+            for name in fields:
+                value = getattr(node, name)
+                value_type = type(value)
+                if value_type in node_classes:
+                    self._walk(value)
+                elif value_type is tuple or value_type is list:
+                    for item in value:
+                        if type(item) in node_classes:
+                            self._walk(item)
+            ancestors.pop()
         for handler in self._leave.get(node_class, ()):
             handler(node)
