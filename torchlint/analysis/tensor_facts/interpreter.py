@@ -332,61 +332,63 @@ class Interpreter:
         return value
 
     def _eval(self, expr: cst.CSTNode, env: Env) -> Value:
-        if isinstance(expr, cst.Name):
-            return self._name(expr, env)
-        if isinstance(expr, cst.Call):
-            return self._call(expr, env)
-        if isinstance(expr, cst.Attribute):
-            return self._attribute(expr, env)
-        if isinstance(expr, cst.BinaryOperation):
-            return self._binary(expr.left, expr.right, expr.operator, expr, env)
-        if isinstance(expr, cst.Subscript):
-            return self._subscript(expr, env)
-        if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary)):
-            return Number(expr.value)
-        if isinstance(expr, cst.UnaryOperation):
-            value = self.eval(expr.expression, env)
-            if isinstance(expr.operator, cst.Not):
-                return NUMBER
-            if isinstance(value, Number) and isinstance(expr.operator, cst.Minus) and value.code is not None:
-                return Number("-" + value.code)
-            return value
-        if isinstance(expr, cst.Comparison):
-            return self._comparison(expr, env)
-        if isinstance(expr, cst.IfExp):
-            self.eval(expr.test, env)
-            body, orelse = self.eval(expr.body, env), self.eval(expr.orelse, env)
-            if isinstance(body, DeviceValue) or isinstance(orelse, DeviceValue):
-                # `"cuda" if torch.cuda.is_available() else "cpu"`: the accelerator where there is one.
-                return DeviceValue(Device.ACCELERATOR)
-            return join(body, orelse)
-        if isinstance(expr, (cst.SimpleString, cst.FormattedString)):
-            for child in _expression_children(expr):
-                self.eval(child, env)
-            text = string_value(expr)
-            kind = device_string_kind(text) if text is not None else None
-            return DeviceValue(kind) if kind is not None else UNKNOWN
-        if isinstance(expr, cst.BooleanOperation):
-            return join(self.eval(expr.left, env), self.eval(expr.right, env))
-        if isinstance(expr, (cst.Tuple, cst.List)):
-            items = tuple(self.eval(element.value, env) for element in expr.elements)
-            if any(isinstance(element, cst.StarredElement) for element in expr.elements):
-                return UNKNOWN
-            return Sequence(items)
-        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
-            return self._comprehension(expr, env)
-        if isinstance(expr, cst.NamedExpr):
-            value = self.eval(expr.value, env)
-            self._bind(expr.target, value, env)
-            return value
-        if isinstance(expr, cst.Lambda):
-            inner = dict(env)
-            for param in expr.params.params:
-                inner[param.name.value] = UNKNOWN
-            self.eval(expr.body, inner)
-            return UNKNOWN
+        # Dispatch on the exact class: isinstance() against libcst's ABC-based classes costs a
+        # Python-level call for every miss, and this runs for every expression of the file.
+        evaluate = _EVALUATORS.get(type(expr))
+        if evaluate is not None:
+            return evaluate(self, expr, env)
         for child in _expression_children(expr):
             self.eval(child, env)
+        return UNKNOWN
+
+    def _binary_operation(self, expr: cst.BinaryOperation, env: Env) -> Value:
+        return self._binary(expr.left, expr.right, expr.operator, expr, env)
+
+    def _number_literal(self, expr: cst.Integer | cst.Float | cst.Imaginary, env: Env) -> Value:
+        return Number(expr.value)
+
+    def _unary(self, expr: cst.UnaryOperation, env: Env) -> Value:
+        value = self.eval(expr.expression, env)
+        if isinstance(expr.operator, cst.Not):
+            return NUMBER
+        if isinstance(value, Number) and isinstance(expr.operator, cst.Minus) and value.code is not None:
+            return Number("-" + value.code)
+        return value
+
+    def _conditional(self, expr: cst.IfExp, env: Env) -> Value:
+        self.eval(expr.test, env)
+        body, orelse = self.eval(expr.body, env), self.eval(expr.orelse, env)
+        if isinstance(body, DeviceValue) or isinstance(orelse, DeviceValue):
+            # `"cuda" if torch.cuda.is_available() else "cpu"`: the accelerator where there is one.
+            return DeviceValue(Device.ACCELERATOR)
+        return join(body, orelse)
+
+    def _string(self, expr: cst.SimpleString | cst.FormattedString, env: Env) -> Value:
+        for child in _expression_children(expr):
+            self.eval(child, env)
+        text = string_value(expr)
+        kind = device_string_kind(text) if text is not None else None
+        return DeviceValue(kind) if kind is not None else UNKNOWN
+
+    def _boolean(self, expr: cst.BooleanOperation, env: Env) -> Value:
+        return join(self.eval(expr.left, env), self.eval(expr.right, env))
+
+    def _display(self, expr: cst.Tuple | cst.List, env: Env) -> Value:
+        items = tuple(self.eval(element.value, env) for element in expr.elements)
+        if any(isinstance(element, cst.StarredElement) for element in expr.elements):
+            return UNKNOWN
+        return Sequence(items)
+
+    def _walrus(self, expr: cst.NamedExpr, env: Env) -> Value:
+        value = self.eval(expr.value, env)
+        self._bind(expr.target, value, env)
+        return value
+
+    def _lambda(self, expr: cst.Lambda, env: Env) -> Value:
+        inner = dict(env)
+        for param in expr.params.params:
+            inner[param.name.value] = UNKNOWN
+        self.eval(expr.body, inner)
         return UNKNOWN
 
     def _name(self, node: cst.Name, env: Env) -> Value:
@@ -1164,6 +1166,33 @@ class Interpreter:
         if unknown:
             return receiver.moved(Device.UNKNOWN)
         return receiver
+
+
+# The interpreter's rule for each expression class; any other expression is only walked into.
+_EVALUATORS = {
+    cst.Name: Interpreter._name,
+    cst.Call: Interpreter._call,
+    cst.Attribute: Interpreter._attribute,
+    cst.BinaryOperation: Interpreter._binary_operation,
+    cst.Subscript: Interpreter._subscript,
+    cst.Integer: Interpreter._number_literal,
+    cst.Float: Interpreter._number_literal,
+    cst.Imaginary: Interpreter._number_literal,
+    cst.UnaryOperation: Interpreter._unary,
+    cst.Comparison: Interpreter._comparison,
+    cst.IfExp: Interpreter._conditional,
+    cst.SimpleString: Interpreter._string,
+    cst.FormattedString: Interpreter._string,
+    cst.BooleanOperation: Interpreter._boolean,
+    cst.Tuple: Interpreter._display,
+    cst.List: Interpreter._display,
+    cst.ListComp: Interpreter._comprehension,
+    cst.GeneratorExp: Interpreter._comprehension,
+    cst.SetComp: Interpreter._comprehension,
+    cst.DictComp: Interpreter._comprehension,
+    cst.NamedExpr: Interpreter._walrus,
+    cst.Lambda: Interpreter._lambda,
+}
 
 
 def _batched(item: Value) -> TensorFacts:

@@ -482,9 +482,10 @@ def _tensor_evidence(function: cst.FunctionDef) -> set[str]:
     pending: list[cst.CSTNode] = [function.body]
     while pending:
         node = pending.pop()
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.attr.value in _TENSOR_EVIDENCE:
+        node_class = type(node)  # exact classes: this walks every function body once
+        if node_class is cst.Attribute and type(node.value) is cst.Name and node.attr.value in _TENSOR_EVIDENCE:
             found.add(node.value.value)
-        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+        elif node_class is cst.BinaryOperation and type(node.operator) is cst.MatrixMultiply:
             for side in (node.left, node.right):
                 if isinstance(side, cst.Name):
                     found.add(side.value)
