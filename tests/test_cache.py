@@ -24,6 +24,27 @@ def test_unchanged_files_are_served_from_the_cache(project, monkeypatch):
     assert _check(project) == first
 
 
+def test_a_run_served_wholly_from_the_cache_starts_no_worker(project, monkeypatch):
+    (project / "a.py").write_text(BAD)
+    (project / "b.py").write_text(BAD)
+    settings = resolve_settings(Options(), cwd=project)
+    files = [(str(project / name), name) for name in ("a.py", "b.py")]
+    first = engine.check_files(files, settings, 2, use_cache=True)
+    (project / "b.py").write_text(BAD + "y = torch.Tensor(2)\n")
+    sent_to_workers = []
+    real_map_bounded = engine.map_bounded
+
+    def recording(worker, work, *args):
+        sent_to_workers.extend(job[1] for job in work)
+        return real_map_bounded(worker, work, *args)
+
+    monkeypatch.setattr(engine, "map_bounded", recording)
+    second = engine.check_files(files, settings, 2, use_cache=True)
+    assert sent_to_workers == ["b.py"]  # only the changed file is checked again
+    assert [(d.filename, d.location.row) for d in second] == [("a.py", 2), ("b.py", 2), ("b.py", 3)]
+    assert second[0] == first[0]
+
+
 def test_a_changed_file_or_rule_set_is_checked_again(project):
     (project / "a.py").write_text(BAD)
     _check(project)

@@ -290,10 +290,9 @@ def check_file(
     filename = display_name or path
     try:
         data = read_bytes(path)
-        key = cache_key(filename, data, settings) if cache else ""
-        cached = cache.get(key, filename) if cache else None
+        key, cached = _look_up(cache, filename, data, settings) if cache else ("", None)
         if cached is not None:
-            return settings.fix_policy.applied(cached)
+            return cached
         source = decode_source(data)
         project = ProjectView(path, settings.root)
         if path.endswith(".ipynb"):
@@ -309,6 +308,23 @@ def check_file(
         cache.put(key, diagnostics, project.dependencies())
     # After the cache: its entries hold the rules' own fixes, whatever the fix settings.
     return settings.fix_policy.applied(diagnostics)
+
+
+def _cached_findings(path: str, display_name: str, settings: Settings, cache: ResultCache) -> list[Diagnostic] | None:
+    """The file's findings from the cache; None for a miss, or for a file that cannot be read
+    (its check then reports why)."""
+    try:
+        data = read_bytes(path)
+    except UnreadableFile:
+        return None
+    return _look_up(cache, display_name, data, settings)[1]
+
+
+def _look_up(cache: ResultCache, filename: str, data: bytes, settings: Settings) -> tuple[str, list[Diagnostic] | None]:
+    """The file's cache key, and its findings (with the fixes the settings allow) when cached."""
+    key = cache_key(filename, data, settings)
+    cached = cache.get(key, filename)
+    return key, None if cached is None else settings.fix_policy.applied(cached)
 
 
 def internal_error_text(display_name: str, error: Exception) -> str:
@@ -351,8 +367,21 @@ def check_files(
     Internal errors are appended to `errors` when a list is given, else raised. With
     `use_cache`, results are kept in the cache (see cache.py).
     """
-    results = map_files(_check_one, [(path, name, settings, use_cache) for path, name in files], jobs,
+    results: list = [None] * len(files)
+    if use_cache:
+        # Looked up here first: a warm run then starts no worker process at all.
+        cache = ResultCache(settings.root)
+        for index, (path, name) in enumerate(files):
+            cached = _cached_findings(path, name, settings, cache)
+            if cached is not None:
+                results[index] = (cached, None)
+                if on_done is not None:
+                    on_done()
+    missed = [index for index, result in enumerate(results) if result is None]
+    checked = map_files(_check_one, [(*files[index], settings, use_cache) for index in missed], jobs,
                         lambda job, why: ([lost_file_error(job[1], why)], None), time_limit, on_done)
+    for index, result in zip(missed, checked):
+        results[index] = result
     failures = [error for _, error in results if error is not None]
     if failures and errors is None:
         raise RuntimeError(failures[0])
