@@ -315,7 +315,9 @@ def input_problems(path: Path, settings, outputs: _Outputs) -> list[str]:
     notebook = path.suffix == ".ipynb"
     try:
         diagnostics = check_file(str(path), settings, path.name)
-    except Exception as error:  # noqa: BLE001 - an internal error is what the fuzzer looks for
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:  # noqa: BLE001 - any failure is the input's, a native panic too
         return [f"internal error in check: {_describe(error)}"]
     try:
         text = decode_source(data).text
@@ -327,7 +329,9 @@ def input_problems(path: Path, settings, outputs: _Outputs) -> list[str]:
     problems += outputs.problems(diagnostics)
     try:
         problems += _fix_problems(path, data, settings)
-    except Exception as error:  # noqa: BLE001
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:  # noqa: BLE001 - any failure is the input's, a native panic too
         problems.append(f"internal error in fix: {_describe(error)}")
     finally:
         path.write_bytes(data)
@@ -643,7 +647,9 @@ class Fuzzer:
                 path.write_bytes(data)
                 try:
                     diagnostics = check_file(str(path), self.settings, path.name)
-                except Exception:  # noqa: BLE001 - already reported for the input itself
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except BaseException:  # noqa: BLE001 - already reported for the input itself
                     continue
                 with_noqa = _with_noqa_on_findings(data, diagnostics, rng)
                 if with_noqa is not None:

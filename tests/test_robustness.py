@@ -75,6 +75,20 @@ def test_deeply_nested_expression_does_not_crash(project):
     assert result.returncode == 1 and found
 
 
+def test_a_file_that_makes_libcsts_parser_panic_is_one_tl902(project):
+    # Valid Python (CPython compiles it) on which libcst's Rust tokenizer panics: pyo3 raises a
+    # PanicException, a BaseException, after printing a Rust backtrace on standard error.
+    panicking = b"try:\\\r\\\n\n\ts#\xf0\x9f\x8f\xbb\r\r\\\n\\\r\n\nfinally\\\n:\\\n([])"
+    compile(panicking.decode(), "panic.py", "exec")
+    (project / "panic.py").write_bytes(panicking)
+    (project / "good.py").write_text(BAD)
+    for jobs in ("1", "2"):
+        result, found = _findings(project, "--jobs", jobs)
+        assert [(name, code) for name, code, _, _ in found] == [("good.py", "TL102"), ("panic.py", "TL902")]
+        assert "backslash" in found[1][3]
+        assert result.stderr == ""
+
+
 def test_crlf_file(project):
     (project / "crlf.py").write_bytes(b"import torch\r\nx = torch.Tensor(2)\r\n")
     _, found = _findings(project)

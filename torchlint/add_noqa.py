@@ -12,11 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import libcst as cst
-
 from torchlint.config import UNSUPPRESSIBLE, Settings
 from torchlint.diagnostics import Diagnostic
-from torchlint.engine import check_source, internal_error_text, map_files
+from torchlint.engine import check_source, internal_error_text, map_files, parse_module
 from torchlint.fix import FileChanged, NotWritable, real_roots, write_atomically
 from torchlint.rules.tl903_unused_noqa import UnusedNoqa
 from torchlint.sources import LINE_BREAK, UnreadableFile, decode_source, read_bytes
@@ -82,18 +80,10 @@ def add_noqa_to_file(path: str, filename: str, settings: Settings,
     text, added = add_noqa_to_text(source.text, check_source(source.text, filename, settings))
     if not added:
         return result
-    try:
-        cst.parse_module(text)
-        write_atomically(path, data, text.encode(source.encoding), roots)
-    except cst.ParserSyntaxError as error:
-        problem = f"the new text would not parse ({error.message}); please report this"
-    except FileChanged:
-        problem = "the file changed while noqa comments were being added"
-    except NotWritable as error:
-        problem = f"not written: {error}"
-    except (OSError, UnicodeEncodeError) as error:
-        problem = f"cannot write it: {getattr(error, 'strerror', None) or error}"
-    else:
+    reparsed = parse_module(text, filename)
+    problem = f"the new text would not parse ({reparsed.message}); please report this" if isinstance(
+        reparsed, Diagnostic) else _write(path, data, text, source.encoding, roots)
+    if problem is None:
         result.added = added
         return result
     result.problems.append(f"torchlint: error: {filename}: noqa comments not added: {problem}")
@@ -119,3 +109,16 @@ def add_noqa_files(files: list[tuple[str, str]], settings: Settings, jobs: int |
 def _lost(job: tuple, why: str) -> AddNoqaResult:
     """A file whose worker ran out of time or crashed: left as it was."""
     return AddNoqaResult(job[1], problems=[f"torchlint: error: {job[1]}: noqa comments not added: {why}"])
+
+
+def _write(path: str, original: bytes, text: str, encoding: str, roots) -> str | None:
+    """Write the new text in place of `original`; None, or why it was not written."""
+    try:
+        write_atomically(path, original, text.encode(encoding), roots)
+    except FileChanged:
+        return "the file changed while noqa comments were being added"
+    except NotWritable as error:
+        return f"not written: {error}"
+    except (OSError, UnicodeEncodeError) as error:
+        return f"cannot write it: {getattr(error, 'strerror', None) or error}"
+    return None

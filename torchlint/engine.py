@@ -7,8 +7,10 @@ statements that hold a finding (see positions.py).
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import re
+import sys
 from collections.abc import Callable
 
 import libcst as cst
@@ -218,19 +220,52 @@ def _has_lone_continuation(source: str) -> bool:
     return ("\\\n" in source or "\\\r" in source) and _LONE_CONTINUATION.search(source) is not None
 
 
+@contextlib.contextmanager
+def _stderr_silenced():
+    """Standard error closed at the descriptor level: where libcst's Rust parser panics (on
+    backslash-only lines), its panic hook writes a Rust backtrace there before the exception
+    reaches us, and the user should see only the one-line finding."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as devnull:
+            os.dup2(devnull.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def is_parser_panic(error: BaseException) -> bool:
+    """libcst's Rust parser panicked: pyo3 raises a PanicException, a BaseException that no
+    `except Exception` stops (valid Python with backslash-only lines and carriage returns)."""
+    return type(error).__name__ == "PanicException"
+
+
 def parse_module(source: str, filename: str) -> cst.Module | Diagnostic:
     """The libcst tree of `source`, or the TL901/TL902 finding that says why there is none."""
     if _nested_deeper_than(source, _MAX_NESTING):
         python_error = _python_syntax_error(source, filename)
         if python_error is not None:
             return python_error
+    lone_continuation = _has_lone_continuation(source)
     try:
-        module = cst.parse_module(source)
+        with _stderr_silenced() if lone_continuation else contextlib.nullcontext():
+            module = cst.parse_module(source)
     except cst.ParserSyntaxError as error:
         return syntax_error(source, filename, error)
     except RecursionError:
         return file_error("TL901", filename, "SyntaxError: too deeply nested to parse")
-    if _has_lone_continuation(source) and module.code != source:
+    except BaseException as error:
+        if not is_parser_panic(error):
+            raise
+        return file_error("TL902", filename, _LONE_CONTINUATION_PROBLEM if lone_continuation else (
+            "cannot be checked: the parser (libcst) crashed on this file"))
+    if lone_continuation and module.code != source:
         return file_error("TL902", filename, _LONE_CONTINUATION_PROBLEM)
     return module
 
