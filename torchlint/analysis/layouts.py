@@ -14,7 +14,7 @@ A `.contiguous()` or `.reshape()` gives a fresh contiguous base. The tensor-fact
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import product as cartesian
 from typing import TYPE_CHECKING
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from torchlint.analysis.checked_file import CheckedFile
 
 _MAX_RANK = 6
+_REORDERING_OPS = frozenset({"permute", "transpose", "t", "T", "movedim", "expand"})
 
 # One dimension of a materialized layout: its position in the base's memory order (None for an
 # inserted size-1 dim or a new broadcast dim), whether it is broadcast (stride 0), its size symbol.
@@ -38,13 +39,18 @@ class Layout:
     # The base came out of `.squeeze()`: the code deals with size-1 dims we cannot see, and a
     # merge that looks impossible may only involve a size-1 dim (`x.squeeze(0).t().view(-1)`).
     unit_sizes_likely: bool = False
+    # The call that last reordered the dimensions, for the finding's evidence (not a fact: two
+    # layouts that differ only here are the same layout).
+    reordered_by: cst.CSTNode | None = field(default=None, compare=False, repr=False)
 
     @property
     def reordered(self) -> bool:
-        return any(op[0] in ("permute", "transpose", "t", "T", "movedim", "expand") for op in self.ops)
+        return any(op[0] in _REORDERING_OPS for op in self.ops)
 
-    def then(self, op: tuple) -> "Layout":
-        return Layout(self.base_rank, self.base_sizes, self.ops + (op,), self.unit_sizes_likely)
+    def then(self, op: tuple, by: cst.CSTNode | None = None) -> "Layout":
+        """This layout after `op`, done by the call `by`."""
+        reordered_by = by if by is not None and op[0] in _REORDERING_OPS else self.reordered_by
+        return Layout(self.base_rank, self.base_sizes, self.ops + (op,), self.unit_sizes_likely, reordered_by)
 
     def materialize(self, base_rank: int) -> list[_Dim] | None:
         sizes = self.base_sizes or (None,) * base_rank

@@ -3,9 +3,10 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.layouts import shape_args, view_merge_breaks
+from torchlint.analysis.names import dotted_name
 from torchlint.analysis.tensor_facts.domain import TensorFacts
 from torchlint.diagnostics import Applicability, Severity
-from torchlint.reports import FixSpec
+from torchlint.reports import FixSpec, RelatedNode
 from torchlint.rule import Rule
 
 
@@ -83,4 +84,19 @@ class ViewAfterPermute(Rule):
             "`.view()` merges dimensions that a permute/transpose made non-contiguous (RuntimeError); "
             "use `.reshape(...)` or `.contiguous().view(...)`",
             fix=FixSpec("Replace `.view(` with `.reshape(`", ((func.attr, "reshape"),), Applicability.SAFE),
+            related=_reordering(facts.layout.reordered_by, func.value),
         )
+
+
+def _reordering(call: cst.CSTNode | None, receiver: cst.BaseExpression) -> tuple[RelatedNode, ...]:
+    """Where the dimensions were reordered, when that is not written in the viewed expression
+    itself (`x.transpose(1, 2).view(...)` needs no note)."""
+    if not isinstance(call, cst.Call):
+        return ()
+    current = receiver
+    while isinstance(current, (cst.Call, cst.Attribute, cst.Subscript)):
+        if current is call:
+            return ()
+        current = current.func if isinstance(current, cst.Call) else current.value
+    name = call.func.attr.value if isinstance(call.func, cst.Attribute) else dotted_name(call.func)
+    return (RelatedNode(call, f"the dimensions are reordered here (`{name}`)"),)

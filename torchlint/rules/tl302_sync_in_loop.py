@@ -11,6 +11,7 @@ from torchlint.analysis.names import positional_args
 from torchlint.analysis.tensor_evidence import TensorEvidence, places_on_accelerator
 from torchlint.diagnostics import Severity
 from torchlint.positions import StatementPositions
+from torchlint.reports import RelatedNode
 from torchlint.rule import Rule
 from torchlint.walker import child_nodes
 
@@ -158,6 +159,7 @@ class SyncInLoop(Rule):
             f"`{_shown(node)}` synchronises with the device on every step of the training loop at row "
             f"{self._row(loop)}, which calls `{_callee_word(call)}(...)` each iteration; return the tensor "
             "(`.detach()`) and read it once after the loop or every N steps",
+            related=(RelatedNode(call, "called here, once per step of the training loop"),),
         )
 
     @cached_property

@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.module_attributes import ClassFrames
+from torchlint.analysis.module_attributes import ClassFrames, first_parameter, self_attribute
 from torchlint.analysis.names import dotted_name, method_receiver, positional_args
 from torchlint.analysis.tensor_facts.domain import TensorFacts
 from torchlint.analysis.tensors import PARAMETER_CLASSES, TENSOR_FACTORIES
 from torchlint.diagnostics import Severity
+from torchlint.reports import RelatedNode
 from torchlint.rule import Rule
+from torchlint.walker import child_nodes
 
 _NUMBER_BUILTINS = frozenset({"float", "int", "abs", "round", "min", "max"})
 # Classes that move their tensors by hand.
@@ -90,8 +92,8 @@ class UnregisteredTensorAttribute(Rule):
         frame = self._classes.leave()
         if self._moves_by_hand.pop():
             return
-        for assignment, _, message in frame.unregistered():
-            self.report(assignment, message)
+        for assignment, name, message in frame.unregistered():
+            self.report(assignment, message, related=_first_read(node, name))
 
     def visit_Call(self, node: cst.Call) -> None:
         frame = self._classes.method_frame()
@@ -165,3 +167,22 @@ class UnregisteredTensorAttribute(Rule):
 
     def _is_parameter(self, value: cst.BaseExpression) -> bool:
         return isinstance(value, cst.Call) and self.ctx.callee(value) in PARAMETER_CLASSES
+
+
+def _first_read(classdef: cst.ClassDef, name: str) -> tuple[RelatedNode, ...]:
+    """Where a method other than `__init__` first reads `self.<name>`: where the tensor, left on
+    the device it was made on, meets inputs on the device the module was moved to. Searched only
+    for a class with a finding."""
+    for method in classdef.body.body:
+        if not isinstance(method, cst.FunctionDef) or method.name.value == "__init__":
+            continue
+        self_name = first_parameter(method)
+        pending: list[cst.CSTNode] = [method.body]
+        while pending:
+            node = pending.pop()
+            if self_name is not None and self_attribute(node, self_name) == name:
+                return (RelatedNode(node, f"read here in `{method.name.value}()`, still on the device it was made on "
+                                          "after the module is moved"),)
+            if not isinstance(node, cst.AssignTarget):  # a write is no read
+                pending.extend(reversed(child_nodes(node)))
+    return ()

@@ -48,6 +48,7 @@ _RECURRENT = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
 _PAIR_OUTPUT = frozenset({"torch.nn.MultiheadAttention"})
 _NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode"})
 _NUMBER_BUILTINS = frozenset({"len", "int", "float", "round", "abs", "ord", "hash", "sum", "max", "min"})
+_REDUCING_BUILTINS = frozenset({"sum", "max", "min"})
 _SEQUENCE_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set"})
 # Keyword arguments of torch ops that are operands (a tensor there must be on the op's device).
 _OPERAND_KEYWORDS = frozenset(
@@ -78,7 +79,7 @@ def _memory_format_kept(name: str, operand: Value) -> Layout | None:
         return None
     if any(op[0] not in _PURE_REORDERS for op in layout.ops):
         return None
-    return Layout(layout.base_rank, None, layout.ops, layout.unit_sizes_likely)
+    return Layout(layout.base_rank, None, layout.ops, layout.unit_sizes_likely, layout.reordered_by)
 
 
 
@@ -654,6 +655,8 @@ class Interpreter:
         if summary is not None:
             return self._from_summary(summary, call)
         values = [value for _, value in args]
+        if name in _REDUCING_BUILTINS and len(values) == 1 and isinstance(element_of(values[0]), TensorFacts):
+            return element_of(values[0])  # `sum(losses)`, `max(scores)` over tensors: a tensor
         if name in _NUMBER_BUILTINS:
             return NUMBER
         if name == "enumerate" and values:
@@ -1022,17 +1025,17 @@ class Interpreter:
             arguments = positional_args(call)[1:] if self.ctx.callee(call) is not None else positional_args(call)
             if len(arguments) == 1 and isinstance(arguments[0].value, (cst.Tuple, cst.List)):
                 ints = [int_value(element.value) for element in arguments[0].value.elements]
-            return source.then(("permute", tuple(ints))) if ints and None not in ints else None
+            return source.then(("permute", tuple(ints)), call) if ints and None not in ints else None
         if name in ("transpose", "swapaxes", "swapdims", "movedim", "moveaxis"):
             if len(ints) != 2 or None in ints:
                 return None
-            return source.then(("movedim" if name in ("movedim", "moveaxis") else "transpose", ints[0], ints[1]))
+            return source.then(("movedim" if name in ("movedim", "moveaxis") else "transpose", ints[0], ints[1]), call)
         if name == "t":
-            return _as_matrix(source).then(("t",)) if not ints else None
+            return _as_matrix(source).then(("t",), call) if not ints else None
         args = shape_args(call)
         if args is None or (len(args) == 1 and int_value(args[0]) is None):
             return None
-        return source.then(("expand", tuple(arg_code(self.ctx, arg) for arg in args)))
+        return source.then(("expand", tuple(arg_code(self.ctx, arg) for arg in args)), call)
 
     # Factories and devices ---------------------------------------------------------------
 
