@@ -222,3 +222,85 @@ def test_lazy_summaries_read_what_whole_ones_do():
         assert {name: getattr(lazy, kind)[name] for name in table} == table
     assert whole.functions["mask"].returns[0].row == 14  # the factory's row in the file
     assert whole.functions["documented"].returns[0].kind == "optimizer"
+
+
+TRAINERS = """\
+import torch
+from torch import nn
+
+
+class Base:
+    def __init__(self, model):
+        self.model = model
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def train_step(self, batch):
+        loss = self.model(batch).sum()
+        self._apply(loss)
+        return loss.detach()
+
+    def _apply(self, loss):
+        loss.backward()
+        self.optimizer.step()
+
+
+class Trainer(Base):
+    pass
+
+
+class Careful(Base):
+    def train_step(self, batch):
+        self.optimizer.zero_grad()
+        return super().train_step(batch)
+
+
+class Net(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.body = nn.Linear(width, width)
+        self.register_buffer("scale", torch.ones(width))
+
+    def forward(self, x, mask=None):
+        return self.body(x) * self.scale
+
+    def solver(self):
+        return torch.optim.AdamW(self.parameters())
+"""
+METHOD_CALLS = """\
+from pkg.trainers import Careful, Net, Trainer
+
+net = Net(4)
+trainer = Trainer(net)
+for batch in range(10):
+    trainer.train_step(batch)
+careful = Careful(net)
+for batch in range(10):
+    careful.train_step(batch)
+tool = net.solver()
+for batch in range(10):
+    net(batch).sum().backward()
+    tool.step()
+"""
+
+
+def test_methods_of_classes_of_other_files_are_known(project):
+    _write(project, {"pkg/__init__.py": "", "pkg/trainers.py": TRAINERS, "train.py": METHOD_CALLS})
+    settings = resolve_settings(Options(select=["TL001"]), cwd=project)
+    found = engine.check_files([(str(project / "train.py"), "train.py")], settings, 1)
+    assert [(d.location.row, [(r.filename, r.location.row) for r in d.related]) for d in found] == [
+        # Trainer inherits train_step, which steps through another method: nothing clears.
+        (6, [("pkg/trainers.py", 16), ("pkg/trainers.py", 17)]),
+        # `tool` is an optimizer: Net.solver returns AdamW. (Careful clears: no finding at row 9.)
+        (13, []),
+    ]
+
+
+def test_class_summaries_hold_methods_buffers_and_attributes():
+    for summary in (summarize(TRAINERS), summarize_lazily(TRAINERS.encode())):
+        net = summary.classes["Net"]
+        assert net.defines_forward and net.methods["forward"].params == ("self", "x", "mask")
+        assert net.buffers == ("scale",)
+        assert net.attributes == {"body": "torch.nn.Linear"}
+        assert net.methods["solver"].returns[0].kind == "optimizer"
+        assert summary.classes["Base"].attributes == {"optimizer": "torch.optim.SGD"}
+        assert summary.classes["Trainer"].methods == {}

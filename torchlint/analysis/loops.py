@@ -342,6 +342,9 @@ class _Index:
         self.loops: list[Loop] = []
         self.functions: list[cst.FunctionDef] = []
         self.roles: dict[str, set[Role | None]] = {}
+        # Names bound to an instance of a class of another project file (`trainer = Trainer(...)`):
+        # the class's name as the import table writes it (`engine.Trainer`), to ask for its methods.
+        self.instances: dict[str, str] = {}
         root = _Scope(None, None, None, {})
         self.module_scope = root
         self._statements(module.body, root, None)
@@ -381,17 +384,32 @@ class _Index:
         written = dotted_name(target)
         if written is None:
             return
+        qualified = self.project_callable(call.func)
+        fact = self.project.lookup(qualified) if qualified is not None and self.project is not None else None
+        if fact is not None and fact.kind in ("class", "module class"):
+            self.instances[written] = qualified
         self.roles.setdefault(written, set()).add(self.role_of_call(call))
 
     def role_of_call(self, call: cst.Call) -> Role | None:
-        """What `call` creates: from the callee's name, else from what a project function returns."""
-        qualified = self.imports.qualified_name(call.func)
+        """What `call` creates: from the callee's name, else from what a project function (or a
+        method of a project class) returns."""
+        qualified = self.project_callable(call.func)
         callee = qualified or dotted_name(call.func)
         role = role_of_constructor(callee) if callee else None
         if role is None and qualified is not None and self.project is not None:
             fact = self.project.lookup(qualified)
             role = _PROJECT_ROLES.get(fact.kind) if fact is not None else None
         return role
+
+    def project_callable(self, func: cst.BaseExpression) -> str | None:
+        """The name to ask the project about for a callee: through the imports (`utils.build`),
+        or a method of an instance of a project class (`engine.Trainer.train_step` for
+        `trainer.train_step`)."""
+        qualified = self.imports.qualified_name(func)
+        if qualified is not None or not isinstance(func, cst.Attribute):
+            return qualified
+        owner = dotted_name(func.value)
+        return f"{self.instances[owner]}.{func.attr.value}" if owner in self.instances else None
 
 
 # The analysis -------------------------------------------------------------------------------------
@@ -469,9 +487,17 @@ class LoopAnalysis:
             called = local[:1].islower() and (f"{local}(" in self._source or f"{local}." in self._source)
             if qualified.startswith("torch") or not called:
                 continue
-            if any(event in ("backward", "optimizer step") for event, _ in self.project.events(qualified)):
+            if self._trains(qualified):
                 return True
+        for instance, qualified in self.index.instances.items():
+            # A method called on an instance of a project class (`trainer.train_step(...)`).
+            for method in re.findall(rf"\b{re.escape(instance)}\.(\w+)\(", self._source):
+                if self._trains(f"{qualified}.{method}"):
+                    return True
         return False
+
+    def _trains(self, qualified: str) -> bool:
+        return any(event in ("backward", "optimizer step") for event, _ in self.project.events(qualified))
 
     def step_functions(self) -> list[Iteration]:
         """Functions whose body calls `backward()` or an optimizer `step()`: the events of one call.
@@ -776,6 +802,11 @@ class _Scanner:
         if method in ("scale", "unscale_", "update") and analysis.role(receiver) is Role.SCALER:
             kind = {"scale": Kind.SCALER_SCALE, "unscale_": Kind.SCALER_UNSCALE, "update": Kind.SCALER_UPDATE}[method]
             self.emit(kind, call, _first_argument(call))
+            return True
+        elsewhere = analysis.index.project_callable(call.func)
+        if elsewhere is not None:  # `trainer.train_step(batch)`, `Trainer` from another file
+            if self.depth < MAX_CALL_DEPTH:
+                self._project_events(call, elsewhere)
             return True
         return not _is_self(receiver)
 

@@ -195,8 +195,9 @@ class _Resolver:
         if name in summary.imports:
             target = summary.imports[name] + "".join(f".{part}" for part in rest)
             return self.imported(target, module, depth, seen)
-        if rest:
-            return None  # an attribute of a class or function
+        if rest:  # an attribute: of a class, a method; of a function, nothing known
+            return self.method(module, summary, name, rest[0], depth, seen) if (
+                len(rest) == 1 and name in summary.classes) else None
         if name in summary.classes:
             is_module = self.is_module_class(module, summary, name, depth, seen)
             row = summary.classes[name].row if summary.classes[name] is not None else 1
@@ -229,9 +230,31 @@ class _Resolver:
         # Like a Module class of the checked file: a class over an unknowable base that defines forward.
         return unknown_base and definition.defines_forward
 
+    def method(self, module: str, summary: ModuleSummary, class_name: str, method: str, depth: int,
+               seen: frozenset) -> Fact | None:
+        """A method of a class of the project, its own or inherited from a base of the project."""
+        key = ("method", module, class_name, method)
+        definition = summary.classes[class_name]
+        if definition is None or depth > MAX_DEPTH or key in seen:
+            return None
+        seen = seen | {key}
+        if method in definition.methods:
+            return self.function(module, summary, f"{class_name}.{method}", depth, seen)
+        for base in definition.bases:
+            if base in summary.classes and base != class_name:
+                found = self.method(module, summary, base, method, depth + 1, seen)
+            elif base not in _NOT_BASES and not base.startswith("torch."):
+                found = self.imported(f"{base}.{method}", module, depth, seen)
+            else:
+                found = None
+            if found is not None:
+                return found
+        return None
+
     def function(self, module: str, summary: ModuleSummary, name: str, depth: int, seen: frozenset) -> Fact:
+        """A function of the module, or a method written `Class.method`."""
         key = ("function", module, name)
-        definition = summary.functions[name]
+        definition = _definition(summary, name)
         if definition is None or depth > MAX_DEPTH or key in seen:
             return Fact("function", name, definition=(module, name))
         seen = seen | {key}
@@ -271,14 +294,19 @@ class _Resolver:
     def function_events(self, module: str, name: str, depth: int, seen: frozenset) -> tuple[tuple[str, Note], ...]:
         key = ("events", module, name)
         summary = self.summary(module)
-        definition = summary.functions[name] if summary is not None and name in summary.functions else None
+        definition = _definition(summary, name) if summary is not None else None
         if definition is None or depth > MAX_DEPTH or key in seen:
             return ()
         seen = seen | {key}
         found: list[tuple[str, Note]] = []
+        owner, is_method, _ = name.rpartition(".")
         for event, callee, row in definition.events:
             if event != CALL:
                 found.append((event, Note(module, row, 1, f"`{name}` {_EVENT_TEXT.get(event, event)} here")))
+            elif callee.startswith("self."):  # another method of the class (else a submodule's call)
+                sibling = f"{owner}.{callee[5:]}"
+                if is_method and _definition(summary, sibling) is not None:
+                    found.extend(self.function_events(module, sibling, depth + 1, seen))
             elif callee in summary.functions:
                 found.extend(self.function_events(module, callee, depth + 1, seen))
             elif callee not in summary.classes:
@@ -286,6 +314,15 @@ class _Resolver:
                 if fact is not None and fact.definition is not None:
                     found.extend(self.function_events(*fact.definition, depth + 1, seen))
         return tuple(found)
+
+
+def _definition(summary: ModuleSummary, name: str) -> FunctionSummary | None:
+    """The summary of a function of the module, or of a method written `Class.method`."""
+    owner, is_method, method = name.partition(".")
+    if is_method:
+        definition = summary.classes[owner] if owner in summary.classes else None
+        return definition.methods.get(method) if definition is not None else None
+    return summary.functions[name] if name in summary.functions else None
 
 
 def _returned_by(module: str, definition: FunctionSummary, name: str) -> Note:

@@ -48,15 +48,28 @@ class Returned:
 class FunctionSummary:
     row: int
     returns: tuple[Returned, ...]
-    # (event, callee, row) in source order; event is one of the constants above, or CALL with its callee.
+    # (event, callee, row) in source order; event is one of the constants above, or CALL with its
+    # callee (`self.<method>` for a method of the same class).
     events: tuple[tuple[str, str, int], ...]
+    # The parameters' names in order (a method's first one is its instance).
+    params: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class ClassSummary:
     row: int
     bases: tuple[str, ...]
-    defines_forward: bool
+    # Its methods (`forward`'s parameters are `methods["forward"].params`).
+    methods: dict[str, FunctionSummary] = field(default_factory=dict)
+    # What `__init__` sets up: buffers registered by name, and `self.<name> = <callee>(...)` with the
+    # callee as written through the imports (submodules: `torch.nn.Linear`, `.encoder.Encoder`; an
+    # optimizer: `torch.optim.SGD`).
+    buffers: tuple[str, ...] = ()
+    attributes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def defines_forward(self) -> bool:
+        return "forward" in self.methods
 
 
 @dataclass(frozen=True)
@@ -84,10 +97,7 @@ def summarize_statements(body: list[ast.stmt], imports: dict[str, str], offset: 
     assigned: dict[str, object] = {}
     for statement in _top_statements(body):
         if isinstance(statement, ast.ClassDef):
-            summary.classes.setdefault(statement.name, ClassSummary(
-                statement.lineno + offset, tuple(_written(base, imports) or "?" for base in statement.bases),
-                any(isinstance(s, ast.FunctionDef) and s.name == "forward" for s in statement.body),
-            ))
+            summary.classes.setdefault(statement.name, _class(statement, imports, offset))
         elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             summary.functions.setdefault(statement.name, _function(statement, imports, offset))
         elif isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
@@ -108,9 +118,7 @@ def summarize_statements(body: list[ast.stmt], imports: dict[str, str], offset: 
 _TOP_LEVEL = re.compile(r"^(?=[A-Za-z_@])", re.M)
 _CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")
 _DEFINITION = re.compile(r"(?:@.*\n(?:[ \t]*(?:#.*)?\n)*)*(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
-_CLASS_HEADER = re.compile(r"(?:@.*\n(?:[ \t]*(?:#.*)?\n)*)*class[ \t]+\w+[ \t]*(?:\([^()]*\))?[ \t]*:")
 _ASSIGNED = re.compile(r"(\w+)[ \t]*(?::[^=\n]*)?=[^=]")
-_FORWARD = re.compile(r"^[ \t]+def[ \t]+forward[ \t]*\(", re.M)
 _CONSTANT = re.compile(r"(\w+)[ \t]*=[ \t]*([-+]?\d[\w.]*|'[^'\n\\\\]*'|\"[^\"\n\\\\]*\"|True|False)[ \t]*(?:#.*)?\s*")
 
 
@@ -214,14 +222,9 @@ class _Definitions:
         return self._summaries[name]
 
     def _class(self, piece: str, row: int) -> ClassSummary | None:
-        header = _CLASS_HEADER.match(piece)
-        # The header alone is enough (bases), with a look for `def forward` in the body.
-        tree = _parse(header.group() + "\n    pass\n" if header else piece, row)
+        tree = _parse(piece, row)
         classdef = tree.body[0] if tree.body and isinstance(tree.body[0], ast.ClassDef) else None
-        if classdef is None:
-            return None
-        bases = tuple(_written(base, self._imports) or "?" for base in classdef.bases)
-        return ClassSummary(classdef.lineno + tree.offset, bases, _FORWARD.search(piece) is not None)
+        return None if classdef is None else _class(classdef, self._imports, tree.offset)
 
     def _function(self, piece: str, row: int) -> FunctionSummary | None:
         tree = _parse(piece, row)
@@ -301,13 +304,44 @@ def _written(node: ast.expr, imports: dict[str, str]) -> str | None:
     return f"{target}.{rest}" if dot else target
 
 
+def _class(classdef: ast.ClassDef, imports: dict[str, str], offset: int) -> ClassSummary:
+    methods = {
+        statement.name: _function(statement, imports, offset)
+        for statement in classdef.body if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    initializer = next((s for s in classdef.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+    buffers, attributes = _instance_setup(initializer, imports) if initializer is not None else ((), {})
+    bases = tuple(_written(base, imports) or "?" for base in classdef.bases)
+    return ClassSummary(classdef.lineno + offset, bases, methods, buffers, attributes)
+
+
+def _instance_setup(initializer: ast.FunctionDef, imports: dict[str, str]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The buffers `__init__` registers by name and what it assigns from calls (`self.x = Callee(...)`)."""
+    self_name = initializer.args.args[0].arg if initializer.args.args else "self"
+    buffers: list[str] = []
+    attributes: dict[str, str] = {}
+    for node in ast.walk(initializer):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register_buffer" \
+                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            buffers.append(node.args[0].value)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call):
+            target = node.targets[0]
+            callee = _written(node.value.func, imports)
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                    and target.value.id == self_name and callee is not None:
+                attributes.setdefault(target.attr, callee)
+    return tuple(buffers), attributes
+
+
 def _function(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str], offset: int = 0) -> FunctionSummary:
     """`offset`: rows to add to the nodes' own (for a function parsed alone)."""
     body = _Body(imports, offset)
     for statement in function.body:
         body.visit(statement)
     returns = tuple(body.returned(value) for value in body.returns)
-    return FunctionSummary(function.lineno + offset, returns, tuple(body.events))
+    arguments = function.args
+    params = tuple(arg.arg for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs))
+    return FunctionSummary(function.lineno + offset, returns, tuple(body.events), params)
 
 
 class _Body(ast.NodeVisitor):
@@ -353,8 +387,10 @@ class _Body(ast.NodeVisitor):
                 self.events.append((event, "", node.lineno + self.offset))
                 return
         dotted = _dotted(func)
-        # Only calls that can reach another function of the project: local or imported names.
-        if dotted is not None and ("." not in dotted or dotted.split(".", 1)[0] in self.imports):
+        # Only calls that can reach another function of the project: local or imported names, and
+        # `self.<method>(...)`, a method of the same class.
+        if dotted is not None and ("." not in dotted or dotted.split(".", 1)[0] in self.imports or (
+                dotted.startswith("self.") and dotted.count(".") == 1)):
             written = _written(func, self.imports) or dotted
             if not written.startswith("torch."):
                 self.events.append((CALL, written, node.lineno + self.offset))
