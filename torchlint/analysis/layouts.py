@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from torchlint.analysis.names import dotted_name
+
 if TYPE_CHECKING:
     from torchlint.analysis.checked_file import CheckedFile
 
@@ -129,7 +131,8 @@ def arg_code(ctx: "CheckedFile", expr: cst.BaseExpression) -> str:
         return "-" + expr.expression.value
     if isinstance(expr, cst.Integer):
         return expr.value
-    return ctx.code_for(expr).strip()
+    # A name or attribute chain (`B`, `self.heads`), most sizes, without generating code for it.
+    return dotted_name(expr) or ctx.code_for(expr).strip()
 
 
 def int_value(expr: cst.BaseExpression) -> int | None:

@@ -7,7 +7,7 @@ from torchlint.analysis.deprecated_api import (
     DEPRECATED_BY_NAME, DEPRECATED_KEYWORDS, DEPRECATED_LAST_SEGMENTS, DEPRECATED_LOSS_KEYWORDS, DeprecatedApi, FixKind, old_api_reportable,
 )
 from torchlint.analysis.names import (
-    argument, has_star_args, keyword_arg, method_name, positional_args, suite_statements,
+    argument, dotted_name, has_star_args, keyword_arg, method_name, positional_args, suite_statements,
 )
 from torchlint.analysis.torch_api import looks_like_loss, torch_module_name
 from torchlint.diagnostics import Applicability, Severity
@@ -100,7 +100,7 @@ class DeprecatedApiUse(Rule):
             while isinstance(bound, cst.Attribute):
                 bound = bound.value
             if isinstance(bound, cst.Name):
-                self._record_binding(bound.value, self.ctx.code_for(alias.name))
+                self._record_binding(bound.value, dotted_name(alias.name) or "")
 
     def _record_binding(self, local: str, target: str) -> None:
         previous = self._import_targets.setdefault(local, target)
@@ -190,10 +190,10 @@ class DeprecatedApiUse(Rule):
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if isinstance(node.names, cst.ImportStar) or node.module is None:
             return
-        module = "." * len(node.relative) + self.ctx.code_for(node.module)
+        module = "." * len(node.relative) + (dotted_name(node.module) or "")
         found = []
         for alias in node.names:
-            imported = f"{module}.{self.ctx.code_for(alias.name)}"
+            imported = f"{module}.{dotted_name(alias.name)}"
             local = alias.asname.name if alias.asname is not None else alias.name
             if isinstance(local, cst.Name):
                 self._record_binding(local.value, imported)
