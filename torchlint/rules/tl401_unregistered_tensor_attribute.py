@@ -171,8 +171,8 @@ class UnregisteredTensorAttribute(Rule):
 
 def _first_read(classdef: cst.ClassDef, name: str) -> tuple[RelatedNode, ...]:
     """Where a method other than `__init__` first reads `self.<name>`: where the tensor, left on
-    the device it was made on, meets inputs on the device the module was moved to. Searched only
-    for a class with a finding."""
+    the device it was made on, meets inputs on the device the module was moved to (unless that
+    method moves it by hand). Searched only for a class with a finding."""
     for method in classdef.body.body:
         if not isinstance(method, cst.FunctionDef) or method.name.value == "__init__":
             continue
@@ -181,8 +181,7 @@ def _first_read(classdef: cst.ClassDef, name: str) -> tuple[RelatedNode, ...]:
         while pending:
             node = pending.pop()
             if self_name is not None and self_attribute(node, self_name) == name:
-                return (RelatedNode(node, f"read here in `{method.name.value}()`, still on the device it was made on "
-                                          "after the module is moved"),)
+                return (RelatedNode(node, f"used here, in `{method.name.value}()`"),)
             if not isinstance(node, cst.AssignTarget):  # a write is no read
                 pending.extend(reversed(child_nodes(node)))
     return ()
