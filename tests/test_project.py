@@ -304,3 +304,72 @@ def test_class_summaries_hold_methods_buffers_and_attributes():
         assert net.methods["solver"].returns[0].kind == "optimizer"
         assert summary.classes["Base"].attributes == {"optimizer": "torch.optim.SGD"}
         assert summary.classes["Trainer"].methods == {}
+
+
+EVALUATION = """\
+import torch
+
+
+@torch.no_grad()
+def evaluate(net, loader):
+    net.eval()
+    return [net(x) for x in loader]
+
+
+def evaluate_and_restore(net, loader):
+    net.eval()
+    outputs = evaluate(net, loader)
+    net.train()
+    return outputs
+
+
+class Validator:
+    def run(self, net, loader):
+        net.eval()
+        return [net(x) for x in loader]
+"""
+VALIDATED_LOOPS = """\
+import torch
+from pkg.evaluation import Validator, evaluate, evaluate_and_restore
+
+model = torch.nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+validator = Validator()
+model.train()
+for epoch in range(10):
+    for x in range(10):
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+    evaluate(model, None)
+for epoch in range(10):
+    for x in range(10):
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+    evaluate_and_restore(model, None)
+for epoch in range(10):
+    model.train()
+    for x in range(10):
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+    evaluate(loader=None, net=model)
+for epoch in range(10):
+    for x in range(10):
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+    validator.run(model, None)
+"""
+
+
+def test_a_validation_helper_of_another_file_that_leaves_eval_mode_on(project):
+    _write(project, {"pkg/__init__.py": "", "pkg/evaluation.py": EVALUATION, "train.py": VALIDATED_LOOPS})
+    settings = resolve_settings(Options(select=["TL015"]), cwd=project)
+    found = engine.check_files([(str(project / "train.py"), "train.py")], settings, 1)
+    assert [(d.location.row, [(r.filename, r.location.row, r.message) for r in d.related]) for d in found] == [
+        (13, [("pkg/evaluation.py", 6, "`evaluate` puts `net` in eval mode here")]),
+        # evaluate_and_restore switches back; the third loop calls model.train() at its top.
+        (32, [("pkg/evaluation.py", 19, "`Validator.run` puts `net` in eval mode here")]),
+    ]

@@ -249,7 +249,7 @@ def role_of_constructor(qualified: str) -> Role | None:
 _PROJECT_ROLES = {"optimizer": Role.OPTIMIZER, "scheduler": Role.SCHEDULER, "scaler": Role.SCALER}
 _PROJECT_EVENTS = {
     "backward": Kind.BACKWARD, "optimizer step": Kind.OPTIMIZER_STEP, "scheduler step": Kind.SCHEDULER_STEP,
-    "zero_grad": Kind.ZERO_GRAD, "grad set": Kind.GRAD_SET,
+    "zero_grad": Kind.ZERO_GRAD, "grad set": Kind.GRAD_SET, "eval mode": Kind.EVAL_MODE, "train mode": Kind.TRAIN_MODE,
 }
 
 # `create_optimizer`, `build_lr_scheduler`, `get_scheduler`: functions that make one.
@@ -497,7 +497,7 @@ class LoopAnalysis:
         return False
 
     def _trains(self, qualified: str) -> bool:
-        return any(event in ("backward", "optimizer step") for event, _ in self.project.events(qualified))
+        return any(event.kind in ("backward", "optimizer step") for event in self.project.events(qualified))
 
     def step_functions(self) -> list[Iteration]:
         """Functions whose body calls `backward()` or an optimizer `step()`: the events of one call.
@@ -744,12 +744,20 @@ class _Scanner:
             if function is not None:
                 self.extend(analysis._events_of_function(function, self.depth + 1), via=(call,))
 
-    def _project_events(self, call: cst.Call, qualified: str) -> None:
-        """The events of a function imported from another file of the project, at its call."""
-        for event, note in self.analysis.project.events(qualified):
-            kind = _PROJECT_EVENTS.get(event)
+    def _project_events(self, call: cst.Call, qualified: str, method: bool = False) -> None:
+        """The events of a function imported from another file of the project (a method of an
+        instance of a project class, for `method`), at its call."""
+        for event in self.analysis.project.events(qualified):
+            kind = _PROJECT_EVENTS.get(event.kind)
+            target = None
+            if event.parameter is not None:  # a mode switch: of the module the call passes
+                position, name = event.parameter
+                position -= 1 if method else 0  # the instance is not among the call's arguments
+                target = argument(call, position, name) if position >= 0 else None
+                if target is None:
+                    continue
             if kind is not None:
-                self.events.append(Event(kind, call, None, self.conditions, via=(call,), elsewhere=note))
+                self.events.append(Event(kind, call, target, self.conditions, via=(call,), elsewhere=event.note))
 
     def _method_call(self, call: cst.Call, method: str, receiver: cst.BaseExpression) -> bool:
         """Emits the event of a method call; True when the call is not a local-function call."""
@@ -806,7 +814,7 @@ class _Scanner:
         elsewhere = analysis.index.project_callable(call.func)
         if elsewhere is not None:  # `trainer.train_step(batch)`, `Trainer` from another file
             if self.depth < MAX_CALL_DEPTH:
-                self._project_events(call, elsewhere)
+                self._project_events(call, elsewhere, method=True)
             return True
         return not _is_self(receiver)
 
@@ -819,10 +827,12 @@ class _Scanner:
         mode = argument(call, 0, "mode") if method == "train" else None
         if method == "eval" and not call.args:
             self.emit(Kind.EVAL_MODE, call, receiver)
-        elif method == "train" and (not call.args or _is_true(mode)):
-            self.emit(Kind.TRAIN_MODE, call, receiver)
         elif method == "train" and isinstance(mode, cst.Name) and mode.value == "False":
             self.emit(Kind.EVAL_MODE, call, receiver)
+        elif method == "train":
+            # `model.train(set_training_mode)`: a flag is taken as training, so that a loop
+            # restoring the mode this way is never reported.
+            self.emit(Kind.TRAIN_MODE, call, receiver)
 
 
 def _first_argument(call: cst.Call) -> cst.BaseExpression | None:

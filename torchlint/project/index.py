@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.diagnostics import Location, Related
 from torchlint.project.layout import Layout, project_root
-from torchlint.project.summary import CALL, MODULE, TENSOR, FunctionSummary, ModuleSummary, summarize_lazily
+from torchlint.project.summary import (
+    CALL, EVAL_MODE, MODULE, TENSOR, TRAIN_MODE, FunctionSummary, ModuleSummary, summarize_lazily,
+)
 
 # How many files one answer may follow (re-exports, bases, returned calls).
 MAX_DEPTH = 6
@@ -43,6 +45,18 @@ class Note:
     row: int
     column: int
     message: str
+
+
+@dataclass(frozen=True)
+class StepEvent:
+    """A training-step event of a project function, in its file: `kind` is one of summary.py's
+    event names. A mode switch (`net.eval()`) of the asked function itself names the parameter
+    that holds the module: its position (the instance counted, for a method) and name. A switch
+    of anything else, or deeper in the calls, has none and concerns no module of the caller."""
+
+    kind: str
+    note: Note
+    parameter: tuple[int, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -90,9 +104,9 @@ class ProjectView:
         """What the imported name `qualified` (as the import table writes it) is in the project."""
         return self._answer("lookup", qualified)
 
-    def events(self, qualified: str) -> tuple[tuple[str, Note], ...]:
-        """The training-step events (backward, optimizer step, zero_grad...) of an imported
-        function, in source order, through the project functions it calls."""
+    def events(self, qualified: str) -> tuple[StepEvent, ...]:
+        """The training-step events (backward, optimizer step, zero_grad, mode switches...) of an
+        imported function, in source order, through the project functions it calls."""
         return self._answer("events", qualified) or ()
 
     def _answer(self, question: str, qualified: str):
@@ -291,18 +305,22 @@ class _Resolver:
             return Fact(MODULE, callee, fact.notes)
         return fact if fact.kind in (MODULE, TENSOR, *_ROLE_KINDS) else None
 
-    def function_events(self, module: str, name: str, depth: int, seen: frozenset) -> tuple[tuple[str, Note], ...]:
+    def function_events(self, module: str, name: str, depth: int, seen: frozenset) -> tuple[StepEvent, ...]:
         key = ("events", module, name)
         summary = self.summary(module)
         definition = _definition(summary, name) if summary is not None else None
         if definition is None or depth > MAX_DEPTH or key in seen:
             return ()
         seen = seen | {key}
-        found: list[tuple[str, Note]] = []
+        found: list[StepEvent] = []
         owner, is_method, _ = name.rpartition(".")
         for event, callee, row in definition.events:
-            if event != CALL:
-                found.append((event, Note(module, row, 1, f"`{name}` {_EVENT_TEXT.get(event, event)} here")))
+            if event in (EVAL_MODE, TRAIN_MODE):
+                if depth == 0 and callee in definition.params:
+                    note = Note(module, row, 1, f"`{name}` puts `{callee}` in {event} here")
+                    found.append(StepEvent(event, note, (definition.params.index(callee), callee)))
+            elif event != CALL:
+                found.append(StepEvent(event, Note(module, row, 1, f"`{name}` {_EVENT_TEXT.get(event, event)} here")))
             elif callee.startswith("self."):  # another method of the class (else a submodule's call)
                 sibling = f"{owner}.{callee[5:]}"
                 if is_method and _definition(summary, sibling) is not None:

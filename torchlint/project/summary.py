@@ -22,6 +22,8 @@ MODULE, TENSOR, CALL, OTHER = "module", "tensor", "call", "other"
 ROLES = {Role.OPTIMIZER: "optimizer", Role.SCHEDULER: "scheduler", Role.SCALER: "scaler"}
 # Training-step events of a function body, in source order.
 BACKWARD, OPTIMIZER_STEP, SCHEDULER_STEP, ZERO_GRAD, ITEM = "backward", "optimizer step", "scheduler step", "zero_grad", "item"
+# A module switched to evaluation or training mode (`model.eval()`, `model.train()`).
+EVAL_MODE, TRAIN_MODE = "eval mode", "train mode"
 
 _CLEARING_WORDS = ("zero_grad", "reset_grad", "clear_grad")
 # Methods that keep a tensor on its device (and at least one dimension): `torch.ones(n, n).tril()`.
@@ -49,7 +51,8 @@ class FunctionSummary:
     row: int
     returns: tuple[Returned, ...]
     # (event, callee, row) in source order; event is one of the constants above, or CALL with its
-    # callee (`self.<method>` for a method of the same class).
+    # callee (`self.<method>` for a method of the same class); for a mode switch, the module as
+    # written (`model`, `self.net`) in place of the callee.
     events: tuple[tuple[str, str, int], ...]
     # The parameters' names in order (a method's first one is its instance).
     params: tuple[str, ...] = ()
@@ -382,6 +385,10 @@ class _Body(ast.NodeVisitor):
         self.generic_visit(node)
         func = node.func
         if isinstance(func, ast.Attribute):
+            mode = _mode_switch(node, func)
+            if mode is not None and _dotted(func.value) is not None:
+                self.events.append((mode, _dotted(func.value), node.lineno + self.offset))
+                return
             event = self._method_event(node, func)
             if event is not None:
                 self.events.append((event, "", node.lineno + self.offset))
@@ -491,6 +498,18 @@ def _without_fluent_calls(value: ast.expr, body: _Body) -> ast.expr:
             break
         value = body._local(value.func.value)
     return value
+
+
+def _mode_switch(call: ast.Call, func: ast.Attribute) -> str | None:
+    """`m.eval()`, `m.train(False)`: EVAL_MODE; `m.train()`, `m.train(flag)`: TRAIN_MODE (a flag,
+    `True` by default in the training code that passes one, is taken as training: no eval switch
+    is ever inferred from it)."""
+    mode = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "mode"), None)
+    if func.attr == "eval" and mode is None:
+        return EVAL_MODE
+    if func.attr == "train":
+        return EVAL_MODE if isinstance(mode, ast.Constant) and mode.value is False else TRAIN_MODE
+    return None
 
 
 def _is_grad(node: ast.expr) -> bool:

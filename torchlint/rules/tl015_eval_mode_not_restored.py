@@ -17,7 +17,7 @@ class EvalModeNotRestored(Rule):
     """
     ## What it does
     Flags `model.eval()` (or `model.train(False)`), called directly or through a validation helper
-    defined in the same file, inside a training loop (one that calls `backward()` or an optimizer
+    (defined in the same file, or imported from another file of the project), inside a training loop (one that calls `backward()` or an optimizer
     `step()`), when nothing calls `model.train()` between it and the loop's next training step,
     in the same iteration or at the top of the next one.
 
@@ -77,6 +77,7 @@ class EvalModeNotRestored(Rule):
                     f"`{module}.eval()`{helper} runs inside the training loop and nothing calls "
                     f"`{module}.train()` before the next training step: dropout and batch norm stay in "
                     f"eval mode for the rest of training; call `{module}.train()` after validating",
+                    related=self.ctx.project.related([event.elsewhere] if event.elsewhere else [], self.ctx.path),
                 )
 
     def _restored_before_next_step(self, iteration: Iteration, position: int, module: str) -> bool:
@@ -94,8 +95,8 @@ class EvalModeNotRestored(Rule):
         """The module an eval/train event switches, as the loop's own code names it: a helper's
         parameter (`def validate(net, ...)`: `net.eval()`) becomes the argument it was called with."""
         text = event.target_text
-        if text is None or not event.via:
-            return text
+        if text is None or not event.via or event.elsewhere is not None:
+            return text  # a helper of another file: its event already names the call's argument
         loops = self.ctx.loops
         scope = loops.index.scope_of_loop.get(id(iteration.owner))
         called: list[tuple[cst.Call, cst.FunctionDef]] = []
