@@ -490,8 +490,12 @@ class LoopAnalysis:
             if self._trains(qualified):
                 return True
         for instance, qualified in self.index.instances.items():
-            # A method called on an instance of a project class (`trainer.train_step(...)`).
-            for method in re.findall(rf"\b{re.escape(instance)}\.(\w+)\(", self._source):
+            # A method called on an instance of a project class (`trainer.train_step(...)`). The
+            # submodules a model keeps (`self.norm = LayerNorm(...)`), most instances in library
+            # code, are not searched for: a training loop runs a step on a local name.
+            if instance.startswith("self.") or f"{instance}." not in self._source:
+                continue
+            for method in re.findall(rf"(?<![\w.]){re.escape(instance)}\.(\w+)\(", self._source):
                 if self._trains(f"{qualified}.{method}"):
                     return True
         return False
