@@ -69,6 +69,24 @@ def test_directory_named_like_a_python_file_and_dangling_symlink(project):
     assert ("inner.py", "TL102") in names and ("dangling.py", "TL902") in names
 
 
+def test_huge_integer_literals_in_shapes_do_not_crash(project):
+    # libcst parses a 50,000-digit literal (CPython refuses it), and a long hex one is valid
+    # Python: neither is a size, and int <-> text conversions beyond 4,300 digits raise.
+    huge, hexadecimal = "7" * 50000, "0x" + "f" * 5000
+    (project / "huge.py").write_text(
+        "import torch\n\n\ndef f(x: torch.Tensor):\n"
+        f"    y = x.permute(1, 0).view({huge}, {huge} * 2)\n"
+        f"    z = torch.zeros({hexadecimal}, 4).view(-1, {hexadecimal})\n"
+        f"    return y.reshape(2, {huge}) + z.expand({hexadecimal}, 3)\n"
+    )
+    (project / "good.py").write_text(BAD)
+    result, found = _findings(project, "--select", "ALL")
+    assert "internal error" not in result.stderr and result.stderr == ""
+    assert ("good.py", "TL102") in [(name, code) for name, code, _, _ in found]
+    fixed = run_torchlint("check", "--select", "ALL", "--fix", "--unsafe-fixes", cwd=project)
+    assert "Traceback" not in fixed.stderr and "error" not in fixed.stderr, fixed.stderr
+
+
 def test_deeply_nested_expression_does_not_crash(project):
     (project / "deep.py").write_text("import torch\nx = " + "(" * 200 + "1" + ")" * 200 + "\ny = torch.Tensor(2)\n")
     result, found = _findings(project)

@@ -14,13 +14,14 @@ A `.contiguous()` or `.reshape()` gives a fresh contiguous base. The tensor-fact
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from itertools import product as cartesian
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchlint.analysis.names import dotted_name
+from torchlint.analysis.names import dotted_name, integer
 
 if TYPE_CHECKING:
     from torchlint.analysis.checked_file import CheckedFile
@@ -137,9 +138,10 @@ def arg_code(ctx: "CheckedFile", expr: cst.BaseExpression) -> str:
 
 def int_value(expr: cst.BaseExpression) -> int | None:
     if isinstance(expr, cst.Integer):
-        return int(expr.value, 0)
+        return integer(expr.value)
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and isinstance(expr.expression, cst.Integer):
-        return -int(expr.expression.value, 0)
+        value = integer(expr.expression.value)
+        return None if value is None else -value
     return None
 
 
@@ -200,11 +202,9 @@ def _matches(ctx: "CheckedFile", arg: cst.BaseExpression, group: list[_Dim]) -> 
     if not sizes or any(size is None for size in sizes):
         return False
     literal = int_value(arg)
-    if literal is not None and all(size.isdigit() for size in sizes):
-        product = 1
-        for size in sizes:
-            product *= int(size)
-        return product == literal
+    values = [integer(size) for size in sizes]
+    if literal is not None and None not in values:
+        return math.prod(values) == literal
     sizes.sort()
     factors = sorted(code for code in (arg_code(ctx, factor) for factor in _factors(arg)) if code != "1")
     return factors == sizes

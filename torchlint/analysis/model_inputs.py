@@ -23,7 +23,7 @@ from torchlint.analysis.modules import last_word
 from torchlint.analysis.names import argument, dotted_name
 from torchlint.analysis.nn_layers import nn_class_name
 from torchlint.analysis.shape_annotations import annotated_shape
-from torchlint.analysis.shape_checks import known_sizes
+from torchlint.analysis.shape_checks import known_sizes, literal
 
 Model = cst.ClassDef | cst.Call
 # Methods that return the model they are called on.
@@ -123,10 +123,9 @@ class ModelInputs:
 
 def _input(node: cst.CSTNode, sizes: tuple[str | None, ...] | None) -> Input | None:
     """An input of literal sizes after the batch (which may be a name or unknown)."""
-    if sizes is None or len(sizes) < 2 or not all(size is not None and size.isdigit() for size in sizes[1:]):
+    if sizes is None or len(sizes) < 2 or not all(size is not None and literal(size) is not None for size in sizes[1:]):
         return None
-    batch = int(sizes[0]) if sizes[0] is not None and sizes[0].isdigit() else None
-    shape: Shape = (batch, *(int(size) for size in sizes[1:]))
+    shape: Shape = (literal(sizes[0]), *(literal(size) for size in sizes[1:]))
     return Input(node, shape)
 
 

@@ -5,6 +5,22 @@ from __future__ import annotations
 import libcst as cst
 
 
+# Longer integer literals are no tensor size: CPython refuses decimal ones over 4,300 digits, and
+# converting such a number back to text raises.
+_MAX_SIZE_DIGITS = 20
+
+
+def integer(text: str) -> int | None:
+    """The value of an integer literal as written (`64`, `0x40`, `1_024`); None for text that is
+    none, or too long to be a size."""
+    if len(text) > _MAX_SIZE_DIGITS:
+        return None
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
 def dotted_name(expr: cst.BaseExpression) -> str | None:
     """`torch.nn.functional` for that attribute chain; None for anything that is not one."""
     if isinstance(expr, cst.Name):

@@ -15,6 +15,7 @@ from collections import Counter
 
 import libcst as cst
 
+from torchlint.analysis.names import integer
 from torchlint.analysis.tensor_facts.domain import TensorFacts
 
 # The arithmetic operators that broadcast their tensor operands.
@@ -34,7 +35,7 @@ def known_sizes(facts) -> tuple[str | None, ...] | None:
 
 
 def literal(size: str | None) -> int | None:
-    return int(size) if size is not None and size.isdigit() else None
+    return integer(size) if size is not None and size.isdigit() else None
 
 
 def differ(first: str | None, second: str | None) -> bool:
@@ -84,10 +85,10 @@ def element_count_mismatch(have: tuple[str | None, ...], want: list[str]) -> tup
         return None
     common = have_factors & want_factors
     have_left, want_left = have_factors - common, want_factors - common
-    if any(not factor.isdigit() for factor in (*have_left, *want_left)):
+    if any(literal(factor) is None for factor in (*have_left, *want_left)):
         return None
-    have_count = math.prod(int(factor) ** count for factor, count in have_left.items())
-    want_count = math.prod(int(factor) ** count for factor, count in want_left.items())
+    have_count = math.prod(literal(factor) ** count for factor, count in have_left.items())
+    want_count = math.prod(literal(factor) ** count for factor, count in want_left.items())
     if have_count == 0 or want_count == 0:
         return None
     if infer:
