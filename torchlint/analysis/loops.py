@@ -38,7 +38,7 @@ from torchlint.analysis.names import (
 from torchlint.walker import child_nodes
 
 if TYPE_CHECKING:
-    from torchlint.project.index import Note, ProjectView
+    from torchlint.project.index import Fact, Note, ProjectView
 
 Loop = cst.For | cst.While
 
@@ -385,21 +385,19 @@ class _Index:
         if written is None:
             return
         qualified = self.project_callable(call.func)
-        fact = self.project.lookup(qualified) if qualified is not None and self.project is not None else None
+        fact = self._project_fact(qualified)
         if fact is not None and fact.kind in ("class", "module class"):
             self.instances[written] = qualified
-        self.roles.setdefault(written, set()).add(self.role_of_call(call))
+        self.roles.setdefault(written, set()).add(_created_role(call.func, qualified, fact))
 
     def role_of_call(self, call: cst.Call) -> Role | None:
         """What `call` creates: from the callee's name, else from what a project function (or a
         method of a project class) returns."""
         qualified = self.project_callable(call.func)
-        callee = qualified or dotted_name(call.func)
-        role = role_of_constructor(callee) if callee else None
-        if role is None and qualified is not None and self.project is not None:
-            fact = self.project.lookup(qualified)
-            role = _PROJECT_ROLES.get(fact.kind) if fact is not None else None
-        return role
+        return _created_role(call.func, qualified, self._project_fact(qualified))
+
+    def _project_fact(self, qualified: str | None) -> Fact | None:
+        return self.project.lookup(qualified) if qualified is not None and self.project is not None else None
 
     def project_callable(self, func: cst.BaseExpression) -> str | None:
         """The name to ask the project about for a callee: through the imports (`utils.build`),
@@ -410,6 +408,13 @@ class _Index:
             return qualified
         owner = dotted_name(func.value)
         return f"{self.instances[owner]}.{func.attr.value}" if owner in self.instances else None
+
+
+def _created_role(func: cst.BaseExpression, qualified: str | None, fact: Fact | None) -> Role | None:
+    """The role of what a call creates: from the callee's name, else from the project's answer."""
+    callee = qualified or dotted_name(func)
+    role = role_of_constructor(callee) if callee else None
+    return role if role is not None or fact is None else _PROJECT_ROLES.get(fact.kind)
 
 
 # The analysis -------------------------------------------------------------------------------------
