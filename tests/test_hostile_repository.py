@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import stat
+import subprocess
 import sys
 import textwrap
 import time
@@ -189,14 +190,14 @@ def test_a_worker_that_crashes_costs_only_its_file(project, monkeypatch):
     assert found[1][:2] == ("ok.py", "TL102")
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the memory limit is Linux's RLIMIT_AS")
-def test_a_file_that_needs_too_much_memory_costs_only_its_file(project, monkeypatch):
-    # Under a 32 MB limit (the real one is gigabytes): libcst's parse of 30,000 list items
-    # allocates about 200 MB in native code, and a rule that allocated 1 GiB (a Python MemoryError).
-    monkeypatch.setattr(workers, "MEMORY_LIMIT", 32 << 20)
-    (project / "parse.py").write_text("x = [" + "0, " * 30_000 + "]\n")
-    (project / "rule.py").write_text(BAD)
-    (project / "ok.py").write_text(BAD)
+# Run in a fresh interpreter, as the CLI is: a worker is forked, so memory its parent has freed
+# but still maps is slack under the limit, and pytest's own heap could hold more than 32 MB of it.
+_GREEDY_CHECK = textwrap.dedent("""
+    import json, sys
+    from torchlint import engine, workers
+    from torchlint.config import Options, resolve_settings
+
+    workers.MEMORY_LIMIT = 32 << 20
     real_parse = engine.parse_module
 
     def greedy(source, filename):
@@ -204,8 +205,23 @@ def test_a_file_that_needs_too_much_memory_costs_only_its_file(project, monkeypa
             bytearray(1 << 30)
         return real_parse(source, filename)
 
-    monkeypatch.setattr(engine, "parse_module", greedy)
-    found = _check(project, ["parse.py", "rule.py", "ok.py"], time_limit=30)
+    engine.parse_module = greedy
+    names = sys.argv[1:]
+    found = engine.check_files([(name, name) for name in names], resolve_settings(Options()), 2, [], time_limit=30)
+    print(json.dumps([(d.filename, d.code, d.message) for d in found]))
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the memory limit is Linux's RLIMIT_AS")
+def test_a_file_that_needs_too_much_memory_costs_only_its_file(project):
+    # Under a 32 MB limit (the real one is gigabytes): libcst's parse of 30,000 list items
+    # allocates about 200 MB in native code, and a rule that allocated 1 GiB (a Python MemoryError).
+    (project / "parse.py").write_text("x = [" + "0, " * 30_000 + "]\n")
+    (project / "rule.py").write_text(BAD)
+    (project / "ok.py").write_text(BAD)
+    result = subprocess.run([sys.executable, "-c", _GREEDY_CHECK, "parse.py", "rule.py", "ok.py"], cwd=project,
+                            env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120)
+    found = [tuple(finding) for finding in json.loads(result.stdout)]
     assert found[0][:2] == ("ok.py", "TL102")
     assert found[1][:2] == ("parse.py", "TL902") and "needed more than 32 MB of memory" in found[1][2]
     assert found[2] == ("rule.py", "TL902", "cannot be checked: it needed more than 32 MB of memory to check")
@@ -307,8 +323,6 @@ def test_static_mode_never_imports_executes_or_reads_beyond_the_checked_files(tm
 
 
 def run_torchlint_audited(script: Path, audit: Path, arguments, cwd: Path):
-    import subprocess
-
     # -P: the working directory (the project) is not put on sys.path, as with the console script.
     environment = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-P", str(script), str(audit), *arguments], cwd=cwd, env=environment,

@@ -59,7 +59,8 @@ def _limit_cpu_time(seconds: float) -> None:
 
 def _limit_memory(limit: int) -> None:
     """Let this process's address space grow by at most `limit` bytes more (Linux, where /proc
-    gives its current size; elsewhere no limit)."""
+    gives its current size; elsewhere no limit). A forked worker may also reuse what its parent
+    freed but still maps: slack that stays small in the CLI, whose parent does little."""
     if resource is None:
         return
     try:
