@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import gc
 import os
 import re
 import sys
@@ -291,6 +292,27 @@ def check_source(
     """Every finding of the enabled rules in one file's text (`module`: what `parse_module` gave
     for it, if already parsed; `project`: the file's view of its project, by default read from the
     file at `filename`)."""
+    with _cycle_collector_paused():
+        return _check_source(source, filename, settings, module, project)
+
+
+@contextlib.contextmanager
+def _cycle_collector_paused():
+    """Python's cycle collector paused while one file is checked. A syntax tree is hundreds of
+    thousands of objects without a cycle among them, which reference counting alone frees; yet
+    every few hundred allocations the collector walked them again: 13% of a check on timm."""
+    if not gc.isenabled():  # the caller paused it
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _check_source(source: str, filename: str, settings: Settings, module: cst.Module | Diagnostic | None,
+                  project: ProjectView | None) -> list[Diagnostic]:
     if module is None:
         module = parse_module(source, filename)
     if isinstance(module, Diagnostic):

@@ -1,0 +1,53 @@
+"""The engine pauses Python's cycle collector while it checks a file (a syntax tree has no cycles,
+and the collector's passes over it cost a tenth of a check), and gives the caller back the
+collector as it found it: the language server and the flake8 plugin run in the user's process."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from torchlint import engine
+from torchlint.config import Options, resolve_settings
+
+BAD = "import torch\nx = torch.Tensor(3)\n"
+
+
+@pytest.fixture
+def collector_seen_by_the_parse(monkeypatch) -> list[bool]:
+    seen = []
+    real_parse = engine.parse_module
+
+    def parse(source, filename):
+        seen.append(gc.isenabled())
+        return real_parse(source, filename)
+
+    monkeypatch.setattr(engine, "parse_module", parse)
+    return seen
+
+
+def test_the_collector_is_paused_during_a_check_and_running_after(collector_seen_by_the_parse, tmp_path):
+    found = engine.check_source(BAD, "a.py", resolve_settings(Options(), cwd=tmp_path))
+    assert [d.code for d in found] == ["TL102"]
+    assert collector_seen_by_the_parse == [False]
+    assert gc.isenabled()
+
+
+def test_a_check_that_fails_still_restarts_the_collector(monkeypatch, tmp_path):
+    def failing(source, filename):
+        raise RuntimeError("a bug in a rule")
+
+    monkeypatch.setattr(engine, "parse_module", failing)
+    with pytest.raises(RuntimeError):
+        engine.check_source(BAD, "a.py", resolve_settings(Options(), cwd=tmp_path))
+    assert gc.isenabled()
+
+
+def test_a_caller_that_paused_the_collector_finds_it_paused(collector_seen_by_the_parse, tmp_path):
+    gc.disable()
+    try:
+        engine.check_source(BAD, "a.py", resolve_settings(Options(), cwd=tmp_path))
+        assert collector_seen_by_the_parse == [False] and not gc.isenabled()
+    finally:
+        gc.enable()
