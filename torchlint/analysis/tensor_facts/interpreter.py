@@ -32,7 +32,7 @@ from torchlint.analysis.tensor_facts.ops import (
     FUNCTION_OPS, METHOD_OPS, NOT_TENSOR_METHODS, NUMBER_ATTRIBUTES, RANK_PRESERVING_LAYERS, TENSOR_ATTRIBUTES, Op,
     Rule,
 )
-from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS, requires_grad_true
+from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS, PARAMETER_CLASSES, requires_grad_true
 from torchlint.walker import child_nodes
 from torchlint.analysis.values import (
     DATA_FACTORIES, DTYPE_NAMES, LIKE_FACTORIES, MODULE_FLUENT_METHODS, NOT_TENSOR_FUNCTIONS, SIZE_FACTORIES, TENSOR_NAMESPACES,
@@ -81,6 +81,14 @@ def _memory_format_kept(name: str, operand: Value) -> Layout | None:
         return None
     return Layout(layout.base_rank, None, layout.ops, layout.unit_sizes_likely, layout.reordered_by)
 
+
+
+def _is_dtype_conversion(node: cst.BaseExpression) -> bool:
+    """`<tensor>.float()`, `.half()`, `.type(...)`..."""
+    if not (type(node) is cst.Call and type(node.func) is cst.Attribute):
+        return False
+    op = METHOD_OPS.get(node.func.attr.value)
+    return op is not None and op.rule is Rule.CONVERT
 
 
 def _terminates(statement: cst.CSTNode) -> bool:
@@ -287,9 +295,16 @@ class Interpreter:
             self._bind(target.value, UNKNOWN, env)
 
     def _note_parameter(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Attribute) and self._attribute_key(target) is not None and isinstance(value, cst.Call):
-            if self.ctx.callee(value) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
-                self.model.note_parameter(self.scope, target.attr.value)
+        """`self.w = nn.Parameter(...)`. A dtype conversion of it (`nn.Parameter(...).float()`)
+        returns the Parameter itself when the dtype is already the one asked for, else a plain
+        tensor: maybe a Parameter."""
+        if not (isinstance(target, cst.Attribute) and self._attribute_key(target) is not None):
+            return
+        converted = False
+        while _is_dtype_conversion(value):
+            value, converted = value.func.value, True
+        if isinstance(value, cst.Call) and self.ctx.callee(value) in PARAMETER_CLASSES:
+            self.model.note_parameter(self.scope, target.attr.value, certain=not converted)
 
     def _attribute_key(self, node: cst.Attribute) -> str | None:
         """`self.mask` -> "self.mask" for the method's own attributes (followed like locals)."""
@@ -732,7 +747,7 @@ class Interpreter:
             return replace(source, requires_grad=requires_grad_true(call))
         if qualified == "torch.from_numpy":
             return self._on_default_device(call, TensorFacts(scalar=False))
-        if qualified in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+        if qualified in PARAMETER_CLASSES:
             data = args[0][1] if args and isinstance(args[0][1], TensorFacts) else TensorFacts()
             flag = keyword_arg(call, "requires_grad")
             grad = flag is None or not (isinstance(flag.value, cst.Name) and flag.value.value == "False")

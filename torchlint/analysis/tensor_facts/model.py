@@ -80,7 +80,7 @@ class TensorModel:
         self._classes: dict[int, _ClassFacts | None] = {}
         # Per Module class: attributes registered by name (buffers) and assigned `nn.Parameter`s.
         self._registered: dict[int, dict[str, Value]] = {}
-        self._parameters: dict[int, set[str]] = {}
+        self._parameters: dict[int, dict[str, bool]] = {}
         # (id(classdef), method name) -> positional argument values of each `self.<method>(...)`.
         self._self_calls: dict[tuple[int, str], list[list[Value]]] = {}
         self._top_functions: dict[str, cst.FunctionDef] | None = None
@@ -439,7 +439,7 @@ class TensorModel:
             if not self.ctx.module_classes.is_module(classdef):
                 attributes[attribute] = value  # a plain class's attributes stay where they were made
                 continue
-            attributes[attribute] = self._as_attribute(value, attribute in self._parameters.get(key, set()))
+            attributes[attribute] = self._as_attribute(value, self._parameters.get(key, {}).get(attribute))
         for attribute, value in registered.items():
             attributes[attribute] = (
                 TensorFacts(device=Device.MODULE, layout=value.layout, scalar=value.scalar, dtype=value.dtype)
@@ -449,19 +449,22 @@ class TensorModel:
         self._classes[key] = found
         return found
 
-    def note_parameter(self, scope: Scope, attribute: str) -> None:
-        """`self.<attribute> = nn.Parameter(...)`: registered, lives on the module's device."""
+    def note_parameter(self, scope: Scope, attribute: str, certain: bool) -> None:
+        """`self.<attribute> = nn.Parameter(...)`: registered, lives on the module's device (if
+        not `certain`, maybe: a dtype conversion of a Parameter)."""
         if scope.classdef is not None:
-            self._parameters.setdefault(id(scope.classdef), set()).add(attribute)
+            self._parameters.setdefault(id(scope.classdef), {})[attribute] = certain
 
     @staticmethod
-    def _as_attribute(value: Value, parameter: bool) -> Value:
+    def _as_attribute(value: Value, parameter: bool | None) -> Value:
+        """`parameter`: True for a Parameter, False for maybe one, None for a plain value."""
         if isinstance(value, ModuleValue):
             return ModuleValue(Device.MODULE, value.kind)
         if isinstance(value, TensorFacts):
-            if parameter:
-                return TensorFacts(device=Device.MODULE, layout=value.layout, scalar=value.scalar, requires_grad=True)
-            return value
+            if parameter is None:
+                return value
+            device = Device.MODULE if parameter else Device.UNKNOWN
+            return TensorFacts(device=device, layout=value.layout, scalar=value.scalar, requires_grad=parameter)
         if isinstance(value, Number):
             return NUMBER
         return UNKNOWN
