@@ -60,6 +60,12 @@ class FileContext:
         """Loop and training-step structure (`torchlint/analysis/loops.py`), built when first asked."""
         return LoopAnalysis(self.module, self.imports, self.source, self.project)
 
+    def close(self) -> None:
+        """Drop everything this context holds. Its analyses refer back to it, so until then the
+        context, they and the file's syntax tree are a cycle that only Python's cycle collector
+        frees, after walking the whole tree again."""
+        vars(self).clear()
+
     # Names -------------------------------------------------------------------------------
 
     def qualified_name(self, expr: cst.BaseExpression) -> str | None:

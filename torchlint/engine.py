@@ -280,9 +280,12 @@ def _walk(
         return []
     ctx = FileContext(filename, source, module, settings, project=project)
     _collect_top_level_imports(ctx)
-    rules: list[Rule] = [rule_class(ctx) for rule_class in rule_classes]
-    Walker([_ImportCollector(ctx), ctx.values, *rules], ctx.ancestors).walk(module)
-    return ctx.pending
+    try:
+        rules: list[Rule] = [rule_class(ctx) for rule_class in rule_classes]
+        Walker([_ImportCollector(ctx), ctx.values, *rules], ctx.ancestors).walk(module)
+        return ctx.pending
+    finally:
+        ctx.close()
 
 
 def check_source(
