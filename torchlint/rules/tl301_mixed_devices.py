@@ -40,7 +40,9 @@ class MixedDevices(Rule):
     branches of an `if` is still moved). In `forward()` and the Module methods it calls, the
     inputs, parameters, registered buffers and submodule outputs are on the module's device; a
     plain tensor attribute (`self.mask = torch.ones(...)` in `__init__`) is not moved with the
-    module and stays on the default device.
+    module and stays on the default device. A dtype conversion of a Parameter
+    (`nn.Parameter(w).float()`) may be the Parameter itself (`.float()` returns a float32
+    Parameter as it is), so its device is not judged.
 
     A batch from a DataLoader (`for x, y in loader:` over a DataLoader of the file, or a `loader`
     parameter of a training function in a file that builds its DataLoaders) is on the CPU as
