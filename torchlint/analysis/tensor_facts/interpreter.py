@@ -818,7 +818,9 @@ class Interpreter:
             return replace(facts, layout=None, scalar=None)
         operands = self._tensor_args(args[:1])
         facts = self.combine(operands, call, Rule.OTHER, check=rule is not Rule.MESHGRID)
-        rank = facts.rank if operands and all(isinstance(value, TensorFacts) and value.rank == facts.rank for _, value in operands) else None
+        # Every tensor joined has one rank, so the tensors whose rank is known tell it.
+        ranks = {value.rank for _, value in operands if isinstance(value, TensorFacts) and value.rank is not None}
+        rank = ranks.pop() if len(ranks) == 1 else None
         if rule is Rule.MESHGRID:
             item = replace(facts, layout=None, scalar=False)
             positional = [value for arg, value in args if arg.keyword is None]
