@@ -776,7 +776,7 @@ class _Scanner:
             self._mode_switch(call, method, receiver)
             return True
         if method == "backward":
-            if _is_super(receiver) or _is_function_class(receiver):
+            if _is_super(receiver) or _is_function_class(receiver, call):
                 return True
             if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) \
                     and receiver.func.attr.value == "scale" and analysis.role(receiver.func.value) is Role.SCALER:
@@ -872,10 +872,12 @@ def _is_super(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "super"
 
 
-def _is_function_class(expr: cst.BaseExpression) -> bool:
-    """`MyFunction.backward(ctx, ...)`: calling an autograd Function's static method by hand."""
+def _is_function_class(expr: cst.BaseExpression, call: cst.Call) -> bool:
+    """`MyFunction.backward(ctx, grad)`: calling an autograd Function's static method by hand. A
+    CamelCase name given the context and gradients, unlike a loss named `D_loss` or `L`
+    (`D_loss.backward()`, as GAN code writes it)."""
     name = expr.value if isinstance(expr, cst.Name) else None
-    return name is not None and name[:1].isupper()
+    return name is not None and name[:1].isupper() and "_" not in name and bool(positional_args(call))
 
 
 def _is_true(expr: cst.BaseExpression) -> bool:
