@@ -37,10 +37,11 @@ def test_join_keeps_what_both_paths_know() -> None:
     assert join(Sequence((cuda, NUMBER)), Sequence((cuda, NUMBER))) == Sequence((cuda, NUMBER))
 
 
-def test_join_forgets_a_reordering_one_path_did_not_make() -> None:
+def test_join_forgets_a_reordering_one_path_did_not_make_but_keeps_the_rank() -> None:
     plain = TensorFacts(layout=Layout(4, None, ()))
     swapped = TensorFacts(layout=Layout(4, None, (("transpose", 1, 2),)))
-    assert join(plain, swapped).layout is None
+    assert join(plain, swapped).layout == Layout(4, None, ())
+    assert join(TensorFacts(layout=Layout(3, None, ())), swapped).layout is None
 
 
 def test_unpacking_a_sequence_and_an_iterable() -> None:

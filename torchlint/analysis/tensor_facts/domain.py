@@ -143,9 +143,11 @@ Value = TensorFacts | Number | DeviceValue | DtypeValue | ModuleValue | Sequence
 
 
 def _join_layouts(first: Layout | None, second: Layout | None) -> Layout | None:
+    """Two layouts that differ keep only their common rank: a base of that rank, as `None` is one
+    of unknown rank (a reordering seen on one path only is not claimed)."""
     if first == second:
         return first
-    if first is None or second is None or first.reordered or second.reordered:
+    if first is None or second is None:
         return None
     rank_first, rank_second = TensorFacts(layout=first).rank, TensorFacts(layout=second).rank
     return Layout(rank_first, None, ()) if rank_first is not None and rank_first == rank_second else None
