@@ -18,6 +18,8 @@ Rules:
 - CONTIGUOUS: a fresh base with the same sizes.
 - UNSQUEEZE / SQUEEZE / FLATTEN / UNFLATTEN: rank changes that the layout follows.
 - SPLIT: a tuple of tensors of the receiver's rank (`chunk`, `split`, `unbind`).
+- REPEAT: `repeat_interleave`: with `dim`, a new contiguous tensor of the receiver's rank;
+  without, a flat one.
 - CAT / STACK: a list argument; same rank / one more.
 - EINSUM: rank from the output of the equation.
 - MESHGRID: a tuple of tensors on the device of the inputs.
@@ -54,6 +56,7 @@ class Rule(enum.Enum):
     FLATTEN = "flatten"
     UNFLATTEN = "unflatten"
     SPLIT = "split"
+    REPEAT = "repeat"
     CAT = "cat"
     STACK = "stack"
     EINSUM = "einsum"
@@ -118,12 +121,13 @@ SHARED_OPS: dict[str, Op] = {
     **_table(Rule.FLATTEN, "flatten", combines=False),
     **_table(Rule.UNFLATTEN, "unflatten", combines=False),
     **_table(Rule.SPLIT, "chunk split unbind tensor_split hsplit vsplit dsplit", combines=False),
+    **_table(Rule.REPEAT, "repeat_interleave", combines=False),
     **_table(Rule.WHERE, "where"),
     **_table(Rule.DETACH, "detach", combines=False),
     **_table(
         Rule.OTHER,
         "index_select gather take take_along_dim scatter scatter_add masked_select masked_scatter "
-        "index_add index_copy index_fill repeat_interleave searchsorted bucketize outer dot inner cross "
+        "index_add index_copy index_fill searchsorted bucketize outer dot inner cross "
         "cdist kron tensordot diff addmm baddbmm addbmm addmv mv argsort diag diagonal diag_embed "
         "trace histc bincount nonzero narrow select tile unique cumulative_trapezoid trapezoid",
     ),
