@@ -43,8 +43,8 @@ def _shape_call(expr: cst.BaseExpression) -> tuple[str | None, ...] | None:
         value = arg.value
         if arg.keyword is not None or arg.star:
             return None
-        if isinstance(value, cst.Integer) and integer(value.value) is not None:
-            sizes.append(str(integer(value.value)))
+        if isinstance(value, cst.Integer) and (size := integer(value.value)) is not None:
+            sizes.append(str(size))
         elif isinstance(value, cst.SimpleString) and _NAME.match(value.evaluated_value):
             sizes.append(value.evaluated_value)
         else:
@@ -57,8 +57,8 @@ def _jaxtyping_sizes(text: str) -> tuple[str | None, ...] | None:
     for word in text.split():
         if word.startswith("*") or word == "...":
             return None
-        if word.isdigit() and integer(word) is not None:
-            sizes.append(str(integer(word)))
+        if word.isdigit() and (size := integer(word)) is not None:
+            sizes.append(str(size))
         elif _NAME.match(word) and word != "_":
             sizes.append(word)
         else:
