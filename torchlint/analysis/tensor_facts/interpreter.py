@@ -918,7 +918,7 @@ class Interpreter:
         if rule is Rule.REPEAT:  # `repeat_interleave(repeats, dim)`
             along = len(args) > 1 and args[1][0].keyword is None or keyword_arg(call, "dim") is not None
             rank = receiver.rank if along else 1
-            return replace(receiver, layout=Layout(rank, None, ()) if rank is not None else None, origin=None)
+            return replace(receiver, layout=Layout(rank, None, ()) if rank is not None else None)
         operands = [(receiver_node, receiver), *self._tensor_args(
             [(arg, value) for arg, value in args if arg.keyword is None or arg.keyword.value in _OPERAND_KEYWORDS]
         )]
