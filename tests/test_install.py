@@ -41,16 +41,21 @@ def _build_leftovers_and(destination: Path):
     return ignore
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> tuple[Path, Path]:
-    """(the venv's bin directory, a copy of the checkout) with the built wheel installed."""
-    root = tmp_path_factory.mktemp("install")
+def build_wheel(root: Path) -> tuple[Path, Path]:
+    """(the wheel built from a copy of the checkout, that copy), both under `root`."""
     source = root / "torchlint"
     shutil.copytree(REPO, source, ignore=_build_leftovers_and(root))
     # --no-isolation: the build backend (setuptools) of this interpreter, no download.
     built = run(sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", root / "dist", source)
     assert built.returncode == 0, built.stdout + built.stderr
-    wheel = next((root / "dist").glob("torchlint-*.whl"))
+    return next((root / "dist").glob("torchlint-*.whl")), source
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> tuple[Path, Path]:
+    """(the venv's bin directory, a copy of the checkout) with the built wheel installed."""
+    root = tmp_path_factory.mktemp("install")
+    wheel, source = build_wheel(root)
     entry_points = next(name for name in zipfile.ZipFile(wheel).namelist() if name.endswith("entry_points.txt"))
     declared = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "[flake8.extension]\nTL = torchlint.flake8:Plugin" in declared

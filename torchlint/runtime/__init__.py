@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import signal
+import site
 import subprocess
 import sys
 import tempfile
@@ -75,6 +76,19 @@ def resolve_device(device: str) -> str:
     return device
 
 
+def _package_root() -> str:
+    """The directory torchlint is imported from: a checkout, or site-packages after `pip install .`."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _added_path(package_root: str) -> str:
+    """What the child needs on PYTHONPATH to import torchlint: nothing where the interpreter's own
+    site-packages hold it (a regular install, beside torch: the child takes that directory off its
+    path again once started, which would hide torch and everything else installed there)."""
+    site_directories = {os.path.realpath(path) for path in site.getsitepackages()}
+    return "" if os.path.realpath(package_root) in site_directories else package_root
+
+
 def run_script(
     script: str | None,
     args: list[str],
@@ -105,7 +119,7 @@ def run_script(
         boot = os.path.join(workdir, "boot")
         os.makedirs(output)
         os.makedirs(boot)
-        package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        package_root = _package_root()
         with open(os.path.join(boot, "sitecustomize.py"), "w", encoding="utf-8") as handle:
             handle.write(SITECUSTOMIZE.format(variable=CONFIG_VARIABLE, root=package_root))
         env = dict(os.environ)
@@ -113,9 +127,9 @@ def run_script(
         config = {
             "script": script, "module": module, "args": list(args), "device": resolved, "output": output,
             "roots": roots, "sites": [site.__dict__ for site in sites], "boot": boot,
-            "restore_pythonpath": env.get("PYTHONPATH", ""), "added_path": package_root,
+            "restore_pythonpath": env.get("PYTHONPATH", ""), "added_path": _added_path(package_root),
         }
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (config["added_path"], env.get("PYTHONPATH")) if p)
         config_path = os.path.join(workdir, "config.json")
         with open(config_path, "w", encoding="utf-8") as handle:
             json.dump(config, handle)

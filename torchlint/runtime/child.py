@@ -236,7 +236,7 @@ def _is_own_frame_line(line: str) -> bool:
 def _hand_down(config_path: str, config: dict) -> None:
     """The script's environment as it was, plus what makes its child processes follow."""
     added = config["added_path"]
-    if added in sys.path:
+    if added and added in sys.path:
         sys.path.remove(added)
     pythonpath = [config["boot"]] + ([config["restore_pythonpath"]] if config["restore_pythonpath"] else [])
     os.environ["PYTHONPATH"] = os.pathsep.join(pythonpath)
