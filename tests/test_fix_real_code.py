@@ -1,5 +1,6 @@
-"""`--fix --unsafe-fixes` over a copy of real PyTorch code (timm and diffusers files, Apache-2.0,
-in tests/data): every file still parses and compiles, and a second run finds nothing to fix."""
+"""`--fix --unsafe-fixes` over a realistic PyTorch package written for the tests (tests/data/fix_sample):
+every file still parses and compiles, keeps its line endings and final newline, the fixes cover many
+rules, and a second run finds nothing to fix."""
 
 from __future__ import annotations
 
@@ -14,22 +15,30 @@ from torchlint.engine import check_files
 from torchlint.fix import fix_files, is_applicable
 from torchlint.rules import all_rules
 
-DATA = Path(__file__).parent / "data"
-SAMPLES = ("timm_sample", "diffusers_sample")
+SAMPLE = Path(__file__).parent / "data" / "fix_sample"
 # Every rule, also those off by default: the most fixes the sample can get.
 EVERY_RULE = Settings(rules=tuple(rule for rule in all_rules() if not rule.runtime_only))
+# The sample holds findings of about twenty fixable rules; a handful fewer means fixes went missing.
+MIN_FIXED_CODES = 8
 
 
 def _copy(tmp_path: Path) -> list[tuple[str, str]]:
-    for sample in SAMPLES:
-        shutil.copytree(DATA / sample, tmp_path / sample)
+    shutil.copytree(SAMPLE, tmp_path / SAMPLE.name)
     files = sorted(tmp_path.rglob("*.py"))
-    assert sum(len(path.read_text(encoding="utf-8").splitlines()) for path in files) > 3000
+    assert sum(len(path.read_text(encoding="utf-8").splitlines()) for path in files) > 1000
     return [(str(path), str(path.relative_to(tmp_path))) for path in files]
 
 
 def _snapshot(files: list[tuple[str, str]]) -> dict[str, bytes]:
     return {path: Path(path).read_bytes() for path, _ in files}
+
+
+def test_sample_holds_the_layouts_the_fixer_must_keep(tmp_path: Path) -> None:
+    # A checkout that normalised the line endings or a final newline would make the test below weaker.
+    original = _snapshot(_copy(tmp_path))
+    assert any(b"\r\n" in data for data in original.values())
+    assert any(not data.endswith(b"\n") for data in original.values())
+    assert any(not data.isascii() for data in original.values())
 
 
 def test_fixing_real_code_keeps_it_valid_and_settles(tmp_path: Path) -> None:
@@ -42,6 +51,9 @@ def test_fixing_real_code_keeps_it_valid_and_settles(tmp_path: Path) -> None:
     assert [problem for result in results for problem in result.problems] == []
     applied = sum(sum(result.fixed.values()) for result in results)
     assert applied >= len(fixable)
+    fixable_codes = {d.code for d in fixable}
+    assert len(fixable_codes) >= MIN_FIXED_CODES
+    assert fixable_codes <= {code for result in results for code in result.fixed}
     assert not [d for result in results for d in result.diagnostics if is_applicable(d, unsafe=True)]
     fixed = _snapshot(files)
     changed = {path for path in fixed if fixed[path] != original[path]}
