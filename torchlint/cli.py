@@ -140,7 +140,7 @@ class _CheckCommand(click.Command):
               help="With --runtime: run `python -m MODULE` (e.g. pytest) instead of a script; its arguments after `--`.")
 @click.option("--fail-on", "fail_on", metavar="VERDICTS",
               help="With --runtime: only findings with these verdicts fail the run (comma-separated: "
-                   "confirmed, refuted, not-observed, not-reached). Default: every finding.")
+                   "confirmed, refuted, not-observed, not-reached, not-checked). Default: every finding.")
 @click.option("--run-record", "run_record", type=click.Path(dir_okay=False), metavar="FILE",
               help="With --runtime: write the run record (script, arguments, exit status, timed out, device, verdict counts) as JSON to FILE.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps", "logical:cuda", "logical:mps"]),
@@ -340,7 +340,7 @@ def _diff(named, resolver, jobs, unsafe_fixes: bool, show_fixes: bool, quiet: bo
 
 
 FAIL_ON = {"confirmed": "confirmed", "refuted": "refuted", "not-observed": "not observed in this run",
-           "not-reached": "not-reached"}
+           "not-reached": "not-reached", "not-checked": "not checked at run time"}
 
 
 def _fail_verdicts(fail_on: str | None) -> set[str]:

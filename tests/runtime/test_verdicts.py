@@ -5,7 +5,7 @@ import pytest
 from conftest import finding, line_of
 
 from torchlint.runtime import run_script
-from torchlint.runtime.checks import NOT_OBSERVED, VERIFY_ON_DEVICE
+from torchlint.runtime.checks import NOT_CHECKED, NOT_OBSERVED, STOPPED_EARLY, VERIFY_ON_DEVICE
 
 SCRIPT = """
 import torch
@@ -86,3 +86,100 @@ def test_cpu_run_leaves_device_findings_unjudged(judged):
         sync = found[("TL302", line_of(path, "loss.item()", n))]
         assert (sync.runtime, sync.runtime_detail) == (NOT_OBSERVED, VERIFY_ON_DEVICE)
     assert not any(code == "TL301" for code, _ in found)
+
+
+# A verdict of `refuted` means the run proved the finding wrong: never a line that did not get
+# the chance to show it, and never a pitfall that the instrumentation itself caused.
+
+STOPS_BEFORE_THE_MIX = """
+import sys
+import torch
+w = torch.randn(3, device="cuda")
+for step in range(2):
+    bias = torch.ones(3)
+    if "--broken-loader" in sys.argv:
+        raise OSError("cannot read batch 0")
+    out = w + bias
+"""
+
+
+def test_a_mix_that_a_crash_kept_from_running_is_not_refuted(script):
+    path = script(STOPS_BEFORE_THE_MIX)
+    findings = [finding(path, "TL301", "torch.ones(3)")]
+    stopped = run_script(str(path), ["--broken-loader"], findings, device="logical:cuda")
+    assert stopped.exit_status != 0
+    assert [(d.runtime, d.runtime_detail) for d in stopped.diagnostics] == [(NOT_OBSERVED, STOPPED_EARLY)]
+    fixed = run_script(str(path), [], findings, device="logical:cuda")
+    assert [d.runtime for d in fixed.diagnostics] == ["confirmed"]
+
+
+def test_a_load_that_torch_refused_to_unpickle_is_confirmed(script):
+    path = script("""
+        import torch
+        class Config:
+            lr = 0.1
+        torch.save({"w": torch.ones(2), "config": Config()}, "ckpt.pt")
+        state = torch.load("ckpt.pt")
+    """)
+    report = run_script(str(path), [], [finding(path, "TL502", 'torch.load("ckpt.pt")')], device="cpu")
+    assert "UnpicklingError" in report.exception
+    [load] = report.diagnostics
+    assert load.runtime == "confirmed" and "refused to unpickle" in load.runtime_detail
+
+
+def test_a_softmax_module_never_called_is_not_observed(script):
+    path = script("""
+        import torch
+        act = torch.nn.Softmax()
+        print(act)
+    """)
+    report = run_script(str(path), [], [finding(path, "TL202", "torch.nn.Softmax()")], device="cpu")
+    assert [(d.runtime, d.runtime_detail) for d in report.diagnostics] == [
+        (NOT_OBSERVED, "the softmax module built here was never called in this run")]
+
+
+def test_a_line_that_ran_is_no_confirmation_for_a_rule_without_a_runtime_test(script):
+    path = script("""
+        import torch
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.mask = torch.ones(3)
+                self.layers = [torch.nn.Linear(3, 3)]
+        net = Net()
+    """)
+    findings = [finding(path, "TL401", "self.mask = torch.ones(3)"),
+                finding(path, "TL402", "self.layers = [torch.nn.Linear(3, 3)]")]
+    report = run_script(str(path), [], findings, device="cpu")
+    assert [d.runtime for d in report.diagnostics] == [NOT_CHECKED, NOT_CHECKED]
+
+
+def test_adam_with_weight_decay_is_confirmed_when_it_steps(script):
+    path = script("""
+        import sys
+        import torch
+        w = torch.nn.Parameter(torch.ones(3))
+        opt = torch.optim.Adam([w], lr=0.1, weight_decay=0.01)
+        if "--train" in sys.argv:
+            (w ** 2).sum().backward()
+            opt.step()
+    """)
+    findings = [finding(path, "TL016", "torch.optim.Adam([w], lr=0.1, weight_decay=0.01)")]
+    trained = run_script(str(path), ["--train"], findings, device="cpu")
+    assert [(d.runtime, d.runtime_detail) for d in trained.diagnostics] == [
+        ("confirmed", "Adam stepped with weight_decay=0.01 added to the gradient (L2, not decoupled)")]
+    built = run_script(str(path), [], findings, device="cpu")
+    assert [(d.runtime, d.runtime_detail) for d in built.diagnostics] == [
+        (NOT_OBSERVED, "the optimizer built here never stepped in this run")]
+
+
+def test_a_probes_own_sync_is_not_counted_as_the_users(script):
+    path = script("""
+        import torch
+        import torch.nn.functional as F
+        x = torch.randn(4, 3).cuda()
+        for step in range(10):
+            p = F.softmax(x, dim=-1).log()
+    """)
+    report = run_script(str(path), [], [finding(path, "TL201", "F.softmax(x, dim=-1).log()")], device="logical:cuda")
+    assert [d.code for d in report.diagnostics] == ["TL201"]

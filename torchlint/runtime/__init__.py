@@ -136,7 +136,7 @@ def run_script(
         timed_out, status = _run_child([sys.executable, "-m", "torchlint.runtime.child", config_path], env, timeout)
         observed = merge([_read(os.path.join(output, name)) for name in sorted(os.listdir(output))])
     main_file = None if script is None else os.path.realpath(script)
-    diagnostics = judge_all(findings, sites, observed, resolved, main_file)
+    diagnostics = judge_all(findings, sites, observed, resolved, main_file, completed=status == 0 and not timed_out)
     if notebook is not None:
         diagnostics = notebook.by_cell(diagnostics)
     return RuntimeReport(

@@ -10,8 +10,9 @@ A check says what confirms its rule, in any of these ways:
   TL304): see instrument.py.
 and, on the parent side, `judge` turns what was observed at a site into a verdict.
 
-Adding a rule's runtime confirmation = adding (or extending) its class here. A code with no class
-gets `ReachedCheck`: the site running is the pitfall (forward called directly, a bare no_grad()...).
+Adding a rule's runtime confirmation = adding (or extending) its class here. A code whose site
+running is the pitfall (forward called directly, a bare no_grad()...) is in `RUNNING_IS_THE_PITFALL`;
+any other code with no class is `not checked at run time`: the line running proves nothing.
 
 The child calls the probe hooks (torch imported); the parent only calls `judge`, `counts` and reads
 metadata, so nothing here imports torch at module level.
@@ -20,14 +21,17 @@ metadata, so nothing here imports torch at module level.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 CONFIRMED, REFUTED, NOT_REACHED = "confirmed", "refuted", "not-reached"
 # The site ran but this run could not show the pitfall (its data, or --device cpu): not innocence.
 NOT_OBSERVED = "not observed in this run"
-VERDICTS = (CONFIRMED, REFUTED, NOT_OBSERVED, NOT_REACHED)
+# The rule has no runtime test: whether its site ran says nothing about the finding.
+NOT_CHECKED = "not checked at run time"
+VERDICTS = (CONFIRMED, REFUTED, NOT_OBSERVED, NOT_REACHED, NOT_CHECKED)
 VERIFY_ON_DEVICE = "run with --device auto or a GPU to verify"
+STOPPED_EARLY = "the script stopped early: what came after the flagged code may not have run"
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,8 @@ class RunFacts:
     iteration_steps: int = 0  # the steps of the optimizer that stepped most (one per iteration)
     device: str = "cpu"  # the resolved --device
     iterations: dict = field(default_factory=dict)  # str(loop id) -> iterations run
+    # The script ran to its end (exit status 0, no timeout): only such a run can show an absence.
+    completed: bool = True
 
 
 class Check:
@@ -87,11 +93,16 @@ class Check:
             return CONFIRMED, self.describe(counted, run)
         if site.get("reached") or events:
             if not self.observable:
-                return CONFIRMED, "the flagged code ran (this rule has no finer runtime test)"
+                return CONFIRMED, "the flagged code ran, and running it is the pitfall"
             if self.device_dependent and run.device == "cpu":
                 return NOT_OBSERVED, VERIFY_ON_DEVICE
-            verdict = NOT_OBSERVED if self.data_dependent else REFUTED
-            return verdict, site.get("refuted") or self.describe_absence(events, run)
+            if self.data_dependent:
+                return NOT_OBSERVED, site.get("refuted") or self.describe_absence(events, run)
+            if site.get("refuted"):  # seen at the site itself: what the code did there
+                return REFUTED, site["refuted"]
+            if not run.completed:
+                return NOT_OBSERVED, STOPPED_EARLY
+            return REFUTED, self.describe_absence(events, run)
         return NOT_REACHED, None
 
     def describe(self, events: list[dict], run: RunFacts) -> str:
@@ -118,10 +129,22 @@ class ReachedCheck(Check):
     observable = False
 
 
+class UncheckedRule(Check):
+    def judge(self, site, events, run):
+        if site.get("reached") or events:
+            return NOT_CHECKED, None
+        return NOT_REACHED, None
+
+
+# Forward called directly, a bare no_grad(), a misspelled requires_grad assigned, a deprecated
+# API called, a module built in forward(): the flagged code running is the pitfall.
+RUNNING_IS_THE_PITFALL = frozenset({"TL005", "TL009", "TL014", "TL403", "TL504"})
+
+
 def check_for(code: str) -> Check:
     found = CHECKS.get(code)
     if found is None:
-        found = ReachedCheck()
+        found = ReachedCheck() if code in RUNNING_IS_THE_PITFALL else UncheckedRule()
     return found
 
 
@@ -192,6 +215,36 @@ class SchedulerBeforeOptimizerStep(Check):
 class BackwardUnderNoGrad(Check):
     code = "TL012"
     error = re.compile(r"element 0 of tensors does not require grad and does not have a grad_fn")
+
+
+@register
+class AdamCoupledWeightDecay(Check):
+    """The optimizer built at the site, confirmed at its first step with a coupled weight decay."""
+
+    code = "TL016"
+    wants_call = True
+
+    def after_call(self, rec, site, func, args, kwargs, result):
+        import torch
+
+        if not isinstance(result, torch.optim.Optimizer):
+            return
+        decays = [group.get("weight_decay") or 0 for group in result.param_groups
+                  if not group.get("decoupled_weight_decay")]
+        if not any(decays):
+            rec.refute(site, "no parameter group adds weight decay to the gradient")
+            return
+        name, decay = type(result).__name__, max(decays)
+
+        def stepped(optimizer, args, kwargs) -> None:
+            rec.confirm(site, f"{name} stepped with weight_decay={decay} added to the gradient (L2, not decoupled)")
+
+        result.register_step_post_hook(stepped)
+
+    def judge(self, site, events, run):
+        if site.get("reached") and not site.get("confirmed") and not site.get("refuted"):
+            return NOT_OBSERVED, "the optimizer built here never stepped in this run"
+        return super().judge(site, events, run)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,7 +330,12 @@ class SoftmaxWithoutDim(Check):
         import torch
 
         if isinstance(result, (torch.nn.Softmax, torch.nn.LogSoftmax, torch.nn.Softmin)):
-            self.modules[id(result)] = site
+            if result.dim is None:
+                self.modules[id(result)] = site
+            else:
+                rec.refute(site, f"built with dim={result.dim}")
+        elif _is_tensor(result) and (len(args) > 1 or kwargs.get("dim") is not None):
+            rec.refute(site, "called with a dim")
 
     def on_warning(self, rec, position, text, frame):
         super().on_warning(rec, position, text, frame)
@@ -290,6 +348,14 @@ class SoftmaxWithoutDim(Check):
                     rec.confirm(site, f"{type(owner).__name__} without dim, input of rank {_rank(frame)}")
                     break
             frame = frame.f_back
+
+
+    def judge(self, site, events, run):
+        verdict, detail = super().judge(site, events, run)
+        if verdict == REFUTED and not site.get("refuted"):
+            # Every call without dim warns: a site that ran without one built a module never called.
+            return NOT_OBSERVED, "the softmax module built here was never called in this run"
+        return verdict, detail
 
 
 def _rank(frame) -> str:
@@ -366,8 +432,11 @@ class SyncInLoop(Check):
         return event["count"] >= 2 and event["intervals"] >= max(2, _intervals(event, run) / 2)
 
     def judge(self, site, events, run):
-        verdict, detail = super().judge(site, events, run)
         loop = site.get("loop_iterations")
+        if loop is not None and loop >= 2:
+            # Syncs counted per iteration that ran: a measure whether or not the script went on.
+            run = replace(run, completed=True)
+        verdict, detail = super().judge(site, events, run)
         if verdict == REFUTED and loop is not None and loop < 2:
             return NOT_OBSERVED, f"the loop ran {loop} iteration{'s' if loop != 1 else ''}: too few to show a sync in each"
         return verdict, detail
@@ -456,6 +525,13 @@ class UnsafeTorchLoad(Check):
             rec.confirm(site, f"torch {torch.__version__} unpickles by default (weights_only=False)")
         else:
             rec.refute(site, f"torch {torch.__version__} loads with weights_only=True by default")
+
+    def on_error(self, rec, site, func, args, kwargs, error):
+        import pickle
+
+        if isinstance(error, pickle.UnpicklingError):
+            rec.confirm(site, "the file holds more than weights: torch refused to unpickle it without "
+                              f"weights_only=False ({first_line(error)[:120]})")
 
 
 def _version(text: str) -> tuple[int, int]:

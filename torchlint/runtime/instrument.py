@@ -56,23 +56,25 @@ class Probe:
             return func
         rec = self.rec
 
-        def probed(*args, **kwargs):
+        def hook(method, *details) -> None:
+            # What a probe does is not the user's: its own syncs (reading a count off a tensor)
+            # are left out of the TL302 accounting.
+            rec.probing = True
             try:
-                check.before_call(rec, site, func, args, kwargs)
+                method(rec, site, func, *details)
             except Exception:  # noqa: BLE001 - a probe never breaks the user's program
                 pass
+            finally:
+                rec.probing = False
+
+        def probed(*args, **kwargs):
+            hook(check.before_call, args, kwargs)
             try:
                 result = func(*args, **kwargs)
             except Exception as error:
-                try:
-                    check.on_error(rec, site, func, args, kwargs, error)
-                except Exception:  # noqa: BLE001
-                    pass
+                hook(check.on_error, args, kwargs, error)
                 raise
-            try:
-                check.after_call(rec, site, func, args, kwargs, result)
-            except Exception:  # noqa: BLE001
-                pass
+            hook(check.after_call, args, kwargs, result)
             return result
 
         return probed
@@ -345,6 +347,8 @@ class Runtime(TorchFunctionMode):
     def _count_sync(self, what: str, depth: int = 3) -> None:
         # Only syncs the user's code asks for directly: those inside libraries (GradScaler's
         # found-inf check) are not the user's to move.
+        if self.rec.probing:
+            return
         frame = self.files.caller(depth)
         if self.files.is_user_code(frame.f_code):
             self.rec.event("TL302", self.files.position(frame), f"host sync: {what}")

@@ -22,6 +22,7 @@ class Recorder:
     def __init__(self, directory: str, main: bool = True) -> None:
         self.directory = directory
         self.main = main  # the script's own process (its exit status is the run's)
+        self.probing = False  # a probe's hook is running (instrument.Probe)
         self.pid = os.getpid()
         self.loaded_files = list  # () -> the user's files this process has loaded
         self.notes: list[str] = []  # said once to the user (e.g. torch.compile ran eagerly)

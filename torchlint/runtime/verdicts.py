@@ -54,11 +54,13 @@ def _overlaps(site: Site, start: Location, end: Location | None) -> bool:
 
 
 def judge_all(
-    findings: list[Diagnostic], sites: list[Site], observed: dict, device: str, main_file: str | None = None
+    findings: list[Diagnostic], sites: list[Site], observed: dict, device: str, main_file: str | None = None,
+    completed: bool = True,
 ) -> list[Diagnostic]:
+    """`completed`: the script ran to its end, so an absence of the pitfall means something."""
     run = RunFacts(
         steps=observed.get("steps", 0), iteration_steps=observed.get("iteration_steps", 0), device=device,
-        iterations=observed.get("iterations", {}),
+        iterations=observed.get("iterations", {}), completed=completed,
     )
     loaded = set(observed.get("loaded", ()))
     if main_file is not None:
