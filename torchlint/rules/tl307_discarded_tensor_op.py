@@ -41,10 +41,12 @@ class DiscardedTensorOp(Rule):
     Flags an out-of-place tensor operation written as a statement of its own, whose result is
     thrown away: `x.clamp(0, 1)`, `x.add(1)`, `x.mul(scale)`, `x.detach()`, `x.relu()`,
     `x.masked_fill(mask, 0)`, `x.contiguous()`, `x.t()`, `torch.clamp(x, 0, 1)`,
-    `F.normalize(x)`, when `x` is known to be a tensor.
+    `F.normalize(x)`: a method when `x` is known to be a tensor, a torch function whatever its
+    argument (it returns a new tensor or raises, so `torch.clamp(w, min=0)` on a `w` filled
+    through `out=` is reported too).
 
     Not flagged: in-place methods (`x.clamp_(0, 1)`), conversions (`x.to(...)`, `x.float()`:
-    those are TL304's), calls with `out=` or `inplace=True`, receivers whose kind is unknown,
+    those are TL304's), calls with `out=` or `inplace=True`, methods on receivers whose kind is unknown,
     functions with effects (`torch.manual_seed(...)`), and top-level expressions of a notebook
     cell (the cell displays them).
 
@@ -99,6 +101,8 @@ class DiscardedTensorOp(Rule):
             positional = positional_args(call)
             if not positional:
                 return
+            # A torch function returns a new tensor whatever its argument holds (or raises): its
+            # result thrown away is the bug, so the argument's kind need not be known.
             tensor, method, rest = positional[0].value, _FUNCTIONS[callee], call.args[1:]
             written = f"{self.ctx.code_for(call.func)}(...)"
         else:
@@ -107,8 +111,8 @@ class DiscardedTensorOp(Rule):
                 return
             tensor, rest = call.func.value, call.args
             written = f"{self.ctx.code_for(tensor)}.{method}(...)" if dotted_name(tensor) else f".{method}(...)"
-        if not self.ctx.kinds.is_tensor(tensor):
-            return
+            if not self.ctx.kinds.is_tensor(tensor):
+                return
         if self.ctx.path.endswith(".ipynb") and self.ctx.enclosing_function() is None:
             return  # a notebook cell's top-level expression is displayed, not discarded
         self._report(call, written, tensor, method, rest)
