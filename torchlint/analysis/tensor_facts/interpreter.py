@@ -56,6 +56,7 @@ _OPERAND_KEYWORDS = frozenset(
      "mat2", "vec2", "tensor1", "tensor2", "pos_weight"}
 )
 _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+_VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 _MODEL_FACTORIES = ("torchvision.models.", "timm.create_model", "timm.models.")
 # Objects whose `.device` names the working device (settings, launchers, models), not a tensor's.
 _DEVICE_HOLDERS = frozenset(
@@ -752,6 +753,10 @@ class Interpreter:
             flag = keyword_arg(call, "requires_grad")
             grad = flag is None or not (isinstance(flag.value, cst.Name) and flag.value.value == "False")
             return replace(data, requires_grad=grad, maybe=False)
+        if qualified in _VARIABLES:
+            # The pre-0.4 wrapper returns its tensor as it is: same device, shape and origin.
+            data = args[0][1] if args and args[0][0].keyword is None else UNKNOWN
+            return replace(data, requires_grad=True) if isinstance(data, TensorFacts) and requires_grad_true(call) else data
         if qualified == "torch.device":
             return DeviceValue(self.device_value(call))
         if qualified in _LOADERS:
