@@ -50,6 +50,10 @@ class Layout:
     def reordered(self) -> bool:
         return any(op[0] in _REORDERING_OPS for op in self.ops)
 
+    @property
+    def expanded(self) -> bool:
+        return any(op[0] == "expand" for op in self.ops)
+
     def then(self, op: tuple, by: cst.CSTNode | None = None) -> "Layout":
         """This layout after `op`, done by the call `by`."""
         reordered_by = by if by is not None and op[0] in _REORDERING_OPS else self.reordered_by
@@ -107,6 +111,14 @@ def _apply(dims: list[_Dim], op: tuple) -> list[_Dim] | None:
         return list(reversed(dims))
     if kind == "T":
         return list(reversed(dims))
+    if kind == "slice":
+        # `x[:k]` along this dim: same strides and rank, the size no longer known.
+        position = _norm(op[1], rank)
+        if position is None:
+            return None
+        dims = list(dims)
+        dims[position] = (dims[position][0], dims[position][1], None)
+        return dims
     if kind == "unsqueeze":
         position = op[1] + rank + 1 if op[1] < 0 else op[1]
         if not 0 <= position <= rank:

@@ -20,7 +20,10 @@ class ViewAfterPermute(Rule):
     merged dimensions.
 
     The tensor is followed through local variables, branches, loops and ops that keep the
-    layout (softmax, dropout, arithmetic with numbers), and its rank is recovered from the code:
+    layout (softmax, dropout, arithmetic with numbers; slices such as `x[:k]`, which keep the
+    strides; elementwise ops between tensors of one rank, laid out like their first operand that
+    is not expanded, so `pred.t().eq(target.expand_as(...))[:k].view(-1)` in a top-k accuracy
+    helper is found), and its rank is recovered from the code:
     `B, T, C = x.size()`, `x.view(B, T, H, D)`, matmul (`@`), reductions, `torch.cat`/`stack`,
     rank-keeping layers (`nn.Linear`, `nn.Dropout`...). So the merge-heads line
     `(att @ v).transpose(1, 2).view(B, T, C)` is found when `att` and `v` come from

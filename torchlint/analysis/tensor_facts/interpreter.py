@@ -523,13 +523,18 @@ class Interpreter:
         return replace(receiver, layout=layout, scalar=scalar, origin=receiver.origin)
 
     def _indexed_layout(self, node: cst.Subscript, receiver: TensorFacts) -> Layout | None:
-        """`x[:, None]`, `x[..., None]`: size-1 insertions; any other indexing: layout unknown."""
+        """`x[:, None]`, `x[..., None]`: size-1 insertions; `x[:k]`, `x[:, 1:]`: the same strides
+        with those sizes unknown (a slice of a transposed tensor is still transposed); any other
+        indexing: layout unknown."""
         positions_from_start, positions_from_end, seen_ellipsis, kept = [], [], False, 0
+        bounded = []
         for element in node.slice:
             index = element.slice
             if isinstance(index, cst.Slice):
                 if index.lower is not None or index.upper is not None or index.step is not None:
-                    return None
+                    if seen_ellipsis:
+                        return None
+                    bounded.append(kept)
                 kept += 1
                 continue
             value = index.value
@@ -540,7 +545,7 @@ class Interpreter:
                 seen_ellipsis, kept = True, 0
             else:
                 return None
-        if not positions_from_start and not positions_from_end:
+        if not positions_from_start and not positions_from_end and not bounded:
             return receiver.layout
         if positions_from_end and not seen_ellipsis:
             return None
@@ -549,6 +554,8 @@ class Interpreter:
             layout = layout.then(("unsqueeze", position))
         for position in positions_from_end:
             layout = layout.then(("unsqueeze", position - kept))
+        for position in bounded:
+            layout = layout.then(("slice", position))
         return layout
 
     def _comparison(self, node: cst.Comparison, env: Env) -> Value:
@@ -630,6 +637,12 @@ class Interpreter:
             return facts[0].layout  # an elementwise op with Python numbers keeps the strides
         if all(value.layout == facts[0].layout for value in facts):
             return facts[0].layout
+        if all_tensors and None not in ranks and len(set(ranks)) == 1:
+            # An elementwise result is laid out like its first operand that is not broadcast by
+            # `expand` (TensorIterator; checked with torch): `x.t().eq(y)` is transposed.
+            leading = next((value.layout for value in facts if value.layout is None or not value.layout.expanded), None)
+            if leading is not None:
+                return Layout(leading.base_rank, None, leading.ops, leading.unit_sizes_likely, leading.reordered_by)
         if None not in ranks:
             return Layout(max(ranks), None, ())
         return None
