@@ -60,6 +60,8 @@ class ClassFrame:
         self.is_module = is_module
         # (node to report, attribute name, message), decided when the class is left.
         self.candidates: list[tuple[cst.CSTNode, str, str]] = []
+        # Attribute name -> the torch factory call its unregistered tensor came from.
+        self.tensor_factories: dict[str, cst.Call] = {}
         # Names registered by name: `register_buffer("x", ...)`, `self.x = nn.Parameter(...)`.
         self.registered: set[str] = set()
         # `add_module(f"layer{i}", ...)`, `setattr(self, name, ...)`: any attribute may be registered.

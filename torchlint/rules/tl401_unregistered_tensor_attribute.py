@@ -46,8 +46,11 @@ class UnregisteredTensorAttribute(Rule):
     ## What it does
     Flags `self.x = <tensor>` in the `__init__` of an `nn.Module` when the tensor comes from a
     `torch.<factory>(...)` (also through methods, indexing and torch functions of it:
-    `torch.triu(torch.ones(n, n), diagonal=1)`, `torch.tensor(mean).view(-1, 1, 1) if mean else None`)
-    and the class never registers `x` (`register_buffer("x", ...)`, `nn.Parameter`).
+    `torch.triu(torch.ones(n, n), diagonal=1)`, `torch.tensor(mean).view(-1, 1, 1) if mean else None`,
+    and from another such attribute: `self.grid.repeat(batch, 1, 1)`), the class never registers
+    `x` (`register_buffer("x", ...)`, `nn.Parameter`), and `x` is read after `__init__`: by a
+    method of the class (the finding names where), a subclass, or other code of the file. A
+    tensor read only in `__init__`, to build a buffer or a parameter, is not reported.
 
     ## Why is this bad?
     A plain tensor attribute is invisible to the Module machinery: `model.to(device)`,
@@ -81,6 +84,7 @@ class UnregisteredTensorAttribute(Rule):
         super().__init__(ctx)
         self._classes = ClassFrames(ctx)
         self._moves_by_hand: list[bool] = []
+        self._reads_outside_init: set[str] | None = None
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._classes.enter(node)
@@ -93,7 +97,18 @@ class UnregisteredTensorAttribute(Rule):
         if self._moves_by_hand.pop():
             return
         for assignment, name, message in frame.unregistered():
-            self.report(assignment, message, related=_first_read(node, name))
+            used = _first_read(node, name)
+            # Read only in `__init__` (to build a buffer, a parameter or another attribute): the
+            # tensor is never used on the wrong device, and nothing is lost with the state_dict.
+            if used or self._read_outside_init(name):
+                self.report(assignment, message, related=used)
+
+    def _read_outside_init(self, name: str) -> bool:
+        """`.<name>` is read somewhere in the file outside every `__init__` (a subclass's method,
+        the training script). Asked only for attributes no method of their own class reads."""
+        if self._reads_outside_init is None:
+            self._reads_outside_init = _attribute_reads_outside_init(self.ctx.module)
+        return name in self._reads_outside_init
 
     def visit_Call(self, node: cst.Call) -> None:
         frame = self._classes.method_frame()
@@ -107,7 +122,7 @@ class UnregisteredTensorAttribute(Rule):
         name = self._classes.self_target(node.targets[0].target)
         if name is None:
             return
-        factory = self._factory(node.value)
+        factory = self._factory(node.value, frame)
         if factory is None or _scalar_constant(self.ctx, factory):
             if self._is_parameter(node.value):
                 frame.registered.add(name)
@@ -117,7 +132,10 @@ class UnregisteredTensorAttribute(Rule):
             return
         if not self._holds_tensor(node.value):
             return  # `(4 ** torch.arange(n)).tolist()`: a list made with a tensor
+        if name in frame.tensor_factories:
+            return  # `self.kernel = torch.roll(self.kernel, ...)`: the attribute is reported once
         written = self.ctx.code_for(factory.func)
+        frame.tensor_factories[name] = factory
         frame.candidates.append(
             (
                 node,
@@ -127,15 +145,18 @@ class UnregisteredTensorAttribute(Rule):
             )
         )
 
-    def _factory(self, value: cst.BaseExpression) -> cst.Call | None:
+    def _factory(self, value: cst.BaseExpression, frame) -> cst.Call | None:
         """The `torch.<factory>(...)` call at the root of `value`: through method calls, indexing,
-        torch functions of it (`torch.triu(torch.ones(n, n))`), arithmetic and either branch of a conditional
-        expression (`torch.tensor(mean).view(-1, 1, 1) if mean else None`)."""
+        torch functions of it (`torch.triu(torch.ones(n, n))`), arithmetic, either branch of a
+        conditional expression (`torch.tensor(mean).view(-1, 1, 1) if mean else None`) and another
+        unregistered tensor attribute of the class (`self.grid.repeat(batch, 1, 1)`)."""
         while True:
             if isinstance(value, cst.IfExp):
-                return self._factory(value.body) or self._factory(value.orelse)
+                return self._factory(value.body, frame) or self._factory(value.orelse, frame)
             if isinstance(value, cst.BinaryOperation):
-                return self._factory(value.left) or self._factory(value.right)
+                return self._factory(value.left, frame) or self._factory(value.right, frame)
+            if isinstance(value, cst.Attribute):
+                return frame.tensor_factories.get(self._classes.self_target(value))
             if isinstance(value, cst.UnaryOperation):
                 value = value.expression
                 continue
@@ -167,6 +188,20 @@ class UnregisteredTensorAttribute(Rule):
 
     def _is_parameter(self, value: cst.BaseExpression) -> bool:
         return isinstance(value, cst.Call) and self.ctx.callee(value) in PARAMETER_CLASSES
+
+
+def _attribute_reads_outside_init(module: cst.Module) -> set[str]:
+    """The attribute names read (`x.<name>`, not assigned) anywhere outside an `__init__`."""
+    found: set[str] = set()
+    pending: list[cst.CSTNode] = [module]
+    while pending:
+        node = pending.pop()
+        if (isinstance(node, cst.FunctionDef) and node.name.value == "__init__") or isinstance(node, cst.AssignTarget):
+            continue
+        if isinstance(node, cst.Attribute):
+            found.add(node.attr.value)
+        pending.extend(child_nodes(node))
+    return found
 
 
 def _first_read(classdef: cst.ClassDef, name: str) -> tuple[RelatedNode, ...]:
