@@ -21,7 +21,9 @@ class DiscardedTo(Rule):
     `t.long()`...) written as a statement on its own, when `t` is known to be a tensor: the
     result of a torch op or factory, a function parameter annotated as a tensor or used as one
     (`t.shape`, `t.view(...)`, `t.unsqueeze(...)`), a batch from a `DataLoader` loop, a model's
-    parameter, or an element of a loop over tensors.
+    parameter, an element of a loop over tensors, what a method only tensors have returns
+    (`x.contiguous()`, `x.permute(...)`), or a name inside `if torch.is_tensor(t):` /
+    `if isinstance(t, torch.Tensor):`.
 
     ## Why is this bad?
     Unlike `nn.Module.to()`, which moves a module's parameters in place, `Tensor.to()` and the

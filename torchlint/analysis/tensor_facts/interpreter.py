@@ -23,7 +23,7 @@ from torchlint.analysis.dataflow import target_names
 from torchlint.analysis.layouts import Layout, arg_code, int_value, shape_args
 from torchlint.analysis.module_attributes import registration_of
 from torchlint.analysis.modules import is_torch_module_class
-from torchlint.analysis.names import keyword_arg, positional_args, suite_statements
+from torchlint.analysis.names import dotted_name, keyword_arg, positional_args, suite_statements
 from torchlint.analysis.tensor_facts.domain import (
     NUMBER, UNKNOWN, Device, DeviceValue, DtypeValue, Iterable, ModuleValue, Number, Sequence, TensorFacts, Value,
     element_of, holds_loaded, join, join_devices, unloaded, unpack,
@@ -57,6 +57,9 @@ _OPERAND_KEYWORDS = frozenset(
 )
 _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 _VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+_TENSOR_ONLY_METHODS = frozenset({"contiguous", "permute", "unsqueeze", "movedim"})
+_TENSOR_TESTS = frozenset({"torch.is_tensor"})
+_TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 _MODEL_FACTORIES = ("torchvision.models.", "timm.create_model", "timm.models.")
 # Objects whose `.device` names the working device (settings, launchers, models), not a tensor's.
 _DEVICE_HOLDERS = frozenset(
@@ -140,7 +143,7 @@ class Interpreter:
             return None if _terminates(statement) else env
         if isinstance(statement, cst.If):
             self.eval(statement.test, env)
-            body = self._block(suite_statements(statement.body), dict(env))
+            body = self._block(suite_statements(statement.body), self._narrowed(statement.test, env))
             orelse = statement.orelse
             if orelse is None:
                 other = env
@@ -172,6 +175,29 @@ class Interpreter:
                 merged = join_envs(merged, end)
             return merged
         return env
+
+    def _narrowed(self, test: cst.BaseExpression, env: Env) -> Env:
+        """The state inside `if test:`: names that `torch.is_tensor(x)` or `isinstance(x,
+        torch.Tensor)` (alone or joined by `and`) proves to hold tensors are tensors there."""
+        narrowed = dict(env)
+        tests = [test]
+        while tests:
+            current = tests.pop()
+            if isinstance(current, cst.BooleanOperation) and isinstance(current.operator, cst.And):
+                tests += [current.left, current.right]
+                continue
+            if not isinstance(current, cst.Call) or not isinstance(current.args[0].value if current.args else None, cst.Name):
+                continue
+            callee = self.ctx.callee(current)
+            proven = callee in _TENSOR_TESTS or (
+                dotted_name(current.func) == "isinstance" and len(current.args) == 2
+                and self.ctx.qualified_name(current.args[1].value) in _TENSOR_TYPES
+            )
+            name = current.args[0].value.value
+            value = narrowed.get(name, UNKNOWN)
+            if proven and (not isinstance(value, TensorFacts) or value.maybe):
+                narrowed[name] = replace(value, maybe=False) if isinstance(value, TensorFacts) else TensorFacts()
+        return narrowed
 
     def _small(self, small: cst.CSTNode, env: Env) -> Env:
         if isinstance(small, cst.Assign):
@@ -872,8 +898,10 @@ class Interpreter:
                 return UNKNOWN
             return self.apply(call, op, name, receiver_node, receiver, args)
         if op is not None and op.rule in (Rule.REORDER, Rule.VIEW, Rule.RESHAPE, Rule.CONTIGUOUS, Rule.UNSQUEEZE, Rule.SQUEEZE, Rule.MOVE):
-            # Of unknown kind: only a tensor follows these; followed for its layout and device.
-            return self.apply(call, op, name, receiver_node, TensorFacts(maybe=True), args)
+            # Of unknown kind: followed for its layout and device; a tensor for sure where no
+            # other common type has the method (a NumPy array has `view` and `reshape`, a module `to`).
+            maybe = name not in _TENSOR_ONLY_METHODS
+            return self.apply(call, op, name, receiver_node, TensorFacts(maybe=maybe), args)
         if isinstance(receiver, (Iterable, Sequence)) and name in ("values", "items"):
             return UNKNOWN
         return UNKNOWN
