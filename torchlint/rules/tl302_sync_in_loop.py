@@ -75,7 +75,8 @@ class SyncInLoop(Rule):
     on), a batch moved with `.to(device)`, or computed from these.
 
     Not reported: a value Python needs every iteration (`if token.item() == eos: break`,
-    `env.step(action.item())`, an index), a sync under a throttle (`if step % log_every == 0:`)
+    `env.step(action.item())`, an index), a sync in the branch for one element of a loop
+    (`if key == "batch":`), a sync under a throttle (`if step % log_every == 0:`)
     or a limit (`if shown < 3: shown += 1; print(...)`),
     once per epoch after the inner batch loop or in the loop's `else`, tensors known to be on the
     CPU, and any file that never places anything on an accelerator (no `.cuda()`, `.to(device)`,
@@ -201,16 +202,21 @@ class SyncInLoop(Rule):
         """The loops and comprehensions whose every iteration runs `node`, innermost first."""
         found: list[_Repetition] = []
         throttled = False
+        selected: set[str] = set()  # names an enclosing `if key == "batch":` compares to a constant
         child = node
         for parent in reversed(chain):
             if isinstance(parent, _SCOPES):
                 break
             if isinstance(parent, cst.If) and child is parent.body and (is_throttle(parent.test) or is_limited(parent)):
                 throttled = True
+            elif isinstance(parent, cst.If) and child is parent.body:
+                selected |= _compared_to_a_constant(parent.test)
             elif isinstance(parent, (cst.For, cst.While)):
                 if child is parent.body or (isinstance(parent, cst.While) and child is parent.test):
                     walk = element_walk(parent.target, parent.iter) if isinstance(parent, cst.For) else None
-                    found.append(_Repetition(parent, walk, throttled))
+                    # A branch for one element (`if key == "batch":`) runs once per loop, not per element.
+                    once = isinstance(parent, cst.For) and not selected.isdisjoint(target_names(parent.target))
+                    found.append(_Repetition(parent, walk, throttled or once))
             elif isinstance(parent, _COMPREHENSIONS) and child is not parent.for_in:
                 clause = parent.for_in
                 while clause is not None:
@@ -330,6 +336,21 @@ class SyncInLoop(Rule):
             for name in names
             for read, read_chain in _reads_of(body, name, assignment)
         )
+
+
+def _compared_to_a_constant(test: cst.BaseExpression) -> set[str]:
+    """`key == "batch"`, `name == "bias" and ...`: the names the test pins to one value."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _compared_to_a_constant(test.left) | _compared_to_a_constant(test.right)
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return set()
+    target = test.comparisons[0]
+    if not isinstance(target.operator, cst.Equal):
+        return set()
+    sides = (test.left, target.comparator)
+    names = {side.value for side in sides if isinstance(side, cst.Name)}
+    constant = any(isinstance(side, (cst.SimpleString, cst.Integer)) for side in sides)
+    return names if constant else set()
 
 
 def _throttled(node: cst.CSTNode, chain: list[cst.CSTNode]) -> bool:
