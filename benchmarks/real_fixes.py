@@ -8,7 +8,8 @@ site: the row, in the fix commit's first parent, where the rule that covers the 
 The trees are built at run time from repository snapshots (`fetch`, which leaves a bare git
 directory in DIR/owner+name/repo); no fetched code is kept here. torchlint checks the labelled
 file inside the parent commit's whole tree, so facts from the project's other files apply:
-- *found*: a finding of the label's code within ROW_TOLERANCE rows of the label's row;
+- *found*: a finding of the label's code within ROW_TOLERANCE rows of the label's row, where
+  it is reported or at a place it names as related (`= note:`);
 - *still reported at the fix*: in the fix commit's version of the file, a finding of that code
   within ROW_TOLERANCE rows of where the fixed lines now are (a false positive on fixed code).
 
@@ -111,8 +112,11 @@ def findings(tree: Path, paths: list[str]) -> dict[str, list[tuple[int, str]]]:
         raise RuntimeError(result.stderr.strip().splitlines()[-1] if result.stderr.strip() else "torchlint failed")
     by_path: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for finding in json.loads(result.stdout):
-        name = os.path.relpath(os.path.join(tree, finding["filename"]), tree)
-        by_path[name].append((finding["location"]["row"], finding["code"]))
+        # A finding stands where its rule reports it and at the places it names as evidence
+        # (the factory inside a helper whose CPU result the call site combines).
+        for place in (finding, *finding.get("related", ())):
+            name = os.path.relpath(os.path.join(tree, place["filename"]), tree)
+            by_path[name].append((place["location"]["row"], finding["code"]))
     return by_path
 
 
