@@ -8,6 +8,7 @@ from torchlint.analysis.loops import Event, Iteration, Kind
 from torchlint.analysis.module_attributes import first_parameter
 from torchlint.analysis.names import argument, dotted_name
 from torchlint.diagnostics import Severity
+from torchlint.reports import RelatedNode
 from torchlint.rule import Rule
 
 _TRAINING_STEPS = (Kind.BACKWARD, Kind.OPTIMIZER_STEP)
@@ -77,8 +78,16 @@ class EvalModeNotRestored(Rule):
                     f"`{module}.eval()`{helper} runs inside the training loop and nothing calls "
                     f"`{module}.train()` before the next training step: dropout and batch norm stay in "
                     f"eval mode for the rest of training; call `{module}.train()` after validating",
-                    related=self.ctx.project.related([event.elsewhere] if event.elsewhere else [], self.ctx.path),
+                    related=self._where(event),
                 )
+
+    def _where(self, event: Event) -> tuple:
+        """The `eval()` itself when a helper runs it: in another file, or in this one."""
+        if event.elsewhere is not None:
+            return self.ctx.project.related([event.elsewhere], self.ctx.path)
+        if event.via:
+            return (RelatedNode(event.node, f"`eval()` called here, in `{self.ctx.code_for(event.via[-1].func)}`"),)
+        return ()
 
     def _restored_before_next_step(self, iteration: Iteration, position: int, module: str) -> bool:
         """A `train()` of `module` lies between the eval at `position` and the next training step,
