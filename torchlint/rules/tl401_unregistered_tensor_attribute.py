@@ -132,7 +132,7 @@ class UnregisteredTensorAttribute(Rule):
             return
         if not self._holds_tensor(node.value):
             return  # `(4 ** torch.arange(n)).tolist()`: a list made with a tensor
-        if name in frame.tensor_factories:
+        if factory is frame.tensor_factories.get(name):
             return  # `self.kernel = torch.roll(self.kernel, ...)`: the attribute is reported once
         written = self.ctx.code_for(factory.func)
         frame.tensor_factories[name] = factory
