@@ -108,10 +108,12 @@ def called_function(ctx, call: cst.Call) -> str | None:
 
 def loss_of_produced_input(
     ctx, call: cst.Call, producers: frozenset[str], method: str
-) -> tuple[str, cst.Call, cst.BaseExpression] | None:
+) -> tuple[str, cst.Call | None, cst.BaseExpression] | None:
     """For a call whose first (`input`) argument is the result of one of `producers` (or of the
-    tensor method `method`), written inline or held in a local: (what the call computes, see
-    `called_function`; the producing call; the argument as written). None otherwise."""
+    tensor method `method`), written inline or held in a local, or a tensor the tensor facts
+    know to hold that activation's values (returned by a helper, a method or a model's `forward`,
+    indexed, unpacked): (what the call computes, see `called_function`; the producing call, None
+    when it is not in sight; the argument as written). None otherwise."""
     if not call.args:
         return None
     written = argument(call, 0, "input")
@@ -119,9 +121,16 @@ def loss_of_produced_input(
         return None
     producer = ctx.values.resolve(written)
     if not isinstance(producer, cst.Call) or not call_matches(ctx, producer, producers, method):
-        return None
+        if not holds_activation(ctx, written, method):
+            return None
+        producer = None
     computed = called_function(ctx, call)
     return None if computed is None else (computed, producer, written)
+
+
+def holds_activation(ctx, expr: cst.BaseExpression, activation: str) -> bool:
+    """The tensor facts know `expr` to hold the values of `activation` ("softmax", "sigmoid")."""
+    return getattr(ctx.tensors.facts(expr), "activation", None) == activation
 
 
 _LOSS_WORDS = ("loss", "criterion", "cross_entropy", "kl_div")

@@ -5,7 +5,8 @@ import libcst as cst
 from torchlint.analysis.module_values import output_activation
 from torchlint.analysis.names import method_receiver, positional_args
 from torchlint.analysis.torch_api import (
-    LOG_FUNCTIONS, SIGMOID_FUNCTIONS, SOFTMAX_FUNCTIONS, call_matches, functional_module_name, unary_operand,
+    LOG_FUNCTIONS, SIGMOID_FUNCTIONS, SOFTMAX_FUNCTIONS, call_matches, functional_module_name, holds_activation,
+    unary_operand,
 )
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
@@ -20,6 +21,9 @@ class LogOfSoftmax(Rule):
     sigmoid result reaches the log through a local variable, and the log of the output of a model
     whose last step is one: an `nn.Sequential(..., nn.Softmax(dim=1))` built in the file, or a
     Module class of the file whose `forward` returns `torch.sigmoid(...)` (`torch.log(model(x))`).
+    Probabilities made out of sight count too: what a helper or a method of an object of this
+    file returns, unpacked or indexed (`_, pmfs = q_network.get_action(obs)`; `pmfs.log()`,
+    `torch.log(probs[i, a])`).
 
     ## Why is this bad?
     Softmax and sigmoid outputs underflow to exactly 0 for very negative logits, and the log of 0
@@ -58,6 +62,7 @@ class LogOfSoftmax(Rule):
             return
         inner = self.ctx.values.resolve(argument)
         if not isinstance(inner, cst.Call):
+            self._check_held_activation(node, argument)
             return
         through_variable = inner is not argument
         if call_matches(self.ctx, inner, SOFTMAX_FUNCTIONS, "softmax"):
@@ -69,6 +74,7 @@ class LogOfSoftmax(Rule):
         else:
             activation = output_activation(self.ctx, inner)
             if activation is None:
+                self._check_held_activation(node, argument)
                 return
             stable = "F.log_softmax` (or end the model with `nn.LogSoftmax`)" if activation == "softmax" else (
                 "F.logsigmoid`"
@@ -79,6 +85,18 @@ class LogOfSoftmax(Rule):
             )
             fix = None
         self.report(node, message, fix=fix)
+
+    def _check_held_activation(self, node: cst.Call, argument: cst.BaseExpression) -> None:
+        """The log of probabilities made out of sight: a helper, a method of another object or a
+        model of this file returns them (`_, probs = policy.act(obs)`; `torch.log(probs[i, a])`)."""
+        for activation, stable in (("softmax", "log_softmax"), ("sigmoid", "F.logsigmoid")):
+            if holds_activation(self.ctx, argument, activation):
+                self.report(
+                    node,
+                    f"log of `{activation}` output underflows to -inf where a probability is 0; return "
+                    f"`{stable}(...)` of the logits from where the `{activation}` is taken, and use that",
+                )
+                return
 
     def _log_argument(self, call: cst.Call) -> cst.BaseExpression | None:
         """`p` for `p.log()` or `torch.log(p)`."""

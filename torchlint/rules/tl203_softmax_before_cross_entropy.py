@@ -11,8 +11,13 @@ class SoftmaxBeforeCrossEntropy(Rule):
     """
     ## What it does
     Flags `cross_entropy` / `CrossEntropyLoss` and `nll_loss` / `NLLLoss` whose input is the
-    output of a `softmax`, written inline or passed through a local variable. Loss modules are
-    recognised when built inline, held in a local, or assigned once to a `self.` attribute.
+    output of a `softmax`, written inline or passed through a local variable, or a tensor that
+    holds softmax output made out of sight: the output of a Module class of this file whose
+    `forward` returns a softmax on every path (`F.softmax`, `nn.Softmax`, `exp` of a
+    `log_softmax`), or what a helper or a method of this file returns, also unpacked from a tuple
+    or indexed (`_, probs = net.act(obs)`). A forward that returns probabilities only in eval
+    mode (`if not self.training:`) is not taken for one. Loss modules are recognised when built
+    inline, held in a local, or assigned once to a `self.` attribute.
 
     ## Why is this bad?
     `cross_entropy` applies `log_softmax` itself: fed probabilities, it computes
@@ -44,14 +49,16 @@ class SoftmaxBeforeCrossEntropy(Rule):
         found = loss_of_produced_input(self.ctx, node, SOFTMAX_FUNCTIONS, "softmax")
         if found is None:
             return
-        loss = found[0]
+        loss, producer, written = found
+        # Out of sight: a model, helper or method of this file returned the probabilities.
+        made = "" if producer is not None else f"`{self.ctx.code_for(written)}` holds `softmax` output made elsewhere; "
         if loss in CROSS_ENTROPY_LOSSES:
             message = (
-                "`cross_entropy` applies `log_softmax` itself; pass the logits, not `softmax(...)` "
+                f"`cross_entropy` applies `log_softmax` itself; {made}pass the logits, not `softmax(...)` "
                 "probabilities"
             )
         elif loss in NLL_LOSSES:
-            message = "`nll_loss` expects log-probabilities; use `log_softmax(...)` instead of `softmax(...)`"
+            message = f"`nll_loss` expects log-probabilities; {made}use `log_softmax(...)` instead of `softmax(...)`"
         else:
             return
         self.report(node, message)

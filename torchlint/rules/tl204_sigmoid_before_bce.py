@@ -63,8 +63,9 @@ class SigmoidBeforeBce(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         found = loss_of_produced_input(self.ctx, node, SIGMOID_FUNCTIONS, "sigmoid")
+        if (found is None or found[1] is None) and self._check_model_output(node):
+            return
         if found is None:
-            self._check_model_output(node)
             return
         if found[0] not in BINARY_CROSS_ENTROPY_LOSSES:
             return
@@ -77,18 +78,21 @@ class SigmoidBeforeBce(Rule):
             fix=fix,
         )
 
-    def _check_model_output(self, node: cst.Call) -> None:
-        """`criterion(net(x), y)` with a BCE criterion and a `net` whose last step is a sigmoid."""
+    def _check_model_output(self, node: cst.Call) -> bool:
+        """`criterion(net(x), y)` with a BCE criterion and a `net` whose last step is a sigmoid:
+        reported, with that in the message."""
         written = argument(node, 0, "input") if node.args else None
         producer = self.ctx.values.resolve(written) if written is not None else None
         if not isinstance(producer, cst.Call) or called_function(self.ctx, node) not in BINARY_CROSS_ENTROPY_LOSSES:
-            return
-        if output_activation(self.ctx, producer) == "sigmoid":
-            self.report(
-                node,
-                "`binary_cross_entropy` of a model whose last step is `sigmoid` saturates for large logits; "
-                "drop the final sigmoid and use `binary_cross_entropy_with_logits` (`BCEWithLogitsLoss`)",
-            )
+            return False
+        if output_activation(self.ctx, producer) != "sigmoid":
+            return False
+        self.report(
+            node,
+            "`binary_cross_entropy` of a model whose last step is `sigmoid` saturates for large logits; "
+            "drop the final sigmoid and use `binary_cross_entropy_with_logits` (`BCEWithLogitsLoss`)",
+        )
+        return True
 
     def _with_logits_fix(self, loss: cst.Call, sigmoid: cst.Call) -> FixSpec | None:
         logits = unary_operand(self.ctx, sigmoid, SIGMOID_FUNCTIONS, "sigmoid")

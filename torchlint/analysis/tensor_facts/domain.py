@@ -77,6 +77,10 @@ class TensorFacts:
     # A batch from a DataLoader whose dataset and collate function place nothing: on the CPU as
     # loaded (with `device` DEFAULT until the code moves it).
     loaded: bool = False
+    # The tensor holds the values of this activation ("softmax", "log_softmax", "sigmoid"):
+    # made by it, or by ops that keep values (indexing, views, gather, moves), also when a
+    # helper, a method or a model's `forward` of this file returns it.
+    activation: str | None = None
 
     @property
     def rank(self) -> int | None:
@@ -165,6 +169,8 @@ def join_facts(first: TensorFacts, second: TensorFacts) -> TensorFacts:
         origin=first.origin if first.origin is second.origin else None,
         maybe=first.maybe or second.maybe,
         loaded=first.loaded and second.loaded,
+        # Both paths: `probs if not self.training else logits` is no softmax output in training.
+        activation=first.activation if first.activation == second.activation else None,
     )
 
 

@@ -58,6 +58,14 @@ _OPERAND_KEYWORDS = frozenset(
 _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 _VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 _TENSOR_ONLY_METHODS = frozenset({"contiguous", "permute", "unsqueeze", "movedim"})
+_ACTIVATIONS = {"softmax": "softmax", "log_softmax": "log_softmax", "sigmoid": "sigmoid"}
+_ACTIVATION_LAYERS = {"torch.nn.Softmax": "softmax", "torch.nn.LogSoftmax": "log_softmax", "torch.nn.Sigmoid": "sigmoid"}
+# Ops whose result holds values of the receiver, so a softmax's probabilities stay probabilities.
+_KEEPS_VALUES = frozenset(
+    "view view_as reshape reshape_as unsqueeze squeeze permute transpose t contiguous clone detach to cuda cpu "
+    "float double half bfloat16 type flatten unflatten gather index_select select narrow expand expand_as "
+    "repeat chunk split unbind masked_select take_along_dim".split()
+)
 _TENSOR_TESTS = frozenset({"torch.is_tensor"})
 _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 _MODEL_FACTORIES = ("torchvision.models.", "timm.create_model", "timm.models.")
@@ -764,7 +772,17 @@ class Interpreter:
             return Sequence((output, hidden))
         if kind in _PAIR_OUTPUT:
             return Sequence((output, output))
-        return output
+        return replace(output, activation=self._output_activation(kind))
+
+    def _output_activation(self, kind: str) -> str | None:
+        """The activation a module's output holds: an `nn.Softmax`/`nn.Sigmoid` layer, or a Module
+        class of this file whose `forward` returns one on every path."""
+        if kind in _ACTIVATION_LAYERS:
+            return _ACTIVATION_LAYERS[kind]
+        if not kind or "." in kind:
+            return None
+        returned = self.model.module_method_summary(kind, "forward")
+        return returned.activation if isinstance(returned, TensorFacts) else None
 
     @staticmethod
     def _computed_inputs(kind: str, operands: list) -> list:
@@ -835,7 +853,7 @@ class Interpreter:
         receiver_node, receiver = positional[0]
         result = self.apply(call, op, name, receiver_node, receiver, args[1:] if args and args[0][0].keyword is None else args)
         if result is UNKNOWN and op.rule not in (Rule.SPLIT, Rule.REDUCE_TUPLE, Rule.NUMBER, Rule.SHAPE):
-            return TensorFacts()  # `torch.log_softmax(x)` is a tensor, whatever `x` is
+            return TensorFacts(activation=_ACTIVATIONS.get(name))  # `torch.log_softmax(x)`, whatever `x` is
         return result
 
     def _tensor_args(self, args) -> list[tuple[cst.CSTNode, Value]]:
@@ -918,12 +936,24 @@ class Interpreter:
             return Iterable(Sequence((UNKNOWN, TensorFacts(device=module.device, requires_grad=name == "named_parameters"))))
         if name == "forward":
             return self._module_call(call, module, args)
-        return UNKNOWN
+        summary = self.model.module_method_summary(module.kind, name) if module.kind and "." not in module.kind else None
+        return _activations_of(summary) if summary is not None else UNKNOWN
 
     # The op table ------------------------------------------------------------------------
 
     def apply(self, call: cst.Call, op: Op, name: str, receiver_node, receiver: Value, args) -> Value:
-        """Apply a table entry to a receiver (the first argument, in function form)."""
+        """Apply a table entry to a receiver (the first argument, in function form), and say
+        which activation's values the result holds."""
+        result = self._applied(call, op, name, receiver_node, receiver, args)
+        if not isinstance(result, TensorFacts):
+            return result
+        held = receiver.activation if isinstance(receiver, TensorFacts) else None
+        activation = _ACTIVATIONS.get(name) or (
+            "softmax" if name == "exp" and held == "log_softmax" else held if name in _KEEPS_VALUES else None
+        )
+        return result if result.activation == activation else replace(result, activation=activation)
+
+    def _applied(self, call: cst.Call, op: Op, name: str, receiver_node, receiver: Value, args) -> Value:
         if not isinstance(receiver, TensorFacts):
             if op.rule in (Rule.ELEMENTWISE, Rule.OTHER) and any(isinstance(value, TensorFacts) for _, value in args):
                 return self.combine([(receiver_node, receiver), *self._tensor_args(args)], call, op.rule, op.combines)
@@ -1263,6 +1293,16 @@ _EVALUATORS = {
     cst.NamedExpr: Interpreter._walrus,
     cst.Lambda: Interpreter._lambda,
 }
+
+
+def _activations_of(value: Value) -> Value:
+    """What a method of another object returns, as its caller may use it: the tensors it returns
+    and the activation they hold (their devices are the object's, not the caller's)."""
+    if isinstance(value, TensorFacts):
+        return TensorFacts(scalar=value.scalar, maybe=value.maybe, activation=value.activation)
+    if isinstance(value, Sequence):
+        return Sequence(tuple(_activations_of(item) for item in value.items))
+    return UNKNOWN
 
 
 def _batched(item: Value) -> TensorFacts:

@@ -71,8 +71,11 @@ class _ClassFacts:
 
 
 class TensorModel:
-    def __init__(self, ctx: "CheckedFile") -> None:
+    def __init__(self, ctx: "CheckedFile", aside: bool = False) -> None:
         self.ctx = ctx
+        # The second interpretation `module_method_summary` asks, and its own (never a third).
+        self._aside = aside
+        self._aside_model: TensorModel | None = None
         self.memo: dict[int, Value] = {}
         # id(origin call) -> [(operand node, its device)] it was combined with.
         self._conflicts: dict[int, list[tuple[cst.CSTNode, Device]]] = {}
@@ -222,6 +225,28 @@ class TensorModel:
             if method.name.value == name:
                 return self._summary(self._scope_of(method, classdef, None))
         return None
+
+    def module_method_summary(self, class_name: str, name: str) -> Value | None:
+        """What `name` (a method of the file's Module class `class_name`) returns, or None.
+
+        A method not interpreted yet while the module's top level is (`q_net.act(obs)` in a
+        script's loop) would read the module's names before they are known, and keep what it
+        learnt so: a second interpretation of the file, kept aside, answers instead."""
+        classdef = self.ctx.module_classes.class_named(class_name)
+        if classdef is None:
+            return None
+        for method in self._class_methods(classdef):
+            if method.name.value == name:
+                scope = self._scope_of(method, classdef, None)
+                if scope.final_env is None and self._module_scope().running:
+                    return None if self._aside else self._set_aside().module_method_summary(class_name, name)
+                return self._summary(scope)
+        return None
+
+    def _set_aside(self) -> "TensorModel":
+        if self._aside_model is None:
+            self._aside_model = TensorModel(self.ctx, aside=True)
+        return self._aside_model
 
     def register(self, scope: Scope, call: cst.Call, value: Value) -> None:
         """`self.register_buffer("x", t)` in a Module's method: `self.x` moves with the module."""
