@@ -297,3 +297,78 @@ def test_match_cases_and_f_strings_are_interpreted() -> None:
     after_match, in_f_string = probed(source)
     assert after_match.device is Device.DEFAULT and after_match.origin is None
     assert in_f_string.device is Device.ACCELERATOR
+
+
+# Activations: which activation's values a tensor holds ---------------------------------------
+
+SCRIPT_WITH_A_MODEL = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(8, hidden)
+        self.out = nn.Linear(hidden, 4)
+
+    def forward(self, x):
+        state = torch.zeros(1, len(x), hidden)
+        output, _ = self.rnn(x, (state, state))
+        probe(state)
+        return F.softmax(self.out(output), dim=-1)
+
+    def decode(self, x):
+        probs = self.forward(x)
+        return probs.argmax(-1), probs
+
+if __name__ == "__main__":
+    hidden = 16
+    model = Tagger()
+    x = torch.randn(3, 2, 8)
+    tags, probs = model.decode(x)
+    probe(model(x))
+    probe(probs[0])
+    probe(probs.log())
+    probe(torch.log_softmax(x, -1).exp())
+"""
+
+
+def test_an_activation_travels_through_a_models_forward_a_method_and_indexing() -> None:
+    _, model_output, indexed, logged, exp_of_log_softmax = probed(SCRIPT_WITH_A_MODEL)
+    assert (model_output.activation, indexed.activation, exp_of_log_softmax.activation) == (
+        "softmax", "softmax", "softmax")
+    assert logged.activation is None
+
+
+def test_a_method_asked_from_the_top_level_still_sees_the_modules_names() -> None:
+    # `model.decode(x)` at the top level asks for `forward` before `hidden = 16` is known to the
+    # file's interpretation: a second interpretation answers, and `forward` itself is interpreted
+    # with the module's names, so its CPU state still meets the LSTM on the module's device.
+    seen = []
+    walk_with_probe(SCRIPT_WITH_A_MODEL, lambda ctx, call: seen.append((ctx, ctx.tensors.facts(call.args[0].value))))
+    ctx, state = seen[0]
+    assert state.layout.base_sizes == ("1", "len(x)", "hidden")
+    assert [device for _, device in ctx.tensors.conflicts(state.origin)] == [Device.MODULE]
+
+
+def test_an_eval_only_softmax_is_no_softmax_output() -> None:
+    value = only("""
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Gated(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 2)
+
+            def forward(self, x):
+                out = self.fc(x)
+                if not self.training:
+                    out = F.softmax(out, dim=-1)
+                return out
+
+        def train(x):
+            probe(Gated()(x))
+    """)
+    assert value.activation is None
