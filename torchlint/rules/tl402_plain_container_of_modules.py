@@ -29,7 +29,8 @@ class PlainContainerOfModules(Rule):
     Flags `self.layers = [nn.Linear(...), ...]` in an `nn.Module`: a Python list, tuple or dict
     (or a list/dict comprehension) of layers with parameters, when the class does not register
     them some other way (`nn.ModuleList(self.layers)`, `nn.Sequential(*self.layers)`,
-    `add_module`).
+    `add_module`). Layers added later count too: `self.layers.append(nn.Linear(...))`, an item
+    stored by key, and a `layer` appended under `if isinstance(layer, nn.Module):`.
 
     ## Why is this bad?
     `nn.Module` only registers submodules assigned directly or held in `nn.ModuleList` /
@@ -90,7 +91,7 @@ class PlainContainerOfModules(Rule):
                 return
             added = node.args[-1].value
             elements = _elements(added) if func.attr.value == "extend" else [added]
-            layer = next(filter(None, map(self._layer, elements)), None)
+            layer = next(filter(None, map(self._layer, elements)), None) or self._checked_module(added)
             if layer is not None:
                 self._candidate(frame, name, layer, f"`{layer}` added with `.{func.attr.value}`")
 
@@ -148,6 +149,20 @@ class PlainContainerOfModules(Rule):
         local = dotted_name(element.func)
         if local is not None and "." not in local and self.ctx.module_classes.is_module_name(local):
             return written
+        return None
+
+    def _checked_module(self, added: cst.BaseExpression) -> str | None:
+        """`layer` appended inside `if isinstance(layer, nn.Module):`: a module, checked by the code."""
+        if not isinstance(added, cst.Name):
+            return None
+        for node in reversed(self.ctx.ancestors):
+            if not isinstance(node, cst.If) or not isinstance(node.test, cst.Call):
+                continue
+            test = node.test
+            if (dotted_name(test.func) == "isinstance" and len(test.args) == 2
+                    and isinstance(test.args[0].value, cst.Name) and test.args[0].value.value == added.value
+                    and self.ctx.qualified_name(test.args[1].value) == "torch.nn.Module"):
+                return added.value
         return None
 
     def _builds_module(self, value: cst.BaseExpression) -> bool:
