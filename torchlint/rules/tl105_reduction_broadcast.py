@@ -18,8 +18,14 @@ _VALUES_REDUCTIONS = {"max": 0, "min": 0, "median": 0}
 _TIGHT_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
 
 
+_EXPANSIONS = frozenset({"expand_as", "expand"})
+
+
 def _reduction(expr: cst.BaseExpression) -> cst.Call | None:
-    """The reduction call of `x.mean(...)`, `x.max(...).values`, `x.max(...)[0]`."""
+    """The reduction call of `x.mean(...)`, `x.max(...).values`, `x.max(...)[0]`, also expanded
+    (`x.mean(1).expand_as(x)` broadcasts the same way)."""
+    if _expansion(expr):
+        expr = expr.func.value
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _REDUCTIONS:
         return expr
     if isinstance(expr, cst.Attribute) and expr.attr.value == "values":
@@ -42,6 +48,16 @@ def _dims(expr: cst.BaseExpression) -> list[int] | None:
     return None if value is None else [value]
 
 
+def _expansion(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _EXPANSIONS
+
+
+def _misaligns_at_any_rank(dims: list[int]) -> bool:
+    """Dims counted from the start and none of them 0 (`x.mean(1)`): whatever the rank (at
+    least one more than the largest), the result lines up with the wrong dims."""
+    return all(dim >= 1 for dim in dims) and len(set(dims)) == len(dims)
+
+
 def _misaligns(dims: list[int], rank: int) -> bool:
     """Whether the reduced result, broadcast against the input, lines up with the wrong dims:
     only reducing a leading run of dims (0, or 0 and 1...) leaves the trailing ones in place."""
@@ -55,11 +71,15 @@ class ReductionBroadcast(Rule):
     Flags `x OP x.mean(dim=k)` (also `sum`, `std`, `var`, `norm`, `amax`, `amin`, `prod`,
     `logsumexp`, `x.max(dim=k).values`, `x.max(k)[0]`, with `+ - * /`, on either side) without
     `keepdim=True`, when the code shows that `x` has rank 2 or more (`B, T, C = x.shape`,
-    `torch.randn(4, 3)`, `x.view(b, -1)`...) and `k` is not the leading dimension.
+    `torch.randn(4, 3)`, `x.view(b, -1)`...) and `k` is not the leading dimension, or when `x`
+    is a tensor of a rank the code does not show and every `k` counts from the start and is not
+    0 (`x.mean(1)`: dim 1 exists, so at any rank the result meets the wrong dims). The
+    reduction may be expanded back first: `x - x.mean(1).expand_as(x)` (only a tensor has
+    `expand_as`).
 
     Not reported: `keepdim=True`; a reduction over dim 0 (or over the leading dims `(0, 1)`),
-    whose result does line up with the trailing dims; a rank the code does not show; a `dim` that
-    is not a literal.
+    whose result does line up with the trailing dims; a negative `k` where the rank is not shown
+    (`x.mean(-1)` of a 1-D `x` is fine); a `dim` that is not a literal.
 
     ## Why is this bad?
     Reducing drops dimension `k`, and broadcasting aligns the remaining dims from the right, so
@@ -98,9 +118,9 @@ class ReductionBroadcast(Rule):
         for reduced, other in ((node.right, node.left), (node.left, node.right)):
             call = _reduction(reduced)
             if call is not None and call.func.value.deep_equals(other):
-                self._check(call)
+                self._check(call, expanded=call is not reduced and _expansion(reduced))
 
-    def _check(self, call: cst.Call) -> None:
+    def _check(self, call: cst.Call, expanded: bool) -> None:
         name = call.func.attr.value
         # torch also takes NumPy's spelling, `keepdims`.
         keepdim = keyword_arg(call, "keepdim") or keyword_arg(call, "keepdims")
@@ -112,16 +132,24 @@ class ReductionBroadcast(Rule):
         dim_expr = argument(call, position, "dim")
         dims = _dims(dim_expr) if dim_expr is not None else None
         facts = self.ctx.tensors.facts(call.func.value)
-        if dims is None or not isinstance(facts, TensorFacts) or facts.rank is None or facts.rank < 2:
+        if expanded and not isinstance(facts, TensorFacts):
+            facts = TensorFacts()  # only a tensor has `expand_as`
+        if dims is None or not isinstance(facts, TensorFacts):
             return
-        if not _misaligns(dims, facts.rank):
+        if facts.rank is None:
+            if not _misaligns_at_any_rank(dims):
+                return
+            rank = f"at least {max(dims) + 1} dims"
+        elif facts.rank < 2 or not _misaligns(dims, facts.rank):
             return
+        else:
+            rank = f"rank {facts.rank}"
         receiver = self.ctx.code_for(call.func.value)
         dim_text = self.ctx.code_for(dim_expr)
         fixed = call.with_changes(args=(*call.args, cst.Arg(cst.Name("True"), keyword=cst.Name("keepdim"), equal=_TIGHT_EQUAL)))
         self.report(
             call,
-            f"`{receiver}` has rank {facts.rank}: `{name}` over dim {dim_text} without `keepdim=True` drops that dim, "
+            f"`{receiver}` has {rank}: `{name}` over dim {dim_text} without `keepdim=True` drops that dim, "
             f"and broadcasting against `{receiver}` lines the result up with its trailing dims (a shape error, "
             "or wrong values when sizes coincide); add `keepdim=True`",
             fix=FixSpec("Add `keepdim=True`", ((call, self.ctx.code_for(fixed)),), Applicability.SAFE),
