@@ -98,3 +98,20 @@ def test_runtime_package_does_not_import_torch():
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_sources_are_read_as_python_reads_them(tmp_path, monkeypatch):
+    # A UTF-8 BOM on the script, and a latin-1 coding cookie on a module it imports: both with a
+    # finding, so both are compiled with probes by torchlint rather than by Python.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_bytes(
+        "\ufeffimport torch\nimport helpers\nw = torch.Tensor(2, 3)\nprint(helpers.NAME)\n".encode("utf-8"))
+    helpers = "# -*- coding: latin-1 -*-\nimport torch\nNAME = 'caf\xe9'\nb = torch.Tensor(4)\n"
+    (tmp_path / "helpers.py").write_text(helpers, encoding="utf-8")  # where the finding is, by characters
+    findings = [finding(tmp_path / "train.py", "TL102", "torch.Tensor(2, 3)"),
+                finding(tmp_path / "helpers.py", "TL102", "torch.Tensor(4)")]
+    (tmp_path / "helpers.py").write_bytes(helpers.encode("latin-1"))
+    report = run_script(str(tmp_path / "train.py"), [], findings, device="cpu")
+    assert report.exit_status == 0, report.exception
+    assert [(d.filename.rsplit("/", 1)[1], d.runtime) for d in report.diagnostics] == [
+        ("train.py", "confirmed"), ("helpers.py", "confirmed")]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import json
 import os
 import runpy
@@ -65,7 +66,7 @@ class _ProbedLoader(importlib.machinery.SourceFileLoader):
 
     def get_code(self, fullname):
         path = self.get_filename(fullname)
-        source = self.get_data(path).decode("utf-8")
+        source = importlib.util.decode_source(self.get_data(path))
         code, _ = compile_probed(source, path, self.sites)
         return code
 
@@ -164,7 +165,8 @@ class Instrumentation:
 
     def compile(self, path: str):
         with open(path, "rb") as handle:
-            source = handle.read().decode("utf-8")
+            # As Python reads a source: its coding cookie, or UTF-8 without the BOM.
+            source = importlib.util.decode_source(handle.read())
         code, _ = compile_probed(source, path, self.sites_by_file.get(os.path.realpath(path), []))
         return code
 
