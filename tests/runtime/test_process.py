@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from conftest import finding, line_of
@@ -115,3 +116,25 @@ def test_sources_are_read_as_python_reads_them(tmp_path, monkeypatch):
     assert report.exit_status == 0, report.exception
     assert [(d.filename.rsplit("/", 1)[1], d.runtime) for d in report.diagnostics] == [
         ("train.py", "confirmed"), ("helpers.py", "confirmed")]
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP])
+def test_a_terminated_torchlint_stops_the_script_and_leaves_nothing(tmp_path, stop):
+    # A cancelled CI job sends SIGTERM; a closed terminal, SIGHUP.
+    (tmp_path / "train.py").write_text(
+        "import os, time\nimport torch\nopen('pid', 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.dirname(__file__))), TMPDIR=str(scratch))
+    torchlint = subprocess.Popen([sys.executable, "-m", "torchlint", "check", "--runtime", "--device", "cpu", "train.py"],
+                                 cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "pid").exists() or not (tmp_path / "pid").read_text():
+        assert time.monotonic() < deadline and torchlint.poll() is None
+        time.sleep(0.1)
+    script_pid = int((tmp_path / "pid").read_text())
+    torchlint.send_signal(stop)
+    assert torchlint.wait(timeout=30) == -stop
+    with pytest.raises(ProcessLookupError):
+        os.kill(script_pid, 0)
+    assert list(scratch.iterdir()) == []

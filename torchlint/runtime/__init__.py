@@ -8,6 +8,7 @@ runtime-only findings. This module itself never imports torch.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import json
@@ -17,6 +18,7 @@ import site
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 
 from torchlint.diagnostics import Diagnostic
@@ -114,27 +116,33 @@ def run_script(
         findings = notebook.for_run(findings)
     sites = sites_for(findings)
     roots = [os.getcwd()] if script is None else [os.path.dirname(os.path.abspath(script)), os.getcwd()]
-    with tempfile.TemporaryDirectory(prefix="torchlint-runtime-") as workdir:
-        output = os.path.join(workdir, "observed")
-        boot = os.path.join(workdir, "boot")
-        os.makedirs(output)
-        os.makedirs(boot)
-        package_root = _package_root()
-        with open(os.path.join(boot, "sitecustomize.py"), "w", encoding="utf-8") as handle:
-            handle.write(SITECUSTOMIZE.format(variable=CONFIG_VARIABLE, root=package_root))
-        env = dict(os.environ)
-        env.pop(CONFIG_VARIABLE, None)
-        config = {
-            "script": script, "module": module, "args": list(args), "device": resolved, "output": output,
-            "roots": roots, "sites": [site.__dict__ for site in sites], "boot": boot,
-            "restore_pythonpath": env.get("PYTHONPATH", ""), "added_path": _added_path(package_root),
-        }
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (config["added_path"], env.get("PYTHONPATH")) if p)
-        config_path = os.path.join(workdir, "config.json")
-        with open(config_path, "w", encoding="utf-8") as handle:
-            json.dump(config, handle)
-        timed_out, status = _run_child([sys.executable, "-m", "torchlint.runtime.child", config_path], env, timeout)
-        observed = merge([_read(os.path.join(output, name)) for name in sorted(os.listdir(output))])
+    try:
+        with tempfile.TemporaryDirectory(prefix="torchlint-runtime-") as workdir:
+            output = os.path.join(workdir, "observed")
+            boot = os.path.join(workdir, "boot")
+            os.makedirs(output)
+            os.makedirs(boot)
+            package_root = _package_root()
+            with open(os.path.join(boot, "sitecustomize.py"), "w", encoding="utf-8") as handle:
+                handle.write(SITECUSTOMIZE.format(variable=CONFIG_VARIABLE, root=package_root))
+            env = dict(os.environ)
+            env.pop(CONFIG_VARIABLE, None)
+            config = {
+                "script": script, "module": module, "args": list(args), "device": resolved, "output": output,
+                "roots": roots, "sites": [site.__dict__ for site in sites], "boot": boot,
+                "restore_pythonpath": env.get("PYTHONPATH", ""), "added_path": _added_path(package_root),
+            }
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (config["added_path"], env.get("PYTHONPATH")) if p)
+            config_path = os.path.join(workdir, "config.json")
+            with open(config_path, "w", encoding="utf-8") as handle:
+                json.dump(config, handle)
+            timed_out, status = _run_child([sys.executable, "-m", "torchlint.runtime.child", config_path], env, timeout)
+            observed = merge([_read(os.path.join(output, name)) for name in sorted(os.listdir(output))])
+    except _Terminated as stop:
+        # The script's processes and the temporary folder are gone: now stop as asked, as the
+        # signal's default would have it (or as the caller's own handler decides).
+        os.kill(os.getpid(), stop.signum)
+        raise SystemExit(128 + stop.signum) from None
     main_file = None if script is None else os.path.realpath(script)
     diagnostics = judge_all(findings, sites, observed, resolved, main_file, completed=status == 0 and not timed_out)
     if notebook is not None:
@@ -149,25 +157,64 @@ def run_script(
     )
 
 
-def _run_child(command: list[str], env: dict, timeout: float | None) -> tuple[bool, int]:
-    """Run the child in a process group of its own, so that a timeout or Ctrl-C stops every
-    process the script started (DataLoader workers, spawned children) and none is orphaned."""
-    process = subprocess.Popen(command, env=env, start_new_session=True)
-    timed_out = False
+class _Terminated(Exception):
+    """torchlint itself was asked to stop (SIGTERM from a cancelled CI job, SIGHUP from a
+    closed terminal) while the script ran."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _terminations_raised():
+    """SIGTERM and SIGHUP raise `_Terminated` while the child runs, so that it is stopped with
+    them; signals can only be caught in the main thread (elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_terminated(signum, frame):
+        raise _Terminated(signum)
+
+    previous = {number: signal.signal(number, raise_terminated) for number in _TERMINATIONS}
     try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _run_child(command: list[str], env: dict, timeout: float | None) -> tuple[bool, int]:
+    """Run the child in a process group of its own, so that a timeout, Ctrl-C, SIGTERM or SIGHUP
+    stops every process the script started (DataLoader workers, spawned children) and none is
+    orphaned."""
+    terminated = None
+    with _terminations_raised():
+        process = subprocess.Popen(command, env=env, start_new_session=True)
+        timed_out = False
         try:
-            process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _stop_group(process, signal.SIGTERM)
-    except KeyboardInterrupt:
-        # The terminal's Ctrl-C reached this process only: pass it on, let the script write
-        # what it saw, then stop what is left.
-        _stop_group(process, signal.SIGINT)
+            try:
+                process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _stop_group(process, signal.SIGTERM)
+        except KeyboardInterrupt:
+            # The terminal's Ctrl-C reached this process only: pass it on, let the script write
+            # what it saw, then stop what is left.
+            _stop_group(process, signal.SIGINT)
+        except _Terminated as stop:
+            _stop_group(process, stop.signum)
+            terminated = stop.signum
+    if terminated is not None:
+        raise _Terminated(terminated)
     status = process.returncode
     if status < 0:
         status = 128 - status
     return timed_out, status
+
+
+_TERMINATIONS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 def _stop_group(process: subprocess.Popen, first: int) -> None:
