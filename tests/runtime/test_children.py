@@ -2,6 +2,8 @@
 memory, torch.multiprocessing children, torch.compile, and a timeout that stops them all."""
 
 import os
+import subprocess
+import sys
 
 from conftest import finding, line_of
 
@@ -102,3 +104,35 @@ def _alive(pid: int) -> bool:
             return "\nState:\tZ" not in handle.read()
     except FileNotFoundError:
         return False
+
+
+COMPILED_FULL_GRAPH = """
+import torch
+import torch._dynamo
+
+model = torch.compile(torch.nn.Linear(4, 2), fullgraph=True, backend="eager")
+print(model(torch.randn(3, 4)).shape)
+partial = torch.compile(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()), backend="eager")
+for _ in range(3):
+    partial(torch.randn(2, 4))
+print("graph breaks", sum(torch._dynamo.utils.counters["graph_break"].values()))
+"""
+
+
+def test_torch_compile_with_fullgraph_runs_as_under_python_on_the_cpu(script, capfd):
+    # torchlint's module hooks are invisible to Dynamo: no Unsupported error, no graph break.
+    path = script(COMPILED_FULL_GRAPH)
+    plain = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0 and "graph breaks 0" in plain.stdout, plain.stderr
+    report = run_script(str(path), [], [], device="cpu")
+    assert report.exit_status == 0, report.exception
+    assert "graph breaks 0" in capfd.readouterr().out
+
+
+def test_torch_compile_with_fullgraph_runs_eagerly_under_logical_devices(script):
+    path = script(COMPILED_FULL_GRAPH)
+    report = run_script(str(path), [], [], device="logical:cuda")
+    assert report.exit_status == 0, report.exception
+    from torchlint.runtime.instrument import COMPILE_NOTE  # imports torch: the test is skipped without it
+
+    assert report.notes == (COMPILE_NOTE,)

@@ -90,6 +90,10 @@ class TrainingHealth:
 
     # -- hooks -----------------------------------------------------------------------------
     def _forward_pre(self, module, args) -> None:
+        # Traced by torch.compile, this hook must add nothing to the graph (`fullgraph=True`
+        # refuses frame inspection): the module's eager calls are the ones recorded.
+        if torch.compiler.is_compiling():
+            return
         key = id(module)
         if key not in self.called:
             self.called[key] = weakref.ref(module)

@@ -408,6 +408,8 @@ def install_compile_note(rec: Recorder) -> None:
         torch._dynamo.config.disable = True
         if COMPILE_NOTE not in rec.notes:
             rec.notes.append(COMPILE_NOTE)
+        # With Dynamo disabled no frame is compiled, which `fullgraph=True` takes for a failure.
+        kwargs.pop("fullgraph", None)
         return original(*args, **kwargs)
 
     compile_eagerly.__wrapped__ = original
