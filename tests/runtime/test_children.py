@@ -5,9 +5,12 @@ import os
 import subprocess
 import sys
 
+import pytest
 from conftest import finding, line_of
 
 from torchlint.runtime import run_script
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_dataloader_workers_with_pinned_memory_on_logical_cuda(script):
@@ -136,3 +139,43 @@ def test_torch_compile_with_fullgraph_runs_eagerly_under_logical_devices(script)
     from torchlint.runtime.instrument import COMPILE_NOTE  # imports torch: the test is skipped without it
 
     assert report.notes == (COMPILE_NOTE,)
+
+
+START_METHOD_SCRIPT = """
+import sys
+import torch
+import torch.multiprocessing as mp
+
+
+def work(rank, out):
+    out.put(torch.ones(2).sum().item() + rank)
+
+
+if __name__ == "__main__":
+    context = mp.get_context(sys.argv[1])
+    results = context.Queue()
+    workers = [context.Process(target=work, args=(rank, results)) for rank in range(2)]
+    for worker in workers:
+        worker.start()
+    print(sorted(results.get() for _ in workers))
+    for worker in workers:
+        worker.join()
+"""
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_every_start_method_ends_as_under_python(script, tmp_path, method):
+    # The helpers a start method leaves running (the resource tracker, the fork server) end after
+    # the script: torchlint waits for them, and none of them writes after the run is over.
+    path = script(START_METHOD_SCRIPT)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = dict(os.environ, PYTHONPATH=ROOT, TMPDIR=str(scratch))
+    for _ in range(2):
+        result = subprocess.run([sys.executable, "-m", "torchlint", "check", "--runtime", "--device", "cpu",
+                                 str(path), "--", method], cwd=tmp_path, env=env, capture_output=True, text=True,
+                                timeout=300)
+        assert result.returncode == 0, result.stderr
+        assert "[2.0, 3.0]" in result.stdout
+        assert "Traceback" not in result.stderr and "Exception ignored" not in result.stderr, result.stderr
+    assert list(scratch.iterdir()) == []

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 
 from torchlint.diagnostics import Diagnostic
@@ -29,6 +30,8 @@ __all__ = ["RuntimeReport", "RuntimeUnavailable", "run_script", "DEVICES"]
 DEVICES = ("auto", "cpu", "cuda", "mps", "logical:cuda", "logical:mps")
 # Seconds a child gets to write its observations after SIGTERM before it is killed.
 TERM_GRACE = 5.0
+# How long the processes a finished script leaves behind may take to end.
+GROUP_GRACE = 3.0
 
 
 class RuntimeUnavailable(RuntimeError):
@@ -208,6 +211,7 @@ def _run_child(command: list[str], env: dict, timeout: float | None) -> tuple[bo
             terminated = stop.signum
     if terminated is not None:
         raise _Terminated(terminated)
+    _await_group(process.pid)
     status = process.returncode
     if status < 0:
         status = 128 - status
@@ -225,6 +229,19 @@ def _stop_group(process: subprocess.Popen, first: int) -> None:
         pass
     _signal_group(process.pid, signal.SIGKILL)  # whatever is left, workers included
     process.wait()
+
+
+def _await_group(group: int) -> None:
+    """Give the processes the script left behind (multiprocessing's resource tracker, a
+    forkserver) the moment they take to end once it has, as under plain python, before the
+    folder they write their observations to is removed."""
+    deadline = time.monotonic() + GROUP_GRACE
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.02)
 
 
 def _signal_group(group: int, signum: int) -> None:

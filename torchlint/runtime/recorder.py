@@ -132,9 +132,12 @@ class Recorder:
                     pass
             data = json.dumps(self.to_json())
             temporary = f"{self.path}.{os.getpid()}.tmp"
-            with open(temporary, "w", encoding="utf-8") as handle:
-                handle.write(data)
-            os.replace(temporary, self.path)
+            try:
+                with open(temporary, "w", encoding="utf-8") as handle:
+                    handle.write(data)
+                os.replace(temporary, self.path)
+            except FileNotFoundError:
+                return  # a helper process (the resource tracker) outlived the run: no one reads it now
             self._last_flush = time.monotonic()
         finally:
             self._flushing = False
