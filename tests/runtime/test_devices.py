@@ -165,3 +165,20 @@ def test_real_cuda_mixed_devices_and_syncs(script, cuda_only):
     codes = {d.code for d in report.diagnostics}
     assert report.exit_status == 1 and "same device" in report.exception
     assert "TL301" in codes
+
+
+def test_data_parallel_runs_its_module_on_one_logical_device(script):
+    path = script("""
+        import torch
+        import torch.nn as nn
+        model = nn.DataParallel(nn.Linear(4, 2)).cuda()
+        out = model(torch.randn(3, 4).cuda())
+        bias = torch.ones(2)
+        total = out + bias
+    """)
+    report = run_script(str(path), [], [finding(path, "TL301", "torch.ones(2)")], device="logical:cuda")
+    assert report.exit_status == 0, report.exception
+    from torchlint.runtime.instrument import DATA_PARALLEL_NOTE  # imports torch: the test is skipped without it
+
+    assert DATA_PARALLEL_NOTE in report.notes
+    assert [(d.code, d.runtime) for d in report.diagnostics] == [("TL301", "confirmed")]

@@ -148,13 +148,16 @@ class Instrumentation:
     def install_torch(self) -> None:
         from torchlint.runtime import logical
         from torchlint.runtime.health import TrainingHealth
-        from torchlint.runtime.instrument import GradTracker, Runtime, install_compile_note
+        from torchlint.runtime.instrument import (
+            GradTracker, Runtime, install_compile_note, install_data_parallel_note,
+        )
 
         device = self.config["device"]
         kind = logical.logical_kind(device)
         if kind is not None:
             logical.install(kind)
             install_compile_note(self.rec)
+            install_data_parallel_note(self.rec)
         elif device == "cuda":
             import torch
 

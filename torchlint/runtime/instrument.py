@@ -416,6 +416,26 @@ def install_compile_note(rec: Recorder) -> None:
     torch.compile = compile_eagerly
 
 
+DATA_PARALLEL_NOTE = (
+    "nn.DataParallel ran its module on one device: logical devices count one GPU, and "
+    "DataParallel with one device calls its module directly (run on GPUs to check the replicas)"
+)
+
+
+def install_data_parallel_note(rec: Recorder) -> None:
+    """Under logical devices, `nn.DataParallel` calls its module as it does with a single GPU,
+    without scattering the inputs (the CPU build has no scatter): the user is told once."""
+    data_parallel = torch.nn.DataParallel
+
+    def forward(self, *inputs, **kwargs):
+        if DATA_PARALLEL_NOTE not in rec.notes:
+            rec.notes.append(DATA_PARALLEL_NOTE)
+        return self.module(*inputs, **kwargs)
+
+    forward.__wrapped__ = data_parallel.forward
+    data_parallel.forward = forward
+
+
 def install_warnings(rec: Recorder, files: UserFiles) -> None:
     """Before torch is imported: route PyTorch's warnings to the checks that match them."""
     from torchlint.runtime.warnings_capture import WarningCapture
