@@ -108,3 +108,27 @@ lbfgs.step(closure)
     report = run_script(str(path), [], [], device="cpu")
     assert report.exit_status == 0, report.exception
     assert report.diagnostics == []
+
+
+def test_a_model_trained_by_an_optimizer_since_rebound_is_in_an_optimizer(script):
+    # A notebook's cells, or a script that trains a second model: `optimizer` names a new one.
+    path = script("""
+        import torch
+        import torch.nn as nn
+        first = nn.Linear(4, 2)
+        optimizer = torch.optim.SGD(first.parameters(), lr=0.1)
+        for _ in range(5):
+            optimizer.zero_grad()
+            first(torch.randn(3, 4)).sum().backward()
+            optimizer.step()
+        second = nn.Linear(4, 2)
+        optimizer = torch.optim.SGD(second.parameters(), lr=0.1)
+        stray = nn.Linear(2, 1)
+        for _ in range(5):
+            optimizer.zero_grad()
+            stray(second(torch.randn(3, 4))).sum().backward()
+            optimizer.step()
+    """)
+    report = run_script(str(path), [], [], device="cpu")
+    assert report.exit_status == 0, report.exception
+    assert [(d.code, d.location.row) for d in report.diagnostics] == [("TL604", line_of(path, "stray = nn.Linear"))]

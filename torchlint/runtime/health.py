@@ -48,6 +48,7 @@ class TrainingHealth:
         self.rec = rec
         self.files = files
         self.optimizers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.stepped: set[int] = set()  # id of every parameter an optimizer stepped
         self.called: dict[int, weakref.ref] = {}  # id(module) -> module, every module called
         self.trained: set[int] = set()  # ids of modules called in training mode
         self.built_at: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module -> position
@@ -124,6 +125,7 @@ class TrainingHealth:
         state = self.optimizers.get(optimizer)
         if state is None or state.ids != tuple(id(p) for p in params):
             state = self.optimizers[optimizer] = _OptimizerState(params, self.files.here())
+        self.stepped.update(state.ids)
         grads = [p.grad for p in params]
         if all(g is None for g in grads):
             self._event("TL605", self.files.here(), ("no-grad", id(optimizer)), (
@@ -170,7 +172,7 @@ class TrainingHealth:
             self._non_finite(optimizer, state, params, names)
             if final:
                 self._never_learn(state, params, names)
-        if final and self.optimizers:
+        if final and self.stepped:
             self._not_optimized(names or self._names())
 
     def _non_finite(self, optimizer, state: _OptimizerState, params: list, names: dict) -> None:
@@ -215,11 +217,12 @@ class TrainingHealth:
             ))
 
     def _not_optimized(self, names: dict) -> None:
-        optimized = {key for state in self.optimizers.values() for key in state.ids}
+        # Every parameter some optimizer stepped, also one since dropped (`optimizer = SGD(b...)`
+        # rebinds the name: the first model was trained all the same).
         owners = self._owners()
         stray = [
             p for p in self._all_parameters()
-            if p.requires_grad and id(p) not in optimized and p.grad is not None
+            if p.requires_grad and id(p) not in self.stepped and p.grad is not None
         ]
         for module, members in self._group(stray, owners):
             self._event("TL604", self.built_at.get(module), ("stray", id(module)), (
