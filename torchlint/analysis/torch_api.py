@@ -6,6 +6,7 @@ import libcst as cst
 
 from torchlint.analysis.loops import name_hint
 from torchlint.analysis.names import argument, keyword_arg, method_name, method_receiver, positional_args
+from torchlint.reports import RelatedNode
 
 SOFTMAX_FUNCTIONS = frozenset(
     {"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax", "torch.Tensor.softmax"}
@@ -131,6 +132,12 @@ def loss_of_produced_input(
 def holds_activation(ctx, expr: cst.BaseExpression, activation: str) -> bool:
     """The tensor facts know `expr` to hold the values of `activation` ("softmax", "sigmoid")."""
     return getattr(ctx.tensors.facts(expr), "activation", None) == activation
+
+
+def taken_here(ctx, expr: cst.BaseExpression, activation: str) -> tuple:
+    """A finding's evidence: where the `activation` whose values `expr` holds was taken."""
+    site = getattr(ctx.tensors.facts(expr), "activated_by", None)
+    return (RelatedNode(site, f"`{activation}` taken here"),) if site is not None else ()
 
 
 _LOSS_WORDS = ("loss", "criterion", "cross_entropy", "kl_div")

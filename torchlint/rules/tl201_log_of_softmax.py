@@ -6,7 +6,7 @@ from torchlint.analysis.module_values import output_activation
 from torchlint.analysis.names import method_receiver, positional_args
 from torchlint.analysis.torch_api import (
     LOG_FUNCTIONS, SIGMOID_FUNCTIONS, SOFTMAX_FUNCTIONS, call_matches, functional_module_name, holds_activation,
-    unary_operand,
+    taken_here, unary_operand,
 )
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
@@ -95,6 +95,7 @@ class LogOfSoftmax(Rule):
                     node,
                     f"log of `{activation}` output underflows to -inf where a probability is 0; return "
                     f"`{stable}(...)` of the logits from where the `{activation}` is taken, and use that",
+                    related=taken_here(self.ctx, argument, activation),
                 )
                 return
 

@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.torch_api import CROSS_ENTROPY_LOSSES, NLL_LOSSES, SOFTMAX_FUNCTIONS, loss_of_produced_input
+from torchlint.analysis.torch_api import (
+    CROSS_ENTROPY_LOSSES, NLL_LOSSES, SOFTMAX_FUNCTIONS, loss_of_produced_input, taken_here,
+)
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -61,4 +63,4 @@ class SoftmaxBeforeCrossEntropy(Rule):
             message = f"`nll_loss` expects log-probabilities; {made}use `log_softmax(...)` instead of `softmax(...)`"
         else:
             return
-        self.report(node, message)
+        self.report(node, message, related=() if producer is not None else taken_here(self.ctx, written, "softmax"))

@@ -6,6 +6,7 @@ from torchlint.analysis.module_values import output_activation
 from torchlint.analysis.names import argument, has_star_args, keyword_arg, positional_args
 from torchlint.analysis.torch_api import (
     BINARY_CROSS_ENTROPY_LOSSES, SIGMOID_FUNCTIONS, called_function, functional_module_name, loss_of_produced_input,
+    taken_here,
     unary_operand,
 )
 from torchlint.diagnostics import Applicability, Severity
@@ -76,6 +77,7 @@ class SigmoidBeforeBce(Rule):
             "`binary_cross_entropy` of a `sigmoid` saturates for large logits; use "
             "`binary_cross_entropy_with_logits` (`BCEWithLogitsLoss`) on the logits",
             fix=fix,
+            related=() if sigmoid is not None else taken_here(self.ctx, written, "sigmoid"),
         )
 
     def _check_model_output(self, node: cst.Call) -> bool:

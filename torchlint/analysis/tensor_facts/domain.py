@@ -81,6 +81,8 @@ class TensorFacts:
     # made by it, or by ops that keep values (indexing, views, gather, moves), also when a
     # helper, a method or a model's `forward` of this file returns it.
     activation: str | None = None
+    # The call that took that activation, for the finding's evidence (not a fact).
+    activated_by: cst.CSTNode | None = field(default=None, compare=False, repr=False)
 
     @property
     def rank(self) -> int | None:
@@ -171,6 +173,7 @@ def join_facts(first: TensorFacts, second: TensorFacts) -> TensorFacts:
         loaded=first.loaded and second.loaded,
         # Both paths: `probs if not self.training else logits` is no softmax output in training.
         activation=first.activation if first.activation == second.activation else None,
+        activated_by=first.activated_by if first.activation == second.activation else None,
     )
 
 

@@ -772,17 +772,21 @@ class Interpreter:
             return Sequence((output, hidden))
         if kind in _PAIR_OUTPUT:
             return Sequence((output, output))
-        return replace(output, activation=self._output_activation(kind))
+        activation, activated_by = self._output_activation(kind, call)
+        return replace(output, activation=activation, activated_by=activated_by)
 
-    def _output_activation(self, kind: str) -> str | None:
-        """The activation a module's output holds: an `nn.Softmax`/`nn.Sigmoid` layer, or a Module
-        class of this file whose `forward` returns one on every path."""
+    def _output_activation(self, kind: str, call: cst.Call) -> tuple[str | None, cst.CSTNode | None]:
+        """The activation a module's output holds, and where it is taken: an `nn.Softmax` or
+        `nn.Sigmoid` layer (at its call), or a Module class of this file whose `forward` returns
+        one on every path (in that `forward`)."""
         if kind in _ACTIVATION_LAYERS:
-            return _ACTIVATION_LAYERS[kind]
+            return _ACTIVATION_LAYERS[kind], call
         if not kind or "." in kind:
-            return None
+            return None, None
         returned = self.model.module_method_summary(kind, "forward")
-        return returned.activation if isinstance(returned, TensorFacts) else None
+        if not isinstance(returned, TensorFacts):
+            return None, None
+        return returned.activation, returned.activated_by
 
     @staticmethod
     def _computed_inputs(kind: str, operands: list) -> list:
@@ -853,7 +857,8 @@ class Interpreter:
         receiver_node, receiver = positional[0]
         result = self.apply(call, op, name, receiver_node, receiver, args[1:] if args and args[0][0].keyword is None else args)
         if result is UNKNOWN and op.rule not in (Rule.SPLIT, Rule.REDUCE_TUPLE, Rule.NUMBER, Rule.SHAPE):
-            return TensorFacts(activation=_ACTIVATIONS.get(name))  # `torch.log_softmax(x)`, whatever `x` is
+            activation = _ACTIVATIONS.get(name)  # `torch.log_softmax(x)`, whatever `x` is
+            return TensorFacts(activation=activation, activated_by=call if activation else None)
         return result
 
     def _tensor_args(self, args) -> list[tuple[cst.CSTNode, Value]]:
@@ -948,10 +953,15 @@ class Interpreter:
         if not isinstance(result, TensorFacts):
             return result
         held = receiver.activation if isinstance(receiver, TensorFacts) else None
-        activation = _ACTIVATIONS.get(name) or (
-            "softmax" if name == "exp" and held == "log_softmax" else held if name in _KEEPS_VALUES else None
-        )
-        return result if result.activation == activation else replace(result, activation=activation)
+        if name in _ACTIVATIONS or (name == "exp" and held == "log_softmax"):
+            activation, activated_by = _ACTIVATIONS.get(name, "softmax"), call
+        elif name in _KEEPS_VALUES and held is not None:
+            activation, activated_by = held, receiver.activated_by
+        else:
+            activation, activated_by = None, None
+        if result.activation == activation and result.activated_by is activated_by:
+            return result
+        return replace(result, activation=activation, activated_by=activated_by)
 
     def _applied(self, call: cst.Call, op: Op, name: str, receiver_node, receiver: Value, args) -> Value:
         if not isinstance(receiver, TensorFacts):
@@ -1299,7 +1309,8 @@ def _activations_of(value: Value) -> Value:
     """What a method of another object returns, as its caller may use it: the tensors it returns
     and the activation they hold (their devices are the object's, not the caller's)."""
     if isinstance(value, TensorFacts):
-        return TensorFacts(scalar=value.scalar, maybe=value.maybe, activation=value.activation)
+        return TensorFacts(scalar=value.scalar, maybe=value.maybe, activation=value.activation,
+                           activated_by=value.activated_by)
     if isinstance(value, Sequence):
         return Sequence(tuple(_activations_of(item) for item in value.items))
     return UNKNOWN
