@@ -176,7 +176,7 @@ def test_findings_resting_on_other_files_name_the_places(project):
     notes = {d.code: [(r.filename, r.location.row, r.message) for r in d.related] for d in found if d.related}
     assert notes == {
         "TL301": [("pkg/utils.py", 6, "created on the default device (CPU) here (`torch.ones` without `device=`)"),
-                  ("pkg/utils.py", 5, "returned by `causal_mask`")],
+                  ("pkg/utils.py", 5, "returned by `causal_mask`"), ("train.py", 9, "meets `x` here")],
         "TL001": [("pkg/engine.py", 3, "`train_step` calls `backward()` here"),
                   ("pkg/engine.py", 4, "`train_step` steps the optimizer here")],
     }

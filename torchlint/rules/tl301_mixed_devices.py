@@ -98,7 +98,9 @@ class MixedDevices(Rule):
             where = f"combined with `{written}`, which is {_PARTNERS[device]}"
         else:
             where = f"combined with a tensor {_PARTNERS[device]}"
-        self.report(node, f"{origin} but it is {where}; {self._remedy(node)}", related=related)
+        # Where the devices meet: the op (or the module call) that raises on a GPU.
+        meets = RelatedNode(partner, f"meets `{written}` here" if written else "meets the other tensor here")
+        self.report(node, f"{origin} but it is {where}; {self._remedy(node)}", related=(*related, meets))
 
     def _report_unmoved_batch(self, call: cst.Call) -> None:
         found = self.ctx.tensors.unmoved_batch(call)
