@@ -736,11 +736,15 @@ class Interpreter:
             self.model.register(self.scope, call, UNKNOWN)
         return UNKNOWN
 
-    @staticmethod
-    def _from_summary(summary: Value, call: cst.Call) -> Value:
-        """A same-file helper's result: a default-device tensor it makes is reported at the call."""
-        if isinstance(summary, TensorFacts) and summary.device in (Device.DEFAULT, Device.CPU) and summary.origin is not None:
-            return replace(summary, origin=call)
+    def _from_summary(self, summary: Value, call: cst.Call) -> Value:
+        """A same-file helper's result: a default-device tensor it makes is reported at the call,
+        and under `no_grad` here nothing it computes records a graph."""
+        if not isinstance(summary, TensorFacts):
+            return summary
+        if summary.device in (Device.DEFAULT, Device.CPU) and summary.origin is not None:
+            summary = replace(summary, origin=call)
+        if self._no_grad and summary.requires_grad:
+            summary = replace(summary, requires_grad=False)
         return summary
 
     def _module_call(self, call: cst.Call, module: ModuleValue, args) -> Value:
