@@ -192,7 +192,6 @@ def _run_child(command: list[str], env: dict, timeout: float | None) -> tuple[bo
     """Run the child in a process group of its own, so that a timeout, Ctrl-C, SIGTERM or SIGHUP
     stops every process the script started (DataLoader workers, spawned children) and none is
     orphaned."""
-    terminated = None
     with _terminations_raised():
         process = subprocess.Popen(command, env=env, start_new_session=True)
         timed_out = False
@@ -208,9 +207,7 @@ def _run_child(command: list[str], env: dict, timeout: float | None) -> tuple[bo
             _stop_group(process, signal.SIGINT)
         except _Terminated as stop:
             _stop_group(process, stop.signum)
-            terminated = stop.signum
-    if terminated is not None:
-        raise _Terminated(terminated)
+            raise  # the handlers are restored on the way out; `run_script` stops torchlint
     _await_group(process.pid)
     status = process.returncode
     if status < 0:
