@@ -219,12 +219,8 @@ class TensorModel:
 
     def method_summary(self, scope: Scope, name: str) -> Value | None:
         classdef = scope.classdef
-        if classdef is None:
-            return None
-        for method in self._class_methods(classdef):
-            if method.name.value == name:
-                return self._summary(self._scope_of(method, classdef, None))
-        return None
+        method = self._method_named(classdef, name) if classdef is not None else None
+        return self._summary(self._scope_of(method, classdef, None)) if method is not None else None
 
     def module_method_summary(self, class_name: str, name: str) -> Value | None:
         """What `name` (a method of the file's Module class `class_name`) returns, or None.
@@ -233,15 +229,13 @@ class TensorModel:
         script's loop) would read the module's names before they are known, and keep what it
         learnt so: a second interpretation of the file, kept aside, answers instead."""
         classdef = self.ctx.module_classes.class_named(class_name)
-        if classdef is None:
+        method = self._method_named(classdef, name) if classdef is not None else None
+        if method is None:
             return None
-        for method in self._class_methods(classdef):
-            if method.name.value == name:
-                scope = self._scope_of(method, classdef, None)
-                if scope.final_env is None and self._module_scope().running:
-                    return None if self._aside else self._set_aside().module_method_summary(class_name, name)
-                return self._summary(scope)
-        return None
+        scope = self._scope_of(method, classdef, None)
+        if scope.final_env is None and self._module_scope().running:
+            return None if self._aside else self._set_aside().module_method_summary(class_name, name)
+        return self._summary(scope)
 
     def _set_aside(self) -> "TensorModel":
         if self._aside_model is None:
@@ -401,7 +395,7 @@ class TensorModel:
 
     def _call_site_arguments(self, scope: Scope) -> dict[str, Value]:
         """Parameter values of a Module helper method, joined over its calls from `forward()`."""
-        forward = next((m for m in self._class_methods(scope.classdef) if m.name.value == "forward"), None)
+        forward = self._method_named(scope.classdef, "forward")
         if forward is None or forward is scope.node:
             return {}
         self._interpret(self._scope_of(forward, scope.classdef, None))
@@ -435,6 +429,10 @@ class TensorModel:
     @staticmethod
     def _class_methods(classdef: cst.ClassDef) -> list[cst.FunctionDef]:
         return [statement for statement in classdef.body.body if isinstance(statement, cst.FunctionDef)]
+
+    @staticmethod
+    def _method_named(classdef: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+        return next((method for method in TensorModel._class_methods(classdef) if method.name.value == name), None)
 
     def _class_facts(self, classdef: cst.ClassDef) -> _ClassFacts | None:
         key = id(classdef)
