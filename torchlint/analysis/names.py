@@ -79,6 +79,14 @@ def argument(call: cst.Call, position: int, name: str) -> cst.BaseExpression | N
     return None
 
 
+def isinstance_check(test: cst.BaseExpression) -> tuple[str, cst.BaseExpression] | None:
+    """(`x`, the type as written) for a test `isinstance(x, T)` of a plain name; None otherwise."""
+    if not isinstance(test, cst.Call) or dotted_name(test.func) != "isinstance" or len(test.args) != 2:
+        return None
+    checked = test.args[0].value
+    return (checked.value, test.args[1].value) if isinstance(checked, cst.Name) else None
+
+
 def is_constant_true(expr: cst.BaseExpression | None) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "True"
 

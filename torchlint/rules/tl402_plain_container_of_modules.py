@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.module_attributes import ClassFrames
-from torchlint.analysis.names import dotted_name
+from torchlint.analysis.names import dotted_name, isinstance_check
 from torchlint.analysis.nn_layers import CONTAINERS, nn_class_name, parameterized_layer
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
@@ -156,12 +156,8 @@ class PlainContainerOfModules(Rule):
         if not isinstance(added, cst.Name):
             return None
         for node in reversed(self.ctx.ancestors):
-            if not isinstance(node, cst.If) or not isinstance(node.test, cst.Call):
-                continue
-            test = node.test
-            if (dotted_name(test.func) == "isinstance" and len(test.args) == 2
-                    and isinstance(test.args[0].value, cst.Name) and test.args[0].value.value == added.value
-                    and self.ctx.qualified_name(test.args[1].value) == "torch.nn.Module"):
+            checked = isinstance_check(node.test) if isinstance(node, cst.If) else None
+            if checked is not None and checked[0] == added.value and self.ctx.qualified_name(checked[1]) == "torch.nn.Module":
                 return added.value
         return None
 

@@ -23,7 +23,7 @@ from torchlint.analysis.dataflow import target_names
 from torchlint.analysis.layouts import Layout, arg_code, int_value, shape_args
 from torchlint.analysis.module_attributes import registration_of
 from torchlint.analysis.modules import is_torch_module_class
-from torchlint.analysis.names import dotted_name, keyword_arg, positional_args, suite_statements
+from torchlint.analysis.names import isinstance_check, keyword_arg, positional_args, suite_statements
 from torchlint.analysis.tensor_facts.domain import (
     NUMBER, UNKNOWN, Device, DeviceValue, DtypeValue, Iterable, ModuleValue, Number, Sequence, TensorFacts, Value,
     element_of, holds_loaded, join, join_devices, unloaded, unpack,
@@ -194,18 +194,23 @@ class Interpreter:
             if isinstance(current, cst.BooleanOperation) and isinstance(current.operator, cst.And):
                 tests += [current.left, current.right]
                 continue
-            if not isinstance(current, cst.Call) or not isinstance(current.args[0].value if current.args else None, cst.Name):
+            name = self._proven_tensor(current)
+            if name is None:
                 continue
-            callee = self.ctx.callee(current)
-            proven = callee in _TENSOR_TESTS or (
-                dotted_name(current.func) == "isinstance" and len(current.args) == 2
-                and self.ctx.qualified_name(current.args[1].value) in _TENSOR_TYPES
-            )
-            name = current.args[0].value.value
             value = narrowed.get(name, UNKNOWN)
-            if proven and (not isinstance(value, TensorFacts) or value.maybe):
+            if not isinstance(value, TensorFacts) or value.maybe:
                 narrowed[name] = replace(value, maybe=False) if isinstance(value, TensorFacts) else TensorFacts()
         return narrowed
+
+    def _proven_tensor(self, test: cst.BaseExpression) -> str | None:
+        """The name `torch.is_tensor(x)` or `isinstance(x, torch.Tensor)` proves a tensor."""
+        checked = isinstance_check(test)
+        if checked is not None:
+            return checked[0] if self.ctx.qualified_name(checked[1]) in _TENSOR_TYPES else None
+        if isinstance(test, cst.Call) and test.args and isinstance(test.args[0].value, cst.Name) \
+                and self.ctx.callee(test) in _TENSOR_TESTS:
+            return test.args[0].value.value
+        return None
 
     def _small(self, small: cst.CSTNode, env: Env) -> Env:
         if isinstance(small, cst.Assign):
