@@ -32,7 +32,9 @@ def test_join_keeps_what_both_paths_know() -> None:
     target = TensorFacts(device=Device.TARGET, layout=Layout(3, None, ()), scalar=False)
     joined = join(cuda, target)
     assert joined.device is Device.TARGET and joined.rank == 3
-    assert join(cuda, TensorFacts(device=Device.DEFAULT)).device is Device.UNKNOWN
+    # Placed on one path only: where that path ran, it is on the GPU.
+    assert join(cuda, TensorFacts(device=Device.DEFAULT)).device is Device.CONDITIONAL
+    assert join(TensorFacts(device=Device.DEFAULT), TensorFacts(device=Device.CPU)).device is Device.UNKNOWN
     assert join(cuda, NUMBER) is UNKNOWN
     assert join(Sequence((cuda, NUMBER)), Sequence((cuda, NUMBER))) == Sequence((cuda, NUMBER))
 
@@ -174,8 +176,51 @@ def test_branches_merge_and_loops_reach_a_fixed_point() -> None:
     """
     after_if, after_loop, after_return = probed(source)
     assert after_if.device is Device.ACCELERATOR
-    assert after_loop.device is Device.UNKNOWN  # zero iterations leave it on the default device
+    assert after_loop.device is Device.CONDITIONAL  # zero iterations leave it on the default device
     assert after_return.device is Device.DEFAULT
+
+
+def test_a_tensor_moved_under_a_test_is_placed_where_the_same_test_holds_again() -> None:
+    source = """
+    import torch
+    def f(model, x, use_cuda):
+        x = torch.from_numpy(x)
+        if use_cuda:
+            x = x.cuda()
+        probe(x)
+        y = model(x)
+        probe(y)
+        if use_cuda:
+            probe(y)
+        else:
+            probe(y)
+        probe(y if not use_cuda else y.cpu())
+        if (use_cuda):
+            y = y.cpu()
+        probe(y)
+    """
+    moved, output, where_true, where_false, in_expression, moved_back = probed(source)
+    assert moved.device is Device.CONDITIONAL and moved.placed_when == ("use_cuda", True)
+    # A model parameter of unknown placement computes where its input is; its caller's grad mode is unknown.
+    assert output.device is Device.CONDITIONAL and output.placed_when == ("use_cuda", True)
+    assert not output.requires_grad
+    assert where_true.device is Device.ACCELERATOR and where_false.device is Device.DEFAULT
+    assert not in_expression.device.is_placed
+    assert moved_back.device is not Device.CONDITIONAL
+
+
+def test_nothing_is_on_a_gpu_where_cuda_is_not_available() -> None:
+    source = """
+    import torch
+    class Loss(torch.nn.Module):
+        def forward(self, scores):
+            if torch.cuda.is_available():
+                probe(scores)
+            else:
+                probe(scores)
+    """
+    available, absent = probed(source)
+    assert available.device is Device.MODULE and absent.device is Device.DEFAULT
 
 
 def test_module_attributes_buffers_and_submodule_outputs() -> None:

@@ -90,7 +90,7 @@ def test_flow_sensitive_answers_keep_what_both_branches_know() -> None:
             probe(z)
         """
     )
-    assert answers == [("tensor", Device.TARGET), ("tensor", Device.UNKNOWN)]
+    assert answers == [("tensor", Device.TARGET), ("tensor", Device.CONDITIONAL)]
 
 
 def test_modules_numbers_and_unknowns() -> None:

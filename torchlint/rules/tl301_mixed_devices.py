@@ -15,6 +15,7 @@ _FACTORIES = SIZE_FACTORIES | DATA_FACTORIES | LEGACY_CONSTRUCTORS | {"torch.fro
 _PARTNERS = {
     Device.ACCELERATOR: "on the accelerator",
     Device.TARGET: "on the working `device`",
+    Device.CONDITIONAL: "on the accelerator on the path that moves it",
     Device.MODULE: "on the module's device",
     Device.INPUT: "on its input's device",
 }
@@ -37,7 +38,10 @@ class MixedDevices(Rule):
     tensor moved to the CPU on purpose (`.cpu()`, `device="cpu"`) is meant to stay there.
 
     Devices are followed through local variables, branches and loops (a tensor moved in both
-    branches of an `if` is still moved). In `forward()` and the Module methods it calls, the
+    branches of an `if` is still moved). A tensor moved in one branch only (`if use_cuda: x =
+    x.cuda()`) is on the GPU on that path, where it meets the CPU tensor; a later `if` on the same
+    test knows which path ran, and in the branch where `torch.cuda.is_available()` is false
+    nothing is on a GPU. In `forward()` and the Module methods it calls, the
     inputs, parameters, registered buffers and submodule outputs are on the module's device; a
     plain tensor attribute (`self.mask = torch.ones(...)` in `__init__`) is not moved with the
     module and stays on the default device. A dtype conversion of a Parameter

@@ -11,6 +11,7 @@ from torchlint.rule import Rule
 _PLACES = {
     Device.ACCELERATOR: "on the accelerator",
     Device.TARGET: "on the working `device`",
+    Device.CONDITIONAL: "on the accelerator on the path that moves it",
     Device.MODULE: "on the module's device (the GPU once the model is moved there)",
 }
 
@@ -22,7 +23,10 @@ class NumpyWithoutCpuDetach(Rule):
     `.cuda()` / `.to(device)`, created with `device=`, the output of a model moved there, any op
     on such a tensor, or, in a Module's methods, its inputs, parameters and submodule outputs),
     or known to require grad (`requires_grad=True`, `nn.Parameter`, a model's output outside
-    `torch.no_grad()`), with no `.cpu()` / `.detach()` on the way.
+    `torch.no_grad()`), with no `.cpu()` / `.detach()` on the way. A tensor moved under a flag
+    (`if use_cuda: x = x.cuda()`) is on the GPU where the flag holds, and so is what a model
+    parameter (`def detect(model, image)`) computes from it; under a later `if` or `... if ...
+    else ...` on the same flag, the branch where it does not hold converts a CPU tensor.
 
     Under `torch.no_grad()` / `torch.inference_mode()` (blocks or decorated functions) a result
     no longer requires grad, but it stays on its device. Tensors moved back to the CPU earlier
@@ -79,12 +83,21 @@ class NumpyWithoutCpuDetach(Rule):
         missing = ".detach().cpu()" if on_accelerator and needs_detach else (".cpu()" if on_accelerator else ".detach()")
         written = dotted_name(receiver)
         subject = f"`{written}`" if written else "the tensor"
+        place = _place(facts) if on_accelerator else None
         reason = (
-            f"is {_PLACES[facts.device]} and requires grad" if on_accelerator and needs_detach
-            else (f"is {_PLACES[facts.device]}" if on_accelerator else "requires grad")
+            f"is {place} and requires grad" if on_accelerator and needs_detach
+            else (f"is {place}" if on_accelerator else "requires grad")
         )
         self.report(
             node,
             f"`.numpy()` fails because {subject} {reason}; use `{written or 'x'}{missing}.numpy()`",
             fix=FixSpec(f"Insert `{missing}` before `.numpy()`", ((func.attr, f"{missing[1:]}.numpy"),), Applicability.SAFE),
         )
+
+
+def _place(facts: TensorFacts) -> str:
+    """Where the tensor is, naming the test under which a branch moved it."""
+    if facts.placed_when is not None:
+        code, truth = facts.placed_when
+        return f"on the accelerator when `{code}` is {'true' if truth else 'false'}"
+    return _PLACES[facts.device]

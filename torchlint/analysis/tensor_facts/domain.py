@@ -38,11 +38,15 @@ class Device(enum.Enum):
     # On the device of the Module whose method this is: its `forward()` inputs, parameters,
     # buffers and submodule outputs (the GPU once the model is moved there).
     MODULE = "module"
+    # Placed on one path only: moved in one branch (`if use_cuda: x = x.cuda()`) and left where it
+    # was in the other. Where that branch runs, it meets what is placed nowhere as any GPU tensor does.
+    CONDITIONAL = "conditional"
 
     @property
     def is_placed(self) -> bool:
-        """On the accelerator, the working device or the module's device (not the default device)."""
-        return self in (Device.ACCELERATOR, Device.TARGET, Device.MODULE)
+        """On the accelerator, the working device or the module's device (not the default device),
+        on every path or on one."""
+        return self in (Device.ACCELERATOR, Device.TARGET, Device.MODULE, Device.CONDITIONAL)
 
     @property
     def follows_input(self) -> bool:
@@ -53,6 +57,8 @@ class Device(enum.Enum):
 def join_devices(first: Device, second: Device) -> Device:
     if first is second:
         return first
+    if Device.CONDITIONAL in (first, second) or first.is_placed != second.is_placed:
+        return Device.CONDITIONAL
     if first.is_placed and second.is_placed:
         return Device.TARGET
     if first.follows_input and second.follows_input:
@@ -83,6 +89,9 @@ class TensorFacts:
     activation: str | None = None
     # The call that took that activation, for the finding's evidence (not a fact).
     activated_by: cst.CSTNode | None = field(default=None, compare=False, repr=False)
+    # For a CONDITIONAL tensor: the test of the `if` that placed it and the branch (`(code,
+    # True)` for its body), so that a later `if` on the same test knows where it is.
+    placed_when: tuple[str, bool] | None = None
 
     @property
     def rank(self) -> int | None:
@@ -120,6 +129,11 @@ class ModuleValue:
 
     device: Device = Device.UNKNOWN
     kind: str | None = None
+    # A parameter of the function (`def evaluate(model, x)`): its caller may run it under
+    # `no_grad`, so whether its outputs require grad is not known.
+    from_caller: bool = False
+    # As for a tensor: the test of the `if` whose body moved a CONDITIONAL module.
+    placed_when: tuple[str, bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -174,6 +188,7 @@ def join_facts(first: TensorFacts, second: TensorFacts) -> TensorFacts:
         # Both paths: `probs if not self.training else logits` is no softmax output in training.
         activation=first.activation if first.activation == second.activation else None,
         activated_by=first.activated_by if first.activation == second.activation else None,
+        placed_when=first.placed_when if first.placed_when == second.placed_when else None,
     )
 
 
@@ -188,7 +203,9 @@ def join(first: Value, second: Value) -> Value:
     if isinstance(first, DeviceValue) and isinstance(second, DeviceValue):
         return DeviceValue(join_devices(first.device, second.device))
     if isinstance(first, ModuleValue) and isinstance(second, ModuleValue):
-        return ModuleValue(join_devices(first.device, second.device), first.kind if first.kind == second.kind else None)
+        return ModuleValue(join_devices(first.device, second.device), first.kind if first.kind == second.kind else None,
+                           first.from_caller and second.from_caller,
+                           first.placed_when if first.placed_when == second.placed_when else None)
     if isinstance(first, Sequence) and isinstance(second, Sequence) and len(first.items) == len(second.items):
         return Sequence(tuple(join(a, b) for a, b in zip(first.items, second.items)))
     if isinstance(first, Iterable) and isinstance(second, Iterable):
@@ -206,7 +223,8 @@ def element_of(value: Value) -> Value:
             found = join(found, item)
         return found
     if isinstance(value, TensorFacts):
-        return TensorFacts(device=value.device, dtype=value.dtype, requires_grad=value.requires_grad, loaded=value.loaded)
+        return TensorFacts(device=value.device, dtype=value.dtype, requires_grad=value.requires_grad, loaded=value.loaded,
+                           placed_when=value.placed_when)
     return UNKNOWN
 
 

@@ -109,6 +109,10 @@ def _terminates(statement: cst.CSTNode) -> bool:
     return False
 
 
+def _placed_everywhere(facts: TensorFacts | ModuleValue) -> bool:
+    return facts.device.is_placed and facts.device is not Device.CONDITIONAL
+
+
 def join_envs(first: Env | None, second: Env | None) -> Env | None:
     if first is None:
         return second
@@ -150,16 +154,15 @@ class Interpreter:
                 env = self._small(small, env)
             return None if _terminates(statement) else env
         if isinstance(statement, cst.If):
-            self.eval(statement.test, env)
-            body = self._block(suite_statements(statement.body), self._narrowed(statement.test, env))
-            orelse = statement.orelse
-            if orelse is None:
-                other = env
-            elif isinstance(orelse, cst.If):
-                other = self._statement(orelse, dict(env))
-            else:
-                other = self._block(suite_statements(orelse.body), dict(env))
-            return join_envs(body, other)
+            test = statement.test
+            self.eval(test, env)
+            body = self._block(suite_statements(statement.body), self._narrowed(test, self._branch(test, True, env)))
+            orelse, other = statement.orelse, self._branch(test, False, env)
+            if isinstance(orelse, cst.If):
+                other = self._statement(orelse, other)
+            elif orelse is not None:
+                other = self._block(suite_statements(orelse.body), other)
+            return self._placed_on_one_branch(test, body, other)
         if isinstance(statement, (cst.For, cst.While)):
             return self._loop(statement, env)
         if isinstance(statement, cst.With):
@@ -183,6 +186,51 @@ class Interpreter:
                 merged = join_envs(merged, end)
             return merged
         return env
+
+    def _test_key(self, test: cst.BaseExpression) -> tuple[str, bool]:
+        """The test as written without its `not`s, and whether it holds when they are dropped."""
+        truth = True
+        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, truth = test.expression, not truth
+        return self.ctx.code_for(test.with_changes(lpar=(), rpar=()) if test.lpar else test).strip(), truth
+
+    def _branch(self, test: cst.BaseExpression, taken: bool, env: Env) -> Env:
+        """The state in the branch of `if test:` that runs when the test is `taken`: tensors an
+        earlier `if` on the same test placed are on the accelerator there, or where they were."""
+        code, truth = self._test_key(test)
+        without_cuda = truth != taken and self._tests_cuda(test)
+        branch = dict(env)
+        for name, value in env.items():
+            if not isinstance(value, (TensorFacts, ModuleValue)):
+                continue
+            if without_cuda and value.device.is_placed:
+                branch[name] = replace(value, device=Device.DEFAULT, placed_when=None)
+            elif value.placed_when is not None and value.placed_when[0] == code:
+                placed = value.placed_when[1] == (truth == taken)
+                branch[name] = replace(value, device=Device.ACCELERATOR if placed else Device.DEFAULT, placed_when=None)
+        return branch
+
+    def _tests_cuda(self, test: cst.BaseExpression) -> bool:
+        """`torch.cuda.is_available()`, maybe negated: where it is false, nothing is on a GPU."""
+        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test = test.expression
+        return isinstance(test, cst.Call) and self.ctx.callee(test) == "torch.cuda.is_available"
+
+    def _placed_on_one_branch(self, test: cst.BaseExpression, body: Env | None, other: Env | None) -> Env | None:
+        """The join after `if test:`, where a tensor placed in one branch only remembers which."""
+        joined = join_envs(body, other)
+        if body is None or other is None or joined is None:
+            return joined
+        code, truth = self._test_key(test)
+        for name, value in joined.items():
+            first, second = body.get(name), other.get(name)
+            if not (isinstance(value, (TensorFacts, ModuleValue)) and value.device is Device.CONDITIONAL
+                    and type(first) is type(value) and type(second) is type(value)):
+                continue
+            placed_in_body = _placed_everywhere(first) and not second.device.is_placed
+            if placed_in_body or (_placed_everywhere(second) and not first.device.is_placed):
+                joined[name] = replace(value, placed_when=(code, truth == placed_in_body))
+        return joined
 
     def _narrowed(self, test: cst.BaseExpression, env: Env) -> Env:
         """The state inside `if test:`: names that `torch.is_tensor(x)` or `isinstance(x,
@@ -413,7 +461,8 @@ class Interpreter:
 
     def _conditional(self, expr: cst.IfExp, env: Env) -> Value:
         self.eval(expr.test, env)
-        body, orelse = self.eval(expr.body, env), self.eval(expr.orelse, env)
+        body = self.eval(expr.body, self._branch(expr.test, True, env))
+        orelse = self.eval(expr.orelse, self._branch(expr.test, False, env))
         if isinstance(body, DeviceValue) or isinstance(orelse, DeviceValue):
             # `"cuda" if torch.cuda.is_available() else "cpu"`: the accelerator where there is one.
             return DeviceValue(Device.ACCELERATOR)
@@ -663,6 +712,8 @@ class Interpreter:
             origin=origin,
             maybe=all(value.maybe for value in facts),
             loaded=all(value.loaded for value in facts) and device is Device.DEFAULT,
+            placed_when=next((value.placed_when for value in facts if value.device is device), None)
+            if device is Device.CONDITIONAL else None,
         )
 
     @staticmethod
@@ -752,6 +803,15 @@ class Interpreter:
             summary = replace(summary, requires_grad=False)
         return summary
 
+    @staticmethod
+    def _output_device(module: ModuleValue, operands) -> Device:
+        """Where a module's output is: with its parameters, or, for a module of unknown placement
+        (a parameter `model`), with a placed first input, as the call succeeds only there."""
+        if module.device is Device.UNKNOWN and operands and isinstance(operands[0][1], TensorFacts) \
+                and operands[0][1].device.is_placed:
+            return operands[0][1].device
+        return module.device if module.device is not Device.DEFAULT else Device.UNKNOWN
+
     def _module_call(self, call: cst.Call, module: ModuleValue, args) -> Value:
         operands = []
         for arg, value in args:
@@ -770,8 +830,11 @@ class Interpreter:
             for node, value in inputs:
                 if isinstance(value, TensorFacts) and value.loaded and value.device is Device.DEFAULT:
                     self.model.note_unmoved_batch(call, node, module.device)
-        output = TensorFacts(device=module.device if module.device is not Device.DEFAULT else Device.UNKNOWN,
-                             scalar=False, requires_grad=not self._no_grad)
+        output = TensorFacts(device=self._output_device(module, operands), scalar=False,
+                             requires_grad=not self._no_grad and not module.from_caller)
+        if output.device is Device.CONDITIONAL:
+            placed_by = module if module.device is Device.CONDITIONAL else operands[0][1]
+            output = replace(output, placed_when=placed_by.placed_when)
         if operands and isinstance(operands[0][1], TensorFacts) and operands[0][1].rank is not None:
             rank = operands[0][1].rank + (kind == "torch.nn.Embedding")
             if kind in RANK_PRESERVING_LAYERS or kind == "torch.nn.Embedding":

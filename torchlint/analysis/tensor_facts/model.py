@@ -15,6 +15,7 @@ plain tensor attribute stays where it was created).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -39,6 +40,9 @@ _TENSOR_ANNOTATIONS = frozenset(
      "torch.nn.parameter.Parameter"}
 )
 _NUMBER_ANNOTATIONS = frozenset({"int", "float", "bool"})
+# Parameters that name the model a function runs (`model`, `net`, `resnet`, `policy_net`): a
+# Module of unknown placement, whose output is where its input is.
+_MODEL_PARAMETER = re.compile(r"(\w+_)?(model|\w*net|network)", re.IGNORECASE)
 # Attributes and methods only a tensor has (not a module, list or dict): a parameter used with
 # them holds a tensor.
 _TENSOR_EVIDENCE = frozenset(
@@ -372,6 +376,8 @@ class TensorModel:
                 env[param_name] = TensorFacts(device=device)
             elif isinstance(written, cst.Name) and written.value in _NUMBER_ANNOTATIONS:
                 env[param_name] = NUMBER
+            elif written is None and param.default is None and _MODEL_PARAMETER.fullmatch(param_name):
+                env[param_name] = ModuleValue(from_caller=True)
             elif self._is_loader_parameter(param):
                 env[param_name] = Iterable(TensorFacts(device=Device.DEFAULT, scalar=False, loaded=True))
             elif written is None and (param.default is None or _is_none(param.default)):
