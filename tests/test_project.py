@@ -373,3 +373,34 @@ def test_a_validation_helper_of_another_file_that_leaves_eval_mode_on(project):
         # evaluate_and_restore switches back; the third loop calls model.train() at its top.
         (32, [("pkg/evaluation.py", 19, "`Validator.run` puts `net` in eval mode here")]),
     ]
+
+
+PLOTS = """\
+import numpy as np
+import torch
+
+
+def plot_images(imgs, targets, fname="images.jpg"):
+    for i in range(imgs.shape[0]):
+        np.save(fname, imgs[i].numpy())
+    return targets.numpy()
+"""
+
+
+def test_a_helper_is_checked_with_what_its_callers_in_other_files_pass(project):
+    train = "from utils.plots import *\n\nfor imgs, targets in loader:\n    imgs = imgs.to(device)\n    plot_images(imgs, targets)\n"
+    _write(project, {"utils/__init__.py": "", "utils/plots.py": PLOTS, "train.py": train})
+    settings = resolve_settings(Options(select=["TL303"]), cwd=project)
+    found = engine.check_files([(str(project / "utils/plots.py"), "utils/plots.py")], settings, 1)
+    # `imgs` comes on the GPU from train.py; `targets` is passed as loaded (CPU).
+    assert [(d.location.row, [(r.filename, r.location.row) for r in d.related]) for d in found] == [
+        (7, [("train.py", 5)])]
+    assert "`imgs[i]` is on the GPU when a caller passes it there" in found[0].message
+
+
+def test_callers_that_keep_the_tensor_on_the_cpu_place_nothing(project):
+    calls = ("import utils.plots as P\nfrom utils.plots import plot_images\n\n"
+             "x = x.cpu()\nplot_images(x, x)\nP.plot_images(x.to('cpu'), None)\nplot_images = print\n")
+    _write(project, {"utils/__init__.py": "", "utils/plots.py": PLOTS, "eval.py": calls,
+                     "other.py": "def plot_images(imgs, targets):\n    pass\n\nplot_images(x.cuda(), x.cuda())\n"})
+    assert _findings(project, ["utils/plots.py"]) == []

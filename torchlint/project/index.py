@@ -24,11 +24,13 @@ from torchlint.analysis.modules import is_torch_module_class
 from torchlint.diagnostics import Location, Related
 from torchlint.project.layout import Layout, project_root
 from torchlint.project.summary import (
-    CALL, EVAL_MODE, MODULE, TENSOR, TRAIN_MODE, FunctionSummary, ModuleSummary, summarize_lazily,
+    CALL, EVAL_MODE, MODULE, TENSOR, TRAIN_MODE, FunctionSummary, ModuleSummary, placing_calls, summarize_lazily,
 )
 
 # How many files one answer may follow (re-exports, bases, returned calls).
 MAX_DEPTH = 6
+# How many files of the project are searched for the callers of a function.
+MAX_CALLER_FILES = 2000
 _ROLE_KINDS = ("optimizer", "scheduler", "scaler")
 _EVENT_TEXT = {
     "backward": "calls `backward()`", "optimizer step": "steps the optimizer", "scheduler step": "steps the scheduler",
@@ -104,6 +106,11 @@ class ProjectView:
         """What the imported name `qualified` (as the import table writes it) is in the project."""
         return self._answer("lookup", qualified)
 
+    def placed_by_callers(self, function: str) -> dict[str, Note]:
+        """The parameters of this file's top-level `function` that a call somewhere in the project
+        (this file included) passes a tensor moved to the GPU or the working device, with that call."""
+        return self._answer("callers", function) or {}
+
     def events(self, qualified: str) -> tuple[StepEvent, ...]:
         """The training-step events (backward, optimizer step, zero_grad, mode switches...) of an
         imported function, in source order, through the project functions it calls."""
@@ -119,14 +126,18 @@ class ProjectView:
         return found
 
     def _shared_answer(self, layout: Layout, question: str, qualified: str):
-        key = (question, qualified, layout.root, os.path.dirname(self._path))
+        # Callers are asked about this file's own functions; the other answers hold for its directory.
+        key = (question, qualified, layout.root, self._path if question == "callers" else os.path.dirname(self._path))
         shared = _ANSWERS.get(key)
         if shared is not None and all(layout.state(path) == state for path, state in shared[1]):
             self._used.update(path for path, _ in shared[1])
             return shared[0]
         used: set[str] = set()
         resolver = _Resolver(layout, used)
-        fact = resolver.imported(qualified, self._path, 0, frozenset())
+        if question == "callers":
+            fact = resolver.placed_by_callers(self._path, qualified)
+        else:
+            fact = resolver.imported(qualified, self._path, 0, frozenset())
         if question == "events":
             fact = resolver.function_events(*fact.definition, 0, frozenset()) if fact and fact.definition else ()
         _ANSWERS[key] = (fact, tuple((path, layout.state(path)) for path in sorted(used)))
@@ -183,6 +194,50 @@ class _Resolver:
         if key not in _SUMMARIES:
             _SUMMARIES[key] = summarize_lazily(data)
         return _SUMMARIES[key]
+
+    def project_files(self) -> list[str]:
+        """The project's Python files (at most MAX_CALLER_FILES), every listing read recorded."""
+        found: list[str] = []
+        directories = [self.layout.root]
+        while directories and len(found) < MAX_CALLER_FILES:
+            directory = directories.pop()
+            self.used.add(directory + os.sep)
+            for name in sorted(self.layout.entries(directory)):
+                path = os.path.join(directory, name)
+                (found.append if name.endswith(".py") else directories.append)(path)
+        return found[:MAX_CALLER_FILES]
+
+    def placed_by_callers(self, path: str, function: str) -> dict[str, Note]:
+        summary = self.summary(path)
+        definition = summary.functions[function] if summary is not None and function in summary.functions else None
+        if definition is None:
+            return {}
+        found: dict[str, Note] = {}
+        needle = f"{function}(".encode()
+        for caller in self.project_files():
+            self.used.add(caller)
+            data = self.layout.read(caller)
+            if data is None or needle not in data:
+                continue
+            calls, stars = placing_calls(data, function)
+            for call in calls:
+                if not self.calls_definition(call.callee, caller, stars, path, function):
+                    continue
+                for key in call.placed:
+                    param = definition.params[key] if isinstance(key, int) and key < len(definition.params) else key
+                    if param in definition.params and param not in found:
+                        found[param] = Note(caller, call.row, call.column,
+                                            f"`{function}` gets `{param}` on the GPU (or the working device) from this call")
+        return found
+
+    def calls_definition(self, callee: str, caller: str, stars: tuple[str, ...], path: str, function: str) -> bool:
+        """Does `callee`, as written in the file `caller`, name `function` of the file `path`?"""
+        if callee == function:
+            if caller == path:
+                return True
+            return any((self.layout.resolve(f"{star}.{function}", caller, self.used) or ("", []))[0] == path for star in stars)
+        fact = self.imported(callee, caller, 0, frozenset())
+        return fact is not None and fact.definition == (path, function)
 
     def imported(self, qualified: str, importer: str, depth: int, seen: frozenset) -> Fact | None:
         if depth > MAX_DEPTH or (qualified, importer) in seen:

@@ -518,3 +518,99 @@ def _is_grad(node: ast.expr) -> bool:
 
 def _is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
+
+
+# Calls that pass tensors on the GPU ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlacingCall:
+    """A call of `callee` (as written through the imports) that passes a tensor moved to the
+    GPU or the working device as the arguments `placed` (positions and keywords)."""
+
+    callee: str
+    placed: tuple[int | str, ...]
+    row: int
+    column: int
+
+
+def placing_calls(source: bytes, name: str) -> tuple[tuple[PlacingCall, ...], tuple[str, ...]]:
+    """The calls of functions named `name` in the module that pass a placed tensor (`x.cuda()`,
+    `x.to(device)`, or a local name last assigned one), and the modules it star-imports."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return (), ()
+    imports = _imports(tree.body)
+    stars = tuple("." * node.level + (node.module or "") for node in _top_statements(tree.body)
+                  if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names))
+    found: list[PlacingCall] = []
+    for scope in (tree, *(node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))):
+        found.extend(_ScopeCalls(name, imports).calls(scope))
+    return tuple(found), stars
+
+
+class _ScopeCalls(ast.NodeVisitor):
+    """The placing calls of one scope's own statements, in source order."""
+
+    def __init__(self, name: str, imports: dict[str, str]) -> None:
+        self.name = name
+        self.imports = imports
+        self.placed_names: set[str] = set()
+        self.found: list[PlacingCall] = []
+
+    def calls(self, scope: ast.AST) -> list[PlacingCall]:
+        for statement in scope.body:
+            self.visit(statement)
+        return self.found
+
+    def visit_FunctionDef(self, node) -> None:
+        return  # its own scope
+
+    visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.visit(node.value)
+        placed = _places(node.value, self.placed_names)
+        for target in node.targets:
+            names = target.elts if isinstance(target, ast.Tuple) else [target]
+            values = node.value.elts if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) else None
+            for index, element in enumerate(names):
+                if isinstance(element, ast.Name):
+                    moved = _places(values[index], self.placed_names) if values is not None and index < len(values) else placed
+                    (self.placed_names.add if moved else self.placed_names.discard)(element.id)
+
+    def visit_For(self, node: ast.For) -> None:
+        for target in ast.walk(node.target):
+            if isinstance(target, ast.Name):
+                self.placed_names.discard(target.id)
+        self.generic_visit(node)
+
+    visit_AsyncFor = visit_For
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.generic_visit(node)
+        func = node.func
+        called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        if called != self.name:
+            return
+        placed = [index for index, arg in enumerate(node.args) if _places(arg, self.placed_names)]
+        placed += [keyword.arg for keyword in node.keywords if keyword.arg and _places(keyword.value, self.placed_names)]
+        callee = _written(func, self.imports)
+        if placed and callee is not None:
+            self.found.append(PlacingCall(callee, tuple(placed), node.lineno, node.col_offset + 1))
+
+
+def _places(value: ast.expr, placed_names: set[str]) -> bool:
+    """`x.cuda()`, `x.to(device)` / `x.to("cuda")`, or a name last assigned one of them."""
+    if isinstance(value, ast.Name):
+        return value.id in placed_names
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
+        return False
+    method = value.func.attr
+    if method == "cuda":
+        return True
+    if method != "to" or not value.args:
+        return False
+    target = ast.unparse(value.args[0])
+    return ("device" in target or "cuda" in target) and "cpu" not in target

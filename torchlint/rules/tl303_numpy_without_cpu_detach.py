@@ -26,7 +26,10 @@ class NumpyWithoutCpuDetach(Rule):
     `torch.no_grad()`), with no `.cpu()` / `.detach()` on the way. A tensor moved under a flag
     (`if use_cuda: x = x.cuda()`) is on the GPU where the flag holds, and so is what a model
     parameter (`def detect(model, image)`) computes from it; under a later `if` or `... if ...
-    else ...` on the same flag, the branch where it does not hold converts a CPU tensor.
+    else ...` on the same flag, the branch where it does not hold converts a CPU tensor. The
+    parameters of a top-level function are on the GPU when a call anywhere in the project (this
+    file or another, imported by name, through a module or with `*`) passes them a tensor moved
+    with `.cuda()` / `.to(device)`; the finding names that call.
 
     Under `torch.no_grad()` / `torch.inference_mode()` (blocks or decorated functions) a result
     no longer requires grad, but it stays on its device. Tensors moved back to the CPU earlier
@@ -81,22 +84,29 @@ class NumpyWithoutCpuDetach(Rule):
         if not on_accelerator and not needs_detach:
             return
         missing = ".detach().cpu()" if on_accelerator and needs_detach else (".cpu()" if on_accelerator else ".detach()")
-        written = dotted_name(receiver)
+        code = self.ctx.code_for(receiver).strip()
+        short_item = isinstance(receiver, cst.Subscript) and len(code) <= 30 and "\n" not in code
+        written = dotted_name(receiver) or (code if short_item else None)
         subject = f"`{written}`" if written else "the tensor"
         place = _place(facts) if on_accelerator else None
         reason = (
             f"is {place} and requires grad" if on_accelerator and needs_detach
             else (f"is {place}" if on_accelerator else "requires grad")
         )
+        # A parameter passed on the GPU by a caller: the call is the evidence.
+        related = self.ctx.project.related((facts.placed_by,), self.ctx.path) if on_accelerator and facts.placed_by else ()
         self.report(
             node,
             f"`.numpy()` fails because {subject} {reason}; use `{written or 'x'}{missing}.numpy()`",
+            related=related,
             fix=FixSpec(f"Insert `{missing}` before `.numpy()`", ((func.attr, f"{missing[1:]}.numpy"),), Applicability.SAFE),
         )
 
 
 def _place(facts: TensorFacts) -> str:
     """Where the tensor is, naming the test under which a branch moved it."""
+    if facts.placed_by is not None:
+        return "on the GPU when a caller passes it there"
     if facts.placed_when is not None:
         code, truth = facts.placed_when
         return f"on the accelerator when `{code}` is {'true' if truth else 'false'}"

@@ -92,6 +92,8 @@ class TensorFacts:
     # For a CONDITIONAL tensor: the test of the `if` that placed it and the branch (`(code,
     # True)` for its body), so that a later `if` on the same test knows where it is.
     placed_when: tuple[str, bool] | None = None
+    # For a parameter a caller passes on the GPU: that call (a project `Note`), for the evidence.
+    placed_by: object = field(default=None, compare=False, repr=False)
 
     @property
     def rank(self) -> int | None:

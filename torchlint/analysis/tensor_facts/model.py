@@ -356,10 +356,14 @@ class TensorModel:
         first_input = next((p.name.value for p in every if p.name.value != scope.self_name), None) if (
             on_module and name == "forward") else None
         from_calls = self._call_site_arguments(scope) if on_module and name != "forward" else {}
+        from_callers = self._placed_by_callers(scope)
         for param in every:
             param_name = param.name.value
             if param_name in from_calls:
                 env[param_name] = from_calls[param_name]
+                continue
+            if param_name in from_callers:
+                env[param_name] = TensorFacts(device=Device.CONDITIONAL, placed_by=from_callers[param_name])
                 continue
             if param_name == scope.self_name:
                 env[param_name] = ModuleValue(Device.MODULE, scope.classdef.name.value) if scope.in_module_class else UNKNOWN
@@ -391,6 +395,15 @@ class TensorModel:
             else:
                 env[param_name] = UNKNOWN
         return env
+
+    def _placed_by_callers(self, scope: Scope) -> dict:
+        """For a top-level function that converts tensors to numpy: its parameters that a call in
+        the project passes on the GPU, with that call (asked only there: it reads the project)."""
+        function = scope.node
+        if scope.classdef is not None or scope.parent is not None or ".numpy(" not in self.ctx.source \
+                or ".numpy(" not in self.ctx.module.code_for_node(function):
+            return {}
+        return self.ctx.project.placed_by_callers(function.name.value)
 
     def _is_loader_parameter(self, param: cst.Param) -> bool:
         """`def train(model, train_loader, ...)` in a file that builds its DataLoaders on the CPU."""
