@@ -44,7 +44,11 @@ class MixedDevices(Rule):
     nothing is on a GPU. In `forward()` and the Module methods it calls, the
     inputs, parameters, registered buffers and submodule outputs are on the module's device; a
     plain tensor attribute (`self.mask = torch.ones(...)` in `__init__`) is not moved with the
-    module and stays on the default device. A dtype conversion of a Parameter
+    module and stays on the default device. Every input of `forward()` without a default is on the
+    module's device, through `einops.rearrange`/`repeat`/`reduce` too; a top-level function named
+    as a loss (`focal_loss(logits, labels)`) gets a model's outputs and targets, so its tensor
+    parameters are on the device of its inputs. `F.ctc_loss` takes its targets and lengths on the
+    CPU whatever the device of the log-probabilities. A dtype conversion of a Parameter
     (`nn.Parameter(w).float()`) may be the Parameter itself (`.float()` returns a float32
     Parameter as it is), so its device is not judged.
 

@@ -29,7 +29,7 @@ from torchlint.analysis.tensor_facts.domain import (
     element_of, holds_loaded, join, join_devices, unloaded, unpack,
 )
 from torchlint.analysis.tensor_facts.ops import (
-    FUNCTION_OPS, METHOD_OPS, NOT_TENSOR_METHODS, NUMBER_ATTRIBUTES, RANK_PRESERVING_LAYERS, TENSOR_ATTRIBUTES, Op,
+    EINOPS_FUNCTIONS, FUNCTION_OPS, METHOD_OPS, NOT_TENSOR_METHODS, NUMBER_ATTRIBUTES, RANK_PRESERVING_LAYERS, TENSOR_ATTRIBUTES, Op,
     Rule,
 )
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS, PARAMETER_CLASSES, requires_grad_true
@@ -881,6 +881,10 @@ class Interpreter:
             return replace(source, requires_grad=requires_grad_true(call))
         if qualified == "torch.from_numpy":
             return self._on_default_device(call, TensorFacts(scalar=False))
+        if qualified in EINOPS_FUNCTIONS and args and isinstance(args[0][1], TensorFacts):
+            source = args[0][1]
+            return TensorFacts(device=source.device, dtype=source.dtype, requires_grad=source.requires_grad,
+                               placed_when=source.placed_when)
         if qualified in PARAMETER_CLASSES:
             data = args[0][1] if args and isinstance(args[0][1], TensorFacts) else TensorFacts()
             flag = keyword_arg(call, "requires_grad")

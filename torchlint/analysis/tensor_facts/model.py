@@ -372,7 +372,8 @@ class TensorModel:
             written = param.annotation.annotation if param.annotation is not None else None
             # Other methods get the module's device through their calls from `forward()` only: one
             # called from `__init__` sees CPU tensors.
-            device = Device.MODULE if on_module and name == "forward" else Device.UNKNOWN
+            device = Device.MODULE if on_module and name == "forward" else (
+                Device.INPUT if _is_loss_function(scope) else Device.UNKNOWN)
             sizes = annotated_shape(self.ctx, written)
             if sizes is not None:
                 env[param_name] = TensorFacts(device=device, layout=Layout(len(sizes), sizes, ()))
@@ -388,7 +389,13 @@ class TensorModel:
                 if evidence is None:
                     evidence = _tensor_evidence(function)
                 used_as_tensor = param_name in evidence or (param_name == first_input and param.default is None)
-                env[param_name] = TensorFacts(device=device) if used_as_tensor else UNKNOWN
+                if used_as_tensor:
+                    env[param_name] = TensorFacts(device=device)
+                elif device is not Device.UNKNOWN and param.default is None:
+                    # Another input of `forward()`: a tensor in an op with one, on the module's device.
+                    env[param_name] = TensorFacts(device=device, maybe=True)
+                else:
+                    env[param_name] = UNKNOWN
             elif isinstance(param.default, (cst.Integer, cst.Float)):
                 env[param_name] = NUMBER
 
@@ -519,6 +526,12 @@ def _dataset_places_tensors(code: str) -> bool:
 
 def _is_none(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def _is_loss_function(scope: Scope) -> bool:
+    """A top-level function named as a loss (`focal_loss`, `condor_negloglikeloss`): it gets a
+    model's outputs and their targets, so its tensors are on the device of its inputs."""
+    return scope.classdef is None and scope.parent is None and "loss" in scope.node.name.value.lower()
 
 
 def _tensor_evidence(function: cst.FunctionDef) -> set[str]:

@@ -152,9 +152,11 @@ FUNCTION_OPS: dict[str, Op] = {
              "cross_entropy nll_loss mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy "
              "binary_cross_entropy_with_logits kl_div margin_ranking_loss triplet_margin_loss "
              "cosine_embedding_loss hinge_embedding_loss soft_margin_loss poisson_nll_loss "
-             "gaussian_nll_loss ctc_loss multilabel_margin_loss multi_margin_loss inverse solve "
+             "gaussian_nll_loss multilabel_margin_loss multi_margin_loss inverse solve "
              "cholesky det slogdet_values matrix_exp pinv matrix_norm vector_norm fft ifft rfft irfft "
              "fft2 ifft2 rfft2 irfft2 fftn ifftn rfftn irfftn fftshift ifftshift"),
+    # CTC takes its targets and lengths on the CPU as well as on the device of the log-probabilities.
+    **_table(Rule.OTHER, "ctc_loss", combines=False),
 }
 
 # Ops only written as tensor methods.
@@ -180,6 +182,9 @@ METHOD_OPS: dict[str, Op] = {
 METHOD_OPS["type"] = Op(Rule.CONVERT, combines=False)
 # `type_as(other)` converts to other's tensor type, which names its device (`torch.cuda.FloatTensor`).
 METHOD_OPS["type_as"] = Op(Rule.MOVE, combines=False)
+
+# einops functions: a tensor rearranged on its first argument's device, shape not followed.
+EINOPS_FUNCTIONS = frozenset({"einops.rearrange", "einops.repeat", "einops.reduce"})
 
 # Tensor attributes that are tensors, and the reordering the two transposing ones do.
 TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag", "grad"})
