@@ -5,7 +5,7 @@ import libcst as cst
 from torchlint.analysis.module_attributes import ClassFrames, first_parameter, self_attribute
 from torchlint.analysis.names import dotted_name, method_receiver, positional_args
 from torchlint.analysis.tensor_facts.domain import TensorFacts
-from torchlint.analysis.tensors import PARAMETER_CLASSES, TENSOR_FACTORIES
+from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS, PARAMETER_CLASSES, TENSOR_FACTORIES
 from torchlint.diagnostics import Severity
 from torchlint.reports import RelatedNode
 from torchlint.rule import Rule
@@ -14,6 +14,11 @@ from torchlint.walker import child_nodes
 _NUMBER_BUILTINS = frozenset({"float", "int", "abs", "round", "min", "max"})
 # Classes that move their tensors by hand.
 _MOVING_METHODS = frozenset({"_apply", "to", "cuda", "state_dict"})
+# What a method that moves attributes chosen at run time calls or reads.
+_BY_NAME = frozenset({"setattr", "getattr", "vars", "__dict__"})
+_EVERY_ATTRIBUTE = "*"
+# Methods that put a tensor on another device (or that of another tensor).
+_MOVES = frozenset({"to", "cuda", "type_as"})
 
 
 def _scalar(expr: cst.BaseExpression) -> bool:
@@ -41,16 +46,55 @@ def _scalar_constant(ctx, factory: cst.Call) -> bool:
     return isinstance(data, (cst.BinaryOperation, cst.UnaryOperation, cst.Call)) and _scalar(data)
 
 
+def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
+    """The attributes the class moves itself: every `self.<name>` that its own `to()` / `cuda()` /
+    `_apply()` / `state_dict()` mention (an override handles those, and only those), and those
+    another method moves where it uses them (`self.mean = self.mean.to(x.device)`)."""
+    found: set[str] = set()
+    for method in classdef.body.body:
+        if not isinstance(method, cst.FunctionDef) or method.name.value == "__init__":
+            continue
+        receiver = first_parameter(method)
+        overrides = method.name.value in _MOVING_METHODS
+        pending: list[cst.CSTNode] = [method.body]
+        while pending:
+            node = pending.pop()
+            if overrides and isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) \
+                    and node.value.value == receiver:
+                found.add(node.attr.value)
+            elif overrides and isinstance(node, cst.Name) and node.value in _BY_NAME:
+                return {_EVERY_ATTRIBUTE}  # `setattr(self, name, ...)` over its attributes: all of them
+            elif isinstance(node, cst.Assign) and len(node.targets) == 1:
+                moved = _moved_in_place(node, receiver)
+                if moved is not None:
+                    found.add(moved)
+            pending.extend(child_nodes(node))
+    return {_EVERY_ATTRIBUTE} if "__dict__" in found else found
+
+
+def _moved_in_place(assignment: cst.Assign, receiver: str | None) -> str | None:
+    """`self.x = self.x.to(...)` (or `.cuda()`, `.type_as(...)`): the name `x`."""
+    target, value = assignment.targets[0].target, assignment.value
+    if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == receiver):
+        return None
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _MOVES \
+            and dotted_name(value.func.value) == f"{receiver}.{target.attr.value}":
+        return target.attr.value
+    return None
+
+
 class UnregisteredTensorAttribute(Rule):
     """
     ## What it does
     Flags `self.x = <tensor>` in the `__init__` of an `nn.Module` when the tensor comes from a
-    `torch.<factory>(...)` (also through methods, indexing and torch functions of it:
-    `torch.triu(torch.ones(n, n), diagonal=1)`, `torch.tensor(mean).view(-1, 1, 1) if mean else None`,
+    `torch.<factory>(...)` or a legacy constructor such as `torch.FloatTensor(...)` (also through
+    methods, indexing and torch functions of it: `torch.triu(torch.ones(n, n), diagonal=1)`, `torch.tensor(mean).view(-1, 1, 1) if mean else None`,
     and from another such attribute: `self.grid.repeat(batch, 1, 1)`), the class never registers
     `x` (`register_buffer("x", ...)`, `nn.Parameter`), and `x` is read after `__init__`: by a
     method of the class (the finding names where), a subclass, or other code of the file. A
-    tensor read only in `__init__`, to build a buffer or a parameter, is not reported.
+    tensor read only in `__init__`, to build a buffer or a parameter, is not reported, nor one the
+    class moves itself: named in its own `to()` / `cuda()` / `_apply()` override (the others still
+    are), or moved where it is used (`self.mean = self.mean.to(x.device)`).
 
     ## Why is this bad?
     A plain tensor attribute is invisible to the Module machinery: `model.to(device)`,
@@ -83,20 +127,19 @@ class UnregisteredTensorAttribute(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._classes = ClassFrames(ctx)
-        self._moves_by_hand: list[bool] = []
+        self._moves_by_hand: list[set[str]] = []
         self._reads_outside_init: set[str] | None = None
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._classes.enter(node)
-        self._moves_by_hand.append(
-            any(isinstance(s, cst.FunctionDef) and s.name.value in _MOVING_METHODS for s in node.body.body)
-        )
+        self._moves_by_hand.append(_moved_by_hand(node))
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         frame = self._classes.leave()
-        if self._moves_by_hand.pop():
-            return
+        moved = self._moves_by_hand.pop()
         for assignment, name, message in frame.unregistered():
+            if name in moved or _EVERY_ATTRIBUTE in moved:
+                continue
             used = _first_read(node, name)
             # Read only in `__init__` (to build a buffer, a parameter or another attribute): the
             # tensor is never used on the wrong device, and nothing is lost with the state_dict.
@@ -162,7 +205,7 @@ class UnregisteredTensorAttribute(Rule):
                 continue
             if isinstance(value, cst.Call):
                 callee = self.ctx.callee(value)
-                if callee in TENSOR_FACTORIES:
+                if callee in TENSOR_FACTORIES or callee in LEGACY_CONSTRUCTORS:
                     return value
                 receiver = method_receiver(value) if callee is None else self._torch_function_input(value, callee)
                 if receiver is None:
