@@ -43,3 +43,14 @@ def test_analysis_never_imports_the_context_the_configuration_or_the_rules() -> 
     for path in sorted((PACKAGE / "analysis").rglob("*.py")) + sorted((PACKAGE / "project").rglob("*.py")):
         module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
         assert _imports(module) & {"torchlint.context", "torchlint.config", "torchlint.rule"} == set(), module
+
+
+def test_the_analyses_never_import_the_project_index() -> None:
+    """`project/` summarizes other files with the analyses' vocabulary; the analyses see the
+    project only through `analysis/project_facts.py`, so the imports go one way."""
+    analysis = PACKAGE / "analysis"
+    for path in analysis.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else (
+                [alias.name for alias in node.names] if isinstance(node, ast.Import) else [])
+            assert not any(name.startswith("torchlint.project") for name in names), path

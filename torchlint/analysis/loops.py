@@ -38,7 +38,7 @@ from torchlint.analysis.names import (
 from torchlint.walker import child_nodes
 
 if TYPE_CHECKING:
-    from torchlint.project.index import Fact, Note, ProjectView
+    from torchlint.analysis.project_facts import Fact, Note, ProjectFacts
 
 Loop = cst.For | cst.While
 
@@ -332,7 +332,7 @@ class _Scope:
 class _Index:
     """One pass over the statements of the file (never into expressions)."""
 
-    def __init__(self, module: cst.Module, imports: ImportTable, project: ProjectView | None) -> None:
+    def __init__(self, module: cst.Module, imports: ImportTable, project: ProjectFacts | None) -> None:
         self.imports = imports
         self.project = project
         self.scope_of_function: dict[int, _Scope] = {}  # the scope a FunctionDef's body opens
@@ -438,7 +438,7 @@ _BACKWARD_OWNERS = ("accelerator", "fabric", "engine", "trainer", "strategy", "p
 class LoopAnalysis:
     """Loop questions for one file; see the module docstring."""
 
-    def __init__(self, module: cst.Module, imports: ImportTable, source: str, project: ProjectView | None = None) -> None:
+    def __init__(self, module: cst.Module, imports: ImportTable, source: str, project: ProjectFacts | None = None) -> None:
         self._module = module
         self._imports = imports
         self._source = source

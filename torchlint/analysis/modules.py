@@ -16,7 +16,7 @@ from torchlint.analysis.imports import ImportTable
 from torchlint.analysis.names import dotted_name, nested_statement_lists, suite_statements
 
 if TYPE_CHECKING:
-    from torchlint.project.index import ProjectView
+    from torchlint.analysis.project_facts import ProjectFacts
 
 _NOT_MODULES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 _MODULE_BASES = frozenset(
@@ -106,7 +106,7 @@ def _class_definitions(statements) -> list[cst.ClassDef]:
 class ModuleClasses:
     """Answers `is_module(classdef)` for the classes of one file."""
 
-    def __init__(self, module: cst.Module, imports: ImportTable, project: ProjectView | None = None) -> None:
+    def __init__(self, module: cst.Module, imports: ImportTable, project: ProjectFacts | None = None) -> None:
         self._module = module
         self._imports = imports
         self._project = project

@@ -18,9 +18,9 @@ is the same in every worker process, in any order.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from torchlint.analysis.modules import is_torch_module_class
+from torchlint.analysis.project_facts import Fact, Note, StepEvent
 from torchlint.diagnostics import Location, Related
 from torchlint.project.layout import Layout, project_root
 from torchlint.project.summary import (
@@ -37,43 +37,6 @@ _EVENT_TEXT = {
     "zero_grad": "clears the gradients", "item": "calls `.item()`", "grad set": "sets gradients by hand",
 }
 _NOT_BASES = frozenset({"object", "?", "Exception", "ABC", "abc.ABC", "typing.Generic", "typing.Protocol"})
-
-
-@dataclass(frozen=True)
-class Note:
-    """One link of an evidence chain: a place in another (or this) file and what holds there."""
-
-    path: str
-    row: int
-    column: int
-    message: str
-
-
-@dataclass(frozen=True)
-class StepEvent:
-    """A training-step event of a project function, in its file: `kind` is one of summary.py's
-    event names. A mode switch (`net.eval()`) of the asked function itself names the parameter
-    that holds the module: its position (the instance counted, for a method) and name. A switch
-    of anything else, or deeper in the calls, has none and concerns no module of the caller."""
-
-    kind: str
-    note: Note
-    parameter: tuple[int, str] | None = None
-
-
-@dataclass(frozen=True)
-class Fact:
-    kind: str
-    name: str  # the defining name (`Net`, `causal_mask`)
-    notes: tuple[Note, ...] = ()
-    value: object = None  # a constant's value
-    # A function's module file and name, where its training-step events are read (`ProjectView.events`).
-    definition: tuple[str, str] | None = None
-
-    @property
-    def builds_module(self) -> bool:
-        """Calling it gives an `nn.Module`: a Module class, or a function returning one."""
-        return self.kind in ("module class", MODULE)
 
 
 # Summaries by file and digest of its bytes: computed once per process.

@@ -1,0 +1,63 @@
+"""What the analyses may learn from the other files of the project, and the answers' types.
+
+The analyses (this package) ask a `ProjectFacts` for what an imported name is, what a function of
+another file does in a training step, and which calls pass this file's functions tensors on the
+GPU. `torchlint/project/` answers (`ProjectView`) from summaries of those files, which it builds
+with this package's vocabulary: so the imports go one way, from `project/` to `analysis/`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Note:
+    """One link of an evidence chain: a place in another (or this) file and what holds there."""
+
+    path: str
+    row: int
+    column: int
+    message: str
+
+
+@dataclass(frozen=True)
+class StepEvent:
+    """A training-step event of a project function, in its file: `kind` is one of summary.py's
+    event names. A mode switch (`net.eval()`) of the asked function itself names the parameter
+    that holds the module: its position (the instance counted, for a method) and name. A switch
+    of anything else, or deeper in the calls, has none and concerns no module of the caller."""
+
+    kind: str
+    note: Note
+    parameter: tuple[int, str] | None = None
+
+
+@dataclass(frozen=True)
+class Fact:
+    kind: str
+    name: str  # the defining name (`Net`, `causal_mask`)
+    notes: tuple[Note, ...] = ()
+    value: object = None  # a constant's value
+    # A function's module file and name, where its training-step events are read (`ProjectView.events`).
+    definition: tuple[str, str] | None = None
+
+    @property
+    def builds_module(self) -> bool:
+        """Calling it gives an `nn.Module`: a Module class, or a function returning one."""
+        return self.kind in ("module class", "module")
+
+
+class ProjectFacts(Protocol):
+    """The project as seen from the checked file (see `torchlint/project/index.py`)."""
+
+    def lookup(self, qualified: str) -> Fact | None:
+        """What the imported name `qualified` (as the import table writes it) is in the project."""
+
+    def events(self, qualified: str) -> tuple[StepEvent, ...]:
+        """The training-step events of an imported function, through the project functions it calls."""
+
+    def placed_by_callers(self, function: str) -> dict[str, Note]:
+        """The parameters of the file's top-level `function` that a call in the project passes a
+        tensor on the GPU, with that call."""
