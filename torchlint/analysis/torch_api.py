@@ -103,8 +103,11 @@ def called_function(ctx, call: cst.Call) -> str | None:
         return _canonical_module_class(constructor) if constructor is not None else None
     if isinstance(made, (cst.Name, cst.Attribute)):
         referenced = ctx.qualified_name(made)
-        return _canonical_module_class(referenced) if referenced is not None else None
-    return None
+        if referenced is not None:
+            return _canonical_module_class(referenced)
+    # `self.loss` set from `__init__(self, loss=nn.CrossEntropyLoss())`: the tensor facts know the layer.
+    kind = getattr(ctx.tensors.facts(func), "kind", None)
+    return _canonical_module_class(kind) if kind is not None else None
 
 
 def loss_of_produced_input(

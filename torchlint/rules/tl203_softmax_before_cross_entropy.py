@@ -17,9 +17,11 @@ class SoftmaxBeforeCrossEntropy(Rule):
     holds softmax output made out of sight: the output of a Module class of this file whose
     `forward` returns a softmax on every path (`F.softmax`, `nn.Softmax`, `exp` of a
     `log_softmax`), or what a helper or a method of this file returns, also unpacked from a tuple
-    or indexed (`_, probs = net.act(obs)`). A forward that returns probabilities only in eval
-    mode (`if not self.training:`) is not taken for one. Loss modules are recognised when built
-    inline, held in a local, or assigned once to a `self.` attribute.
+    or indexed (`_, probs = net.act(obs)`), or a row of it in a loop (`for row in probs:`). A
+    forward that returns probabilities only in eval mode (`if not self.training:`) is not taken
+    for one. Loss modules are recognised when built inline, held in a local, assigned to a
+    `self.` attribute (once, or with the same class on every path), or given as a constructor
+    parameter's default (`def __init__(self, loss=nn.CrossEntropyLoss())`).
 
     ## Why is this bad?
     `cross_entropy` applies `log_softmax` itself: fed probabilities, it computes

@@ -225,8 +225,9 @@ def element_of(value: Value) -> Value:
             found = join(found, item)
         return found
     if isinstance(value, TensorFacts):
+        # A row of a softmax output is a distribution too.
         return TensorFacts(device=value.device, dtype=value.dtype, requires_grad=value.requires_grad, loaded=value.loaded,
-                           placed_when=value.placed_when)
+                           placed_when=value.placed_when, activation=value.activation, activated_by=value.activated_by)
     return UNKNOWN
 
 

@@ -197,39 +197,49 @@ class Interpreter:
     def _branch(self, test: cst.BaseExpression, taken: bool, env: Env) -> Env:
         """The state in the branch of `if test:` that runs when the test is `taken`: tensors an
         earlier `if` on the same test placed are on the accelerator there, or where they were."""
-        code, truth = self._test_key(test)
-        without_cuda = truth != taken and self._tests_cuda(test)
-        branch = dict(env)
+        without_cuda = self._tests_cuda(test, taken)
+        key = None  # the test's text, made only when a tensor was placed under some test
+        branch = env
         for name, value in env.items():
             if not isinstance(value, (TensorFacts, ModuleValue)):
                 continue
             if without_cuda and value.device.is_placed:
-                branch[name] = replace(value, device=Device.DEFAULT, placed_when=None)
-            elif value.placed_when is not None and value.placed_when[0] == code:
-                placed = value.placed_when[1] == (truth == taken)
-                branch[name] = replace(value, device=Device.ACCELERATOR if placed else Device.DEFAULT, placed_when=None)
+                moved = replace(value, device=Device.DEFAULT, placed_when=None)
+            elif value.placed_when is not None:
+                key = key or self._test_key(test)
+                if value.placed_when[0] != key[0]:
+                    continue
+                placed = value.placed_when[1] == (key[1] == taken)
+                moved = replace(value, device=Device.ACCELERATOR if placed else Device.DEFAULT, placed_when=None)
+            else:
+                continue
+            branch = dict(env) if branch is env else branch
+            branch[name] = moved
         return branch
 
-    def _tests_cuda(self, test: cst.BaseExpression) -> bool:
-        """`torch.cuda.is_available()`, maybe negated: where it is false, nothing is on a GPU."""
+    def _tests_cuda(self, test: cst.BaseExpression, taken: bool) -> bool:
+        """Is this the branch where `torch.cuda.is_available()` (maybe negated) is false? Nothing
+        is on a GPU there."""
         while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            test = test.expression
-        return isinstance(test, cst.Call) and self.ctx.callee(test) == "torch.cuda.is_available"
+            test, taken = test.expression, not taken
+        return not taken and isinstance(test, cst.Call) and self.ctx.callee(test) == "torch.cuda.is_available"
 
     def _placed_on_one_branch(self, test: cst.BaseExpression, body: Env | None, other: Env | None) -> Env | None:
         """The join after `if test:`, where a tensor placed in one branch only remembers which."""
         joined = join_envs(body, other)
         if body is None or other is None or joined is None:
             return joined
-        code, truth = self._test_key(test)
+        key = None
         for name, value in joined.items():
+            if not (isinstance(value, (TensorFacts, ModuleValue)) and value.device is Device.CONDITIONAL):
+                continue
             first, second = body.get(name), other.get(name)
-            if not (isinstance(value, (TensorFacts, ModuleValue)) and value.device is Device.CONDITIONAL
-                    and type(first) is type(value) and type(second) is type(value)):
+            if type(first) is not type(value) or type(second) is not type(value):
                 continue
             placed_in_body = _placed_everywhere(first) and not second.device.is_placed
             if placed_in_body or (_placed_everywhere(second) and not first.device.is_placed):
-                joined[name] = replace(value, placed_when=(code, truth == placed_in_body))
+                key = key or self._test_key(test)
+                joined[name] = replace(value, placed_when=(key[0], key[1] == placed_in_body))
         return joined
 
     def _narrowed(self, test: cst.BaseExpression, env: Env) -> Env:

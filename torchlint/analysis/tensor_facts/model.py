@@ -23,6 +23,7 @@ import libcst as cst
 
 from torchlint.analysis.dataflow import assigned_names
 from torchlint.analysis.layouts import Layout
+from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import nested_statement_lists, suite_statements
 from torchlint.analysis.shape_annotations import annotated_shape
 from torchlint.analysis.tensor_facts.domain import (
@@ -398,6 +399,9 @@ class TensorModel:
                     env[param_name] = UNKNOWN
             elif isinstance(param.default, (cst.Integer, cst.Float)):
                 env[param_name] = NUMBER
+            elif isinstance(param.default, cst.Call) and is_torch_module_class(self.ctx.callee(param.default) or ""):
+                # `loss=nn.CrossEntropyLoss()`: the layer a caller gets unless it passes another.
+                env[param_name] = ModuleValue(Device.DEFAULT, self.ctx.callee(param.default))
 
             else:
                 env[param_name] = UNKNOWN
