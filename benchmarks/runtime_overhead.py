@@ -2,8 +2,10 @@
 
     python benchmarks/runtime_overhead.py [--steps 300] [--width 64]
 
-Two scripts: an MLP classifier (few ops, each of some size) and an RL-style actor-critic loop
-(many tiny ops per step: per-op instrumentation cost dominates there). Prints wall times and
+Three scripts: an MLP classifier (few ops, each of some size), an RL-style actor-critic loop
+(many tiny ops per step: per-op instrumentation cost dominates there) and 100k tiny ops alone,
+also under an empty TorchFunctionMode (`empty mode`: the floor of any function-mode
+instrumentation). Prints wall times and
 ratios measured in this run: plain `python script`, `device="cpu"` (no tagging), the real
 accelerator when present, and logical devices (`logical:cuda`). Each script reports the time of
 its training loop, so interpreter and torch start-up (paid once by both) is shown separately
@@ -76,7 +78,37 @@ for step in range(steps * 4):
     state = next_state.detach() if action.item() >= 0 else state
 print(f"LOOP {time.perf_counter() - start:.4f}")
 """
-SCRIPTS = {"MLP": SCRIPT, "RL": RL_SCRIPT}
+
+# The per-op cost alone: 100k elementwise ops on 4-element tensors (`steps` x 333 of them). With
+# `floor` it runs inside an empty TorchFunctionMode: what any function-mode instrumentation
+# costs before doing anything.
+MICRO_SCRIPT = """
+import sys, time, torch
+from torch.overrides import TorchFunctionMode
+steps = int(sys.argv[1])
+x, w = torch.randn(4), torch.randn(4)
+
+
+class Empty(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def loop():
+    start = time.perf_counter()
+    for _ in range(steps * 333 // 3):
+        y = x * w + 1.0
+        y = y.relu()
+    return time.perf_counter() - start
+
+
+if sys.argv[3:] == ["floor"]:
+    with Empty():
+        print(f"LOOP {loop():.4f}")
+else:
+    print(f"LOOP {loop():.4f}")
+"""
+SCRIPTS = {"MLP": SCRIPT, "RL": RL_SCRIPT, "100k small ops": MICRO_SCRIPT}
 
 
 def _loop_time(output: str) -> float:
@@ -137,6 +169,9 @@ def main() -> None:
             print(f"{name}, width {options.width}, {options.steps} steps")
             print(f"{'mode':<14}{'total s':>10}{'loop s':>10}{'total x':>10}{'loop x':>10}")
             print(f"{'plain':<14}{base_total:>10.2f}{base_loop:>10.3f}{1:>10.2f}{1:>10.2f}")
+            if source is MICRO_SCRIPT:
+                total, loop = plain(path, [*args, "floor"])
+                print(f"{'empty mode':<14}{total:>10.2f}{loop:>10.3f}{total / base_total:>10.2f}{loop / base_loop:>10.2f}")
             for mode in modes:
                 total, loop = instrumented(path, args, mode)
                 print(f"{mode:<14}{total:>10.2f}{loop:>10.3f}{total / base_total:>10.2f}{loop / base_loop:>10.2f}")
