@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.names import dotted_name, keyword_arg
-from torchlint.analysis.tensor_facts.domain import Device, ModuleValue, TensorFacts
+from torchlint.analysis.tensor_facts.domain import Collected, Device, ModuleValue, TensorFacts
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS
 from torchlint.analysis.values import DATA_FACTORIES, SIZE_FACTORIES
 from torchlint.context import RelatedNode
@@ -41,7 +41,9 @@ class MixedDevices(Rule):
     branches of an `if` is still moved). A tensor moved in one branch only (`if use_cuda: x =
     x.cuda()`) is on the GPU on that path, where it meets the CPU tensor; a later `if` on the same
     test knows which path ran, and in the branch where `torch.cuda.is_available()` is false
-    nothing is on a GPU. In `forward()` and the Module methods it calls, the
+    nothing is on a GPU. A list filled with `append`/`extend` remembers where its tensors are:
+    one made on the default device beside GPU ones is reported when `torch.stack`/`torch.cat`
+    joins them (a 0-dim tensor too: only elementwise ops accept a CPU scalar). In `forward()` and the Module methods it calls, the
     inputs, parameters, registered buffers and submodule outputs are on the module's device; a
     plain tensor attribute (`self.mask = torch.ones(...)` in `__init__`) is not moved with the
     module and stays on the default device. Every input of `forward()` without a default is on the
@@ -100,8 +102,11 @@ class MixedDevices(Rule):
             return
         partner, device = conflicts[0]
         written = self.ctx.code_for(partner).strip() if isinstance(partner, (cst.Name, cst.Attribute)) else None
-        if isinstance(self.ctx.tensors.facts(partner), ModuleValue):
+        partner_facts = self.ctx.tensors.facts(partner)
+        if isinstance(partner_facts, ModuleValue):
             where = f"passed to `{written or 'a module'}`, whose parameters are {_PARTNERS[device]}"
+        elif isinstance(partner_facts, Collected):
+            where = f"put in `{written or 'a list'}` beside tensors {_PARTNERS[device]}, which one op joins"
         elif written:
             where = f"combined with `{written}`, which is {_PARTNERS[device]}"
         else:

@@ -152,6 +152,38 @@ class Iterable:
     element: "Value"
 
 
+@dataclass(frozen=True)
+class Collected(Iterable):
+    """A list the code fills (`items.append(t)`, `items.extend(ts)`): the join of its tensors,
+    where those placed are, and the calls that made the ones it holds on the default device.
+    `torch.stack` / `torch.cat` need every tensor on one device, a 0-dim one too."""
+
+    placed: Device | None = None
+    on_default: tuple[cst.Call, ...] = field(default=(), repr=False)
+
+    def adding(self, item: "Value") -> "Collected":
+        element = item if self.element is NOTHING else join(self.element, item)
+        if not isinstance(item, TensorFacts):
+            return Collected(element, self.placed, self.on_default)
+        placed = self.placed
+        if item.device.is_placed:
+            placed = item.device if placed is None else join_devices(placed, item.device)
+        made_here = item.device in (Device.DEFAULT, Device.CPU) and item.origin is not None and all(
+            item.origin is not seen for seen in self.on_default)
+        return Collected(element, placed, self.on_default + ((item.origin,) if made_here else ()))
+
+
+def _join_collected(first: Collected, second: Collected) -> Collected:
+    if first.element is NOTHING or second.element is NOTHING:
+        element = second.element if first.element is NOTHING else first.element
+    else:
+        element = join(first.element, second.element)
+    placed = first.placed if second.placed is None else (
+        second.placed if first.placed is None else join_devices(first.placed, second.placed))
+    extra = tuple(origin for origin in second.on_default if all(origin is not seen for seen in first.on_default))
+    return Collected(element, placed, first.on_default + extra)
+
+
 class _Unknown:
     _instance: "_Unknown | None" = None
 
@@ -159,7 +191,15 @@ class _Unknown:
         return "UNKNOWN"
 
 
+class _Nothing:
+    """The element of a list nothing has been put in yet."""
+
+    def __repr__(self) -> str:
+        return "NOTHING"
+
+
 UNKNOWN = _Unknown()
+NOTHING = _Nothing()
 NUMBER = Number()
 Value = TensorFacts | Number | DeviceValue | DtypeValue | ModuleValue | Sequence | Iterable | _Unknown
 
@@ -210,6 +250,13 @@ def join(first: Value, second: Value) -> Value:
                            first.placed_when if first.placed_when == second.placed_when else None)
     if isinstance(first, Sequence) and isinstance(second, Sequence) and len(first.items) == len(second.items):
         return Sequence(tuple(join(a, b) for a, b in zip(first.items, second.items)))
+    empty = Collected(NOTHING)
+    if isinstance(first, (Collected, Sequence)) and isinstance(second, (Collected, Sequence)) and (
+            isinstance(first, Collected) or isinstance(second, Collected)):
+        # A list filled on one path and left empty (`[]`) on another.
+        sides = [side if isinstance(side, Collected) else (empty if side == Sequence(()) else None) for side in (first, second)]
+        if None not in sides:
+            return _join_collected(*sides)
     if isinstance(first, Iterable) and isinstance(second, Iterable):
         return Iterable(join(first.element, second.element))
     return UNKNOWN

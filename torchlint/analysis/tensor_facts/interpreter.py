@@ -25,7 +25,8 @@ from torchlint.analysis.module_attributes import registration_of
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import isinstance_check, keyword_arg, positional_args, suite_statements
 from torchlint.analysis.tensor_facts.domain import (
-    NUMBER, UNKNOWN, Device, DeviceValue, DtypeValue, Iterable, ModuleValue, Number, Sequence, TensorFacts, Value,
+    NOTHING, NUMBER, UNKNOWN, Collected, Device, DeviceValue, DtypeValue, Iterable, ModuleValue, Number, Sequence,
+    TensorFacts, Value,
     element_of, holds_loaded, join, join_devices, unloaded, unpack,
 )
 from torchlint.analysis.tensor_facts.ops import (
@@ -113,6 +114,21 @@ def _placed_everywhere(facts: TensorFacts | ModuleValue) -> bool:
     return facts.device.is_placed and facts.device is not Device.CONDITIONAL
 
 
+def _restored(before: Env, entry: Env, end: Env | None) -> Env | None:
+    """The state at the end of a branch that entered as `entry`, a view of `before` in which the
+    branch's test decided where some tensors are: those it left as they entered are again what
+    they were."""
+    if end is None or entry is before:
+        return end
+    changed = [name for name, value in entry.items() if value is not before.get(name) and end.get(name) is value]
+    if not changed:
+        return end
+    end = dict(end)
+    for name in changed:
+        end[name] = before[name]
+    return end
+
+
 def join_envs(first: Env | None, second: Env | None) -> Env | None:
     if first is None:
         return second
@@ -133,6 +149,8 @@ class Interpreter:
         self.returns: Value | None = None
         self.single_dims: set[str] = set()
         self._no_grad = scope.no_grad
+        # Inside the branch of `if torch.cuda.is_available():` that runs without CUDA.
+        self._cpu_only = 0
         self._device_context = 0
         self._self = scope.self_name
 
@@ -156,12 +174,20 @@ class Interpreter:
         if isinstance(statement, cst.If):
             test = statement.test
             self.eval(test, env)
-            body = self._block(suite_statements(statement.body), self._narrowed(test, self._branch(test, True, env)))
-            orelse, other = statement.orelse, self._branch(test, False, env)
+            body_entry = self._branch(test, True, env)
+            body = self._block(suite_statements(statement.body), self._narrowed(test, body_entry))
+            orelse, other_entry = statement.orelse, self._branch(test, False, env)
+            cpu_only = self._tests_cuda(test, False)
+            self._cpu_only += cpu_only
+            other = other_entry
             if isinstance(orelse, cst.If):
-                other = self._statement(orelse, other)
+                other = self._statement(orelse, other_entry)
             elif orelse is not None:
-                other = self._block(suite_statements(orelse.body), other)
+                other = self._block(suite_statements(orelse.body), other_entry)
+            self._cpu_only -= cpu_only
+            if cpu_only and body is not None and other is not None:
+                # Both go on: a tensor the branch without CUDA took for a CPU one is again what it was.
+                other = _restored(env, other_entry, other)
             return self._placed_on_one_branch(test, body, other)
         if isinstance(statement, (cst.For, cst.While)):
             return self._loop(statement, env)
@@ -288,6 +314,7 @@ class Interpreter:
         elif isinstance(small, cst.Expr):
             self.eval(small.value, env)
             env = self._in_place_move(small.value, env)
+            env = self._filled(small.value, env)
         elif isinstance(small, cst.Return):
             if small.value is not None:
                 value = self.eval(small.value, env)
@@ -309,6 +336,30 @@ class Interpreter:
         if isinstance(self.model.memo.get(id(receiver)), ModuleValue) and isinstance(self.model.memo.get(id(expr)), ModuleValue):
             env = dict(env)
             self._bind(receiver, self.model.memo[id(expr)], env)
+        return env
+
+    def _filled(self, expr: cst.BaseExpression, env: Env) -> Env:
+        """`items.append(t)` / `items.extend(ts)` on a list the code fills: what it now holds. A
+        tensor put there where CUDA is unavailable is not recorded as made on the default device."""
+        if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and len(expr.args) == 1
+                and expr.func.attr.value in ("append", "extend")):
+            return env
+        receiver = expr.func.value
+        key = receiver.value if isinstance(receiver, cst.Name) else (
+            self._attribute_key(receiver) if isinstance(receiver, cst.Attribute) else None)
+        held = env.get(key) if key is not None else None
+        if held == Sequence(()):
+            held = Collected(NOTHING)
+        if not isinstance(held, Collected):
+            return env
+        item = self.model.memo.get(id(expr.args[0].value), UNKNOWN)
+        items = [element_of(item)] if expr.func.attr.value == "extend" else [item]
+        for value in items:
+            if self._cpu_only and isinstance(value, TensorFacts):
+                value = replace(value, origin=None)
+            held = held.adding(value)
+        env = dict(env)
+        env[key] = held
         return env
 
     def _loop(self, node: cst.For | cst.While, env: Env) -> Env | None:
@@ -952,7 +1003,13 @@ class Interpreter:
         for arg, value in args:
             if arg.star:
                 continue
-            if isinstance(value, Sequence) and isinstance(arg.value, (cst.Tuple, cst.List)):
+            if isinstance(value, Collected):
+                # A filled list: one operand where its tensors are, one per tensor made on the CPU.
+                placed = TensorFacts(device=value.placed, scalar=False) if value.placed is not None else value.element
+                found.append((arg.value, placed))
+                found.extend((origin, TensorFacts(device=Device.DEFAULT, scalar=False, origin=origin))
+                             for origin in value.on_default)
+            elif isinstance(value, Sequence) and isinstance(arg.value, (cst.Tuple, cst.List)):
                 found.extend((element.value, item) for element, item in zip(arg.value.elements, value.items))
             elif isinstance(value, (Sequence, Iterable)):
                 found.append((arg.value, element_of(value)))  # `torch.stack(torch.meshgrid(...))`
