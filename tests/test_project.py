@@ -404,3 +404,34 @@ def test_callers_that_keep_the_tensor_on_the_cpu_place_nothing(project):
     _write(project, {"utils/__init__.py": "", "utils/plots.py": PLOTS, "eval.py": calls,
                      "other.py": "def plot_images(imgs, targets):\n    pass\n\nplot_images(x.cuda(), x.cuda())\n"})
     assert _findings(project, ["utils/plots.py"]) == []
+
+
+NMS = """\
+import torch
+
+
+def keep_classes(prediction, classes):
+    for pred in prediction:
+        scores, labels = pred[:, 5:].max(1)
+        pred = pred[(labels.view(-1, 1) == torch.Tensor(classes)).any(1)]
+    return pred
+"""
+
+
+def test_a_helper_making_cpu_tensors_is_checked_with_the_model_outputs_its_callers_pass(project):
+    detect = ("import torch\nfrom utils.nms import keep_classes\n\nmodel = Net().to(device)\n"
+              "for img in loader:\n    img = img.to(device)\n    pred = model(img)[0]\n    keep_classes(pred, [0, 2])\n")
+    _write(project, {"utils/__init__.py": "", "utils/nms.py": NMS, "detect.py": detect})
+    settings = resolve_settings(Options(select=["TL301"]), cwd=project)
+    found = engine.check_files([(str(project / "utils/nms.py"), "utils/nms.py")], settings, 1)
+    assert [(d.location.row, [(r.filename, r.location.row) for r in d.related]) for d in found] == [
+        (7, [("detect.py", 8), ("utils/nms.py", 7)])]
+    assert "on the GPU when a caller passes it there" in found[0].message
+
+
+def test_objects_built_from_a_placed_tensor_are_not_placed_tensors(project):
+    detect = ("from utils.nms import keep_classes\n\nnet = net.cuda()\n"
+              "keep_classes(DataParallel(net), [0])\nkeep_classes(len(net), [0])\n")
+    _write(project, {"utils/__init__.py": "", "utils/nms.py": NMS, "detect.py": detect})
+    settings = resolve_settings(Options(select=["TL301"]), cwd=project)
+    assert engine.check_files([(str(project / "utils/nms.py"), "utils/nms.py")], settings, 1) == []

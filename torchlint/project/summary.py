@@ -602,15 +602,26 @@ class _ScopeCalls(ast.NodeVisitor):
 
 
 def _places(value: ast.expr, placed_names: set[str]) -> bool:
-    """`x.cuda()`, `x.to(device)` / `x.to("cuda")`, or a name last assigned one of them."""
+    """`x.cuda()`, `x.to(device)` / `x.to("cuda")`, a name last assigned one of them, or what is
+    computed from such a name (`model(imgs)`, `pred[i]`), short of leaving the device."""
     if isinstance(value, ast.Name):
         return value.id in placed_names
-    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
-        return False
-    method = value.func.attr
-    if method == "cuda":
-        return True
-    if method != "to" or not value.args:
-        return False
-    target = ast.unparse(value.args[0])
-    return ("device" in target or "cuda" in target) and "cpu" not in target
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        method = value.func.attr
+        if method == "cuda":
+            return True
+        if method in _LEAVING_THE_DEVICE:
+            return False
+        if method == "to" and value.args:
+            target = ast.unparse(value.args[0])
+            return ("device" in target or "cuda" in target) and "cpu" not in target
+    if isinstance(value, ast.Call):
+        called = _dotted(value.func) or ""
+        if called in _NOT_TENSORS or called.rsplit(".", 1)[-1][:1].isupper():
+            return False  # `len(x)`, or an object built from the tensor (`DataParallel(net)`)
+    return bool(placed_names) and isinstance(value, (ast.Call, ast.BinOp, ast.Subscript, ast.Attribute)) and any(
+        isinstance(node, ast.Name) and node.id in placed_names for node in ast.walk(value))
+
+
+_LEAVING_THE_DEVICE = frozenset({"cpu", "numpy", "item", "tolist"})
+_NOT_TENSORS = frozenset({"len", "float", "int", "str", "print", "range", "enumerate"})

@@ -43,7 +43,10 @@ class MixedDevices(Rule):
     test knows which path ran, and in the branch where `torch.cuda.is_available()` is false
     nothing is on a GPU. A list filled with `append`/`extend` remembers where its tensors are:
     one made on the default device beside GPU ones is reported when `torch.stack`/`torch.cat`
-    joins them (a 0-dim tensor too: only elementwise ops accept a CPU scalar). In `forward()` and the Module methods it calls, the
+    joins them (a 0-dim tensor too: only elementwise ops accept a CPU scalar). The parameters of
+    a top-level function that makes tensors without `device=` are on the GPU when a call in the
+    project passes them a tensor moved there, or computed from one (`model(img)` after `img =
+    img.to(device)`); the finding names that call. In `forward()` and the Module methods it calls, the
     inputs, parameters, registered buffers and submodule outputs are on the module's device; a
     plain tensor attribute (`self.mask = torch.ones(...)` in `__init__`) is not moved with the
     module and stays on the default device. Every input of `forward()` without a default is on the
@@ -103,7 +106,12 @@ class MixedDevices(Rule):
         partner, device = conflicts[0]
         written = self.ctx.code_for(partner).strip() if isinstance(partner, (cst.Name, cst.Attribute)) else None
         partner_facts = self.ctx.tensors.facts(partner)
-        if isinstance(partner_facts, ModuleValue):
+        passed_by = getattr(partner_facts, "placed_by", None)
+        if passed_by is not None:
+            # A parameter's tensor that a call in the project passes on the GPU: that call is the evidence.
+            related = (*related, *self.ctx.project.related((passed_by,), self.ctx.path))
+            where = f"combined with {f'`{written}`' if written else 'a tensor'}, on the GPU when a caller passes it there"
+        elif isinstance(partner_facts, ModuleValue):
             where = f"passed to `{written or 'a module'}`, whose parameters are {_PARTNERS[device]}"
         elif isinstance(partner_facts, Collected):
             where = f"put in `{written or 'a list'}` beside tensors {_PARTNERS[device]}, which one op joins"

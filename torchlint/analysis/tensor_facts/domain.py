@@ -231,6 +231,7 @@ def join_facts(first: TensorFacts, second: TensorFacts) -> TensorFacts:
         activation=first.activation if first.activation == second.activation else None,
         activated_by=first.activated_by if first.activation == second.activation else None,
         placed_when=first.placed_when if first.placed_when == second.placed_when else None,
+        placed_by=first.placed_by if first.placed_by is not None else second.placed_by,
     )
 
 
@@ -274,7 +275,8 @@ def element_of(value: Value) -> Value:
     if isinstance(value, TensorFacts):
         # A row of a softmax output is a distribution too.
         return TensorFacts(device=value.device, dtype=value.dtype, requires_grad=value.requires_grad, loaded=value.loaded,
-                           placed_when=value.placed_when, activation=value.activation, activated_by=value.activated_by)
+                           placed_when=value.placed_when, placed_by=value.placed_by, activation=value.activation,
+                           activated_by=value.activated_by)
     return UNKNOWN
 
 

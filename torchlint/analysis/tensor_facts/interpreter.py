@@ -775,6 +775,8 @@ class Interpreter:
             loaded=all(value.loaded for value in facts) and device is Device.DEFAULT,
             placed_when=next((value.placed_when for value in facts if value.device is device), None)
             if device is Device.CONDITIONAL else None,
+            placed_by=next((value.placed_by for value in facts if value.placed_by is not None), None)
+            if device is Device.CONDITIONAL else None,
         )
 
     @staticmethod

@@ -41,6 +41,10 @@ _TENSOR_ANNOTATIONS = frozenset(
      "torch.nn.parameter.Parameter"}
 )
 _NUMBER_ANNOTATIONS = frozenset({"int", "float", "bool"})
+# What makes a function's findings depend on where its callers put its tensors: `.numpy()`, a
+# tensor made without `device=`.
+_CALLER_SENSITIVE = re.compile(
+    r"\.numpy\(|torch\.(?:zeros|ones|arange|tensor|full|eye|linspace|empty|rand|randn|(?:[A-Z]\w*)?Tensor)\(")
 # Parameters that name the model a function runs (`model`, `net`, `resnet`, `policy_net`): a
 # Module of unknown placement, whose output is where its input is.
 _MODEL_PARAMETER = re.compile(r"(\w+_)?(model|\w*net|network)", re.IGNORECASE)
@@ -363,7 +367,7 @@ class TensorModel:
             if param_name in from_calls:
                 env[param_name] = from_calls[param_name]
                 continue
-            if param_name in from_callers:
+            if param_name in from_callers and not _MODEL_PARAMETER.fullmatch(param_name):
                 env[param_name] = TensorFacts(device=Device.CONDITIONAL, placed_by=from_callers[param_name])
                 continue
             if param_name == scope.self_name:
@@ -408,11 +412,12 @@ class TensorModel:
         return env
 
     def _placed_by_callers(self, scope: Scope) -> dict:
-        """For a top-level function that converts tensors to numpy: its parameters that a call in
-        the project passes on the GPU, with that call (asked only there: it reads the project)."""
+        """For a top-level function that converts tensors to numpy or makes tensors on the default
+        device: its parameters that a call in the project passes on the GPU, with that call
+        (asked only there: it reads the project)."""
         function = scope.node
-        if scope.classdef is not None or scope.parent is not None or ".numpy(" not in self.ctx.source \
-                or ".numpy(" not in self.ctx.module.code_for_node(function):
+        if scope.classdef is not None or scope.parent is not None or _CALLER_SENSITIVE.search(self.ctx.source) is None \
+                or _CALLER_SENSITIVE.search(self.ctx.module.code_for_node(function)) is None:
             return {}
         return self.ctx.project.placed_by_callers(function.name.value)
 
