@@ -18,6 +18,7 @@ is the same in every worker process, in any order.
 from __future__ import annotations
 
 import os
+import re
 
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.project_facts import Fact, Note, StepEvent
@@ -41,6 +42,8 @@ _NOT_BASES = frozenset({"object", "?", "Exception", "ABC", "abc.ABC", "typing.Ge
 
 # Summaries by file and digest of its bytes: computed once per process.
 _SUMMARIES: dict[tuple[str, str], ModuleSummary | None] = {}
+# The calls passing placed tensors of each file read for callers, by file and digest.
+_PLACING_CALLS: dict[tuple[str, str], tuple[dict, tuple[str, ...]]] = {}
 # Per checked file (real path): every project file and listing its answers were read from, in
 # this process (a fix re-checks a file several times; the cache records the union).
 _USED: dict[str, set[str]] = {}
@@ -176,14 +179,21 @@ class _Resolver:
         if definition is None:
             return {}
         found: dict[str, Note] = {}
-        needle = f"{function}(".encode()
+        # A call of the name (not its definition), as `f(` or `module.f(`.
+        name = function.encode()
+        needle = re.compile(rb"(?<!def )(?<!\w)" + re.escape(name) + rb"\s*\(")
         for caller in self.project_files():
             self.used.add(caller)
             data = self.layout.read(caller)
-            if data is None or needle not in data:
+            # Only a file that moves tensors can pass placed ones (plain searches first: they are fast).
+            if data is None or name not in data or (b".cuda(" not in data and b".to(" not in data) \
+                    or needle.search(data) is None:
                 continue
-            calls, stars = placing_calls(data, function)
-            for call in calls:
+            key = (caller, self.layout.state(caller))
+            if key not in _PLACING_CALLS:
+                _PLACING_CALLS[key] = placing_calls(data)
+            calls, stars = _PLACING_CALLS[key]
+            for call in calls.get(function, ()):
                 if not self.calls_definition(call.callee, caller, stars, path, function):
                     continue
                 for key in call.placed:

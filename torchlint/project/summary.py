@@ -534,32 +534,33 @@ class PlacingCall:
     column: int
 
 
-def placing_calls(source: bytes, name: str) -> tuple[tuple[PlacingCall, ...], tuple[str, ...]]:
-    """The calls of functions named `name` in the module that pass a placed tensor (`x.cuda()`,
-    `x.to(device)`, or a local name last assigned one), and the modules it star-imports."""
+def placing_calls(source: bytes) -> tuple[dict[str, tuple[PlacingCall, ...]], tuple[str, ...]]:
+    """The calls in the module that pass a placed tensor (`x.cuda()`, `x.to(device)`, a local name
+    last assigned one, or a value computed from one), by the called name (`f` of `f(...)` and of
+    `mod.f(...)`), and the modules it star-imports."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return (), ()
+        return {}, ()
     imports = _imports(tree.body)
     stars = tuple("." * node.level + (node.module or "") for node in _top_statements(tree.body)
                   if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names))
-    found: list[PlacingCall] = []
+    found: dict[str, list[PlacingCall]] = {}
     for scope in (tree, *(node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))):
-        found.extend(_ScopeCalls(name, imports).calls(scope))
-    return tuple(found), stars
+        for name, call in _ScopeCalls(imports).calls(scope):
+            found.setdefault(name, []).append(call)
+    return {name: tuple(calls) for name, calls in found.items()}, stars
 
 
 class _ScopeCalls(ast.NodeVisitor):
     """The placing calls of one scope's own statements, in source order."""
 
-    def __init__(self, name: str, imports: dict[str, str]) -> None:
-        self.name = name
+    def __init__(self, imports: dict[str, str]) -> None:
         self.imports = imports
         self.placed_names: set[str] = set()
-        self.found: list[PlacingCall] = []
+        self.found: list[tuple[str, PlacingCall]] = []
 
-    def calls(self, scope: ast.AST) -> list[PlacingCall]:
+    def calls(self, scope: ast.AST) -> list[tuple[str, PlacingCall]]:
         for statement in scope.body:
             self.visit(statement)
         return self.found
@@ -592,13 +593,13 @@ class _ScopeCalls(ast.NodeVisitor):
         self.generic_visit(node)
         func = node.func
         called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-        if called != self.name:
+        if called is None:
             return
         placed = [index for index, arg in enumerate(node.args) if _places(arg, self.placed_names)]
         placed += [keyword.arg for keyword in node.keywords if keyword.arg and _places(keyword.value, self.placed_names)]
         callee = _written(func, self.imports)
         if placed and callee is not None:
-            self.found.append(PlacingCall(callee, tuple(placed), node.lineno, node.col_offset + 1))
+            self.found.append((called, PlacingCall(callee, tuple(placed), node.lineno, node.col_offset + 1)))
 
 
 def _places(value: ast.expr, placed_names: set[str]) -> bool:

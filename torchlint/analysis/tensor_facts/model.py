@@ -45,6 +45,8 @@ _NUMBER_ANNOTATIONS = frozenset({"int", "float", "bool"})
 # tensor made without `device=`.
 _CALLER_SENSITIVE = re.compile(
     r"\.numpy\(|torch\.(?:zeros|ones|arange|tensor|full|eye|linspace|empty|rand|randn|(?:[A-Z]\w*)?Tensor)\(")
+_TOP_LEVEL_LINE = re.compile(r"^[^\s#@)]", re.M)
+_TOP_LEVEL_DEF = re.compile(r"(?:async\s+)?def\s+(\w+)")
 # Parameters that name the model a function runs (`model`, `net`, `resnet`, `policy_net`): a
 # Module of unknown placement, whose output is where its input is.
 _MODEL_PARAMETER = re.compile(r"(\w+_)?(model|\w*net|network)", re.IGNORECASE)
@@ -96,6 +98,7 @@ class TensorModel:
         # (id(classdef), method name) -> positional argument values of each `self.<method>(...)`.
         self._self_calls: dict[tuple[int, str], list[list[Value]]] = {}
         self._top_functions: dict[str, cst.FunctionDef] | None = None
+        self._sensitive: set[str] | None = None  # see `_caller_sensitive`
         self._methods: dict[int, cst.ClassDef] = {}
         self._module_names: set[str] | None = None
         source = ctx.source
@@ -416,10 +419,22 @@ class TensorModel:
         device: its parameters that a call in the project passes on the GPU, with that call
         (asked only there: it reads the project)."""
         function = scope.node
-        if scope.classdef is not None or scope.parent is not None or _CALLER_SENSITIVE.search(self.ctx.source) is None \
-                or _CALLER_SENSITIVE.search(self.ctx.module.code_for_node(function)) is None:
+        if scope.classdef is not None or scope.parent is not None or function.name.value not in self._caller_sensitive():
             return {}
         return self.ctx.project.placed_by_callers(function.name.value)
+
+    def _caller_sensitive(self) -> set[str]:
+        """The top-level functions whose text matches `_CALLER_SENSITIVE`, from one pass over the
+        source: a function's text runs from its `def` to the next line that starts in column 0."""
+        if self._sensitive is None:
+            source = self.ctx.source
+            starts = [match.start() for match in _TOP_LEVEL_LINE.finditer(source)] + [len(source)]
+            self._sensitive = set()
+            for start, end in zip(starts, starts[1:]):
+                found = _TOP_LEVEL_DEF.match(source, start)
+                if found is not None and _CALLER_SENSITIVE.search(source, start, end) is not None:
+                    self._sensitive.add(found.group(1))
+        return self._sensitive
 
     def _is_loader_parameter(self, param: cst.Param) -> bool:
         """`def train(model, train_loader, ...)` in a file that builds its DataLoaders on the CPU."""
