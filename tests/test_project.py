@@ -435,3 +435,13 @@ def test_objects_built_from_a_placed_tensor_are_not_placed_tensors(project):
     _write(project, {"utils/__init__.py": "", "utils/nms.py": NMS, "detect.py": detect})
     settings = resolve_settings(Options(select=["TL301"]), cwd=project)
     assert engine.check_files([(str(project / "utils/nms.py"), "utils/nms.py")], settings, 1) == []
+
+
+def test_a_file_too_large_to_check_is_not_read_for_callers_either(project):
+    padding = "# " + "x" * 98 + "\n"
+    huge = "from utils.nms import keep_classes\n" + padding * 41_000 + "keep_classes(pred.cuda(), [0])\n"
+    _write(project, {"utils/__init__.py": "", "utils/nms.py": NMS, "huge.py": huge})
+    settings = resolve_settings(Options(select=["TL301"]), cwd=project)
+    assert engine.check_files([(str(project / "utils/nms.py"), "utils/nms.py")], settings, 1) == []
+    (project / "huge.py").write_text(huge.replace(padding * 41_000, ""))
+    assert len(engine.check_files([(str(project / "utils/nms.py"), "utils/nms.py")], settings, 1)) == 1

@@ -19,6 +19,8 @@ import hashlib
 import os
 from functools import lru_cache
 
+from torchlint.sources import MAX_SOURCE_BYTES
+
 _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 # Absolute imports never looked up in the project: torch's API is known in `analysis/`.
 _NEVER_PROJECT = frozenset({"torch", "__future__", "builtins", "typing"})
@@ -88,12 +90,17 @@ def _listing(directory: str) -> tuple[frozenset[str], str]:
 
 
 def _contents(path: str) -> tuple[bytes | None, str]:
+    """The file's bytes and their digest; a file too large to check is not read (its size and
+    time of change stand for its state)."""
     try:
+        info = os.stat(path)
+        if info.st_size > MAX_SOURCE_BYTES:
+            return None, f"large:{info.st_size}:{info.st_mtime_ns}"
         with open(path, "rb") as stream:
-            data = stream.read()
+            data = stream.read(MAX_SOURCE_BYTES + 1)
     except OSError:
         return None, ""
-    return data, _digest(data)
+    return (data, _digest(data)) if len(data) <= MAX_SOURCE_BYTES else (None, f"large:{len(data)}")
 
 
 class Layout:
