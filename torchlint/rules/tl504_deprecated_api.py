@@ -16,6 +16,8 @@ from torchlint.rule import Rule
 
 # Reductions that return a 0-dim tensor when called without a dimension.
 _FULL_REDUCTIONS = frozenset({"sum", "mean", "prod", "norm", "max", "min", "std", "var"})
+_KNOWN, _BY_NAME = "known", "by name"
+_REDUCTION_FLAGS = ("reduction", "reduce", "size_average")
 _LOSS_FUNCTION_ENDINGS = ("_loss", "cross_entropy", "kl_div", "nll_loss")
 
 # Where a name or attribute is a use of what it refers to (not a definition or a target).
@@ -67,7 +69,10 @@ class DeprecatedApiUse(Rule):
     `torch.linalg.cholesky(A).mH`, `torch.qr(A, some=False)` becomes
     `torch.linalg.qr(A, mode="complete")`, `torch.chain_matmul(a, b, c)` becomes
     `torch.linalg.multi_dot([a, b, c])` (not offered for a single matrix, which `multi_dot`
-    rejects). `loss.data[0]` becomes `loss.item()`: safe, the old code raises. Renames that
+    rejects). `loss.data[0]` becomes `loss.item()`: safe where the tensor is known to be 0-dim
+    (a full reduction, a torch loss function or loss module with its default reduction), as the
+    old code raises; unsafe where only its name says it is a loss (an unreduced loss's `[0]` is
+    legal). A loss built with `reduction=` is not reported. Renames that
     change behaviour the author must check are unsafe
     (`torch.testing.assert_allclose` to `assert_close`, whose default checks are stricter;
     `weight_norm`, whose state_dict keys change). Replacements with different arguments get no
@@ -159,33 +164,58 @@ class DeprecatedApiUse(Rule):
         value = node.value
         legacy = isinstance(value, cst.Attribute) and value.attr.value == "data"
         tensor = value.value if legacy else value
-        if not self._zero_dim(tensor, legacy):
+        evidence = self._zero_dim(tensor, legacy)
+        if evidence is None:
             return
         written = self.ctx.code_for(tensor)
+        # Known 0-dim, `.item()` is what the old code meant; a 0-dim read from a loss's name alone
+        # may be an unreduced loss, whose `[0]` is legal: then the fix waits for `--unsafe-fixes`.
+        applicability = Applicability.SAFE if evidence == _KNOWN else Applicability.UNSAFE
         self.report(
             node,
             f"`{self.ctx.code_for(node)}` indexes a 0-dim tensor, which raises `IndexError` since torch 0.4 "
             f"(removed: scalars are 0-dim tensors); use `{written}.item()`",
-            fix=FixSpec(f"Replace with `{written}.item()`", ((node, f"{written}.item()"),)),
+            fix=FixSpec(f"Replace with `{written}.item()`", ((node, f"{written}.item()"),), applicability),
         )
 
-    def _zero_dim(self, expr: cst.BaseExpression, legacy: bool) -> bool:
-        """Known 0-dim: a full reduction (`x.sum()`), a known scalar tensor, or (for the
-        `.data[0]` idiom) a loss; a bare `loss[0]` needs a torch loss function without `reduction=`."""
+    def _zero_dim(self, expr: cst.BaseExpression, legacy: bool) -> str | None:
+        """How `expr` is known 0-dim: `_KNOWN` (a full reduction such as `x.sum()`, a known scalar
+        tensor, a torch loss function without `reduction=`), `_BY_NAME` (for the `.data[0]`
+        idiom, a loss by its name, not unreduced), or None."""
         facts = self.ctx.kinds.tensor(expr)
         if facts is not None and facts.scalar is True and not facts.maybe:
-            return True
+            return _KNOWN
         value = self.ctx.values.resolve(expr)
         if not isinstance(value, cst.Call):
-            return legacy and looks_like_loss(value)
+            return _BY_NAME if legacy and looks_like_loss(value) else None
         if method_name(value) in _FULL_REDUCTIONS and not value.args:
-            return True
+            return _KNOWN
         if keyword_arg(value, "reduction") is not None:
-            return False
+            return None
+        module = self._loss_module(value)
+        if module is not None:
+            # `criterion(x, y)`: 0-dim with the default reduction; with `reduction=` (or the old
+            # `reduce=` / `size_average=`) it may have the batch's shape.
+            return None if any(keyword_arg(module, flag) is not None for flag in _REDUCTION_FLAGS) else _KNOWN
         callee = self.ctx.callee(value) or ""
         if callee.startswith("torch.nn.functional.") and callee.endswith(_LOSS_FUNCTION_ENDINGS):
-            return True
-        return legacy and looks_like_loss(value)
+            return _KNOWN
+        return _BY_NAME if legacy and looks_like_loss(value) else None
+
+    def _loss_module(self, call: cst.Call) -> cst.Call | None:
+        """The `torch.nn.<...>Loss(...)` construction that `call` calls (inline, through a local
+        or a `self.` attribute), or None."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            made = self.ctx.values.resolve(func)
+        elif isinstance(func, cst.Attribute):
+            made = self.ctx.self_attributes.value_of(func)
+        else:
+            made = func
+        if not isinstance(made, cst.Call):
+            return None
+        constructor = self.ctx.callee(made) or ""
+        return made if constructor.startswith("torch.nn.") and constructor.endswith("Loss") else None
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if isinstance(node.names, cst.ImportStar) or node.module is None:
