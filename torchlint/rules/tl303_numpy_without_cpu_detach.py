@@ -33,7 +33,8 @@ class NumpyWithoutCpuDetach(Rule):
 
     Under `torch.no_grad()` / `torch.inference_mode()` (blocks or decorated functions) a result
     no longer requires grad, but it stays on its device. Tensors moved back to the CPU earlier
-    (also through local variables and branches), tensors whose device or grad state is unknown,
+    (also through local variables and branches, and by a CPU tensor type:
+    `.type(torch.FloatTensor)`), tensors whose device or grad state is unknown,
     and tensors on the device of an input of unknown placement (`device=x.device` for an `x`
     that may come from numpy) are not reported. Notebooks are checked like scripts.
 

@@ -1129,6 +1129,8 @@ class Interpreter:
         if rule is Rule.CONVERT:
             if name == "type" and not call.args:
                 return UNKNOWN
+            if name == "type":
+                return self._typed(call, receiver)
             return replace(receiver, dtype=op.dtype)
         if rule is Rule.DETACH:
             return replace(receiver, requires_grad=False)
@@ -1391,6 +1393,16 @@ class Interpreter:
             return True
         name = expr.value if isinstance(expr, cst.Name) else (expr.attr.value if isinstance(expr, cst.Attribute) else None)
         return name is not None and "dtype" in name.lower()
+
+    def _typed(self, call: cst.Call, receiver: TensorFacts) -> TensorFacts:
+        """`x.type(torch.FloatTensor)` moves to the CPU, `x.type(torch.cuda.FloatTensor)` to the
+        GPU (a tensor type names a device); `x.type(torch.float32)` keeps the device."""
+        written = self.ctx.qualified_name(call.args[0].value) or ""
+        if written.startswith("torch.cuda.") and written.endswith("Tensor"):
+            return receiver.moved(Device.ACCELERATOR)
+        if written.startswith("torch.") and written.endswith("Tensor") and written.count(".") == 1:
+            return receiver.moved(Device.CPU, origin=call)
+        return receiver
 
     def _move(self, call: cst.Call, name: str, receiver: TensorFacts, args) -> TensorFacts:
         if name == "cuda" or name in ("xpu", "mps"):
