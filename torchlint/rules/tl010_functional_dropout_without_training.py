@@ -18,11 +18,20 @@ def _is_zero(expr: cst.BaseExpression | None) -> bool:
     return isinstance(expr, (cst.Integer, cst.Float)) and float(expr.value) == 0.0
 
 
+def _tests_training(test: cst.BaseExpression) -> bool:
+    """`self.training`, alone or as a term of an `and`."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _tests_training(test.left) or _tests_training(test.right)
+    return isinstance(test, cst.Attribute) and test.attr.value == "training"
+
+
 class FunctionalDropoutWithoutTraining(Rule):
     """
     ## What it does
     Flags `F.dropout(x, p)` (and `dropout1d/2d/3d`) called inside a method of an `nn.Module`
-    without `training=`.
+    without `training=`. Not where eval skips it: in the body of `if self.training:` (also
+    joined by `and`), or with `p` set to 0 outside training (`self.p if self.training else 0.0`,
+    inline or through a local).
 
     ## Why is this bad?
     The functional form does not know the module's mode: `training` defaults to True, so the
@@ -61,7 +70,8 @@ class FunctionalDropoutWithoutTraining(Rule):
             return
         if has_star_args(node) or keyword_arg(node, "training") is not None or len(positional_args(node)) > 2:
             return
-        if _is_zero(argument(node, 1, "p")):
+        rate = argument(node, 1, "p")
+        if _is_zero(rate) or self._off_outside_training(rate) or self._under_training_test(node):
             return
         if not in_module_method(self.ctx) or self.ctx.guards.in_version_gate(node):
             return
@@ -72,6 +82,19 @@ class FunctionalDropoutWithoutTraining(Rule):
             "`training=self.training` (or use `nn.Dropout`)",
             fix=self._fix(node),
         )
+
+    def _off_outside_training(self, rate: cst.BaseExpression | None) -> bool:
+        """`p = self.p if self.training else 0.0` (inline or through a local): no dropout in eval."""
+        value = self.ctx.values.resolve(rate) if isinstance(rate, cst.Name) else rate
+        return isinstance(value, cst.IfExp) and _tests_training(value.test) and _is_zero(value.orelse)
+
+    def _under_training_test(self, node: cst.Call) -> bool:
+        """In the body of `if self.training:` (also `if self.training and ...:`): eval skips it."""
+        ancestors = self.ctx.ancestors
+        for index, ancestor in enumerate(ancestors[:-1]):
+            if isinstance(ancestor, cst.If) and ancestors[index + 1] is ancestor.body and _tests_training(ancestor.test):
+                return True
+        return False
 
     def _fix(self, node: cst.Call) -> FixSpec | None:
         function = self.ctx.enclosing_function()
