@@ -445,3 +445,15 @@ def test_a_file_too_large_to_check_is_not_read_for_callers_either(project):
     assert engine.check_files([(str(project / "utils/nms.py"), "utils/nms.py")], settings, 1) == []
     (project / "huge.py").write_text(huge.replace(padding * 41_000, ""))
     assert len(engine.check_files([(str(project / "utils/nms.py"), "utils/nms.py")], settings, 1)) == 1
+
+
+def test_a_forward_over_a_project_base_that_is_no_module_makes_no_module(project):
+    base = "from abc import ABC\n\n\nclass BaseTransform(ABC):\n    def __call__(self, data):\n        return self.forward(data)\n"
+    transform = ("import torch\nfrom pkg.base import BaseTransform\n\n\nclass ToSlic(BaseTransform):\n"
+                 "    def forward(self, img):\n        return img.numpy()\n\n\n"
+                 "def apply(t, img):\n    return t.forward(img)\n")
+    _write(project, {"pkg/__init__.py": "", "pkg/base.py": base, "pkg/slic.py": transform})
+    assert _findings(project, ["pkg/slic.py"]) == []
+    # Over a base from outside the project, `forward` still makes a Module: `.numpy()` of its input is TL303.
+    _write(project, {"pkg/slic.py": transform.replace("from pkg.base import", "from elsewhere import")})
+    assert ("pkg/slic.py", "TL303", 7) in _findings(project, ["pkg/slic.py"])

@@ -1,8 +1,10 @@
 """Which classes of a file are `nn.Module` subclasses.
 
 A class is a Module when a base resolves through the imports to a module class of `torch.nn`
-(or Lightning's `LightningModule`), or is itself a Module class of this file. A class whose bases
-are imported from elsewhere (unknowable statically) counts as a Module when it defines `forward`.
+(or Lightning's `LightningModule`), or is itself a Module class of this file or, through the
+project index, of another file of the project. A class whose bases are imported from outside the
+project (unknowable statically) counts as a Module when it defines `forward`; one whose project
+bases are known not to be Modules (`class ToSLIC(BaseTransform)`) does not.
 """
 
 from __future__ import annotations
@@ -146,9 +148,15 @@ class ModuleClasses:
                 continue
             qualified = self._imports.qualified_name(base.value)
             if qualified is not None:
-                if is_torch_module_class(qualified) or self._is_project_module_class(qualified):
+                if is_torch_module_class(qualified):
                     return True
-                has_unknown_base = has_unknown_base or not qualified.startswith(("torch.", "typing."))
+                fact = self._project.lookup(qualified) if self._project is not None else None
+                if fact is not None and fact.kind == "module class":
+                    return True
+                # A class the project defines and knows is no Module (`BaseTransform(ABC)`) is no
+                # unknowable base: its `forward` does not make a Module.
+                known = fact is not None or qualified.startswith(("torch.", "typing."))
+                has_unknown_base = has_unknown_base or not known
                 continue
             written = dotted_name(base.value)
             if written in self._module_names:
@@ -156,7 +164,3 @@ class ModuleClasses:
             has_unknown_base = has_unknown_base or written not in (None, "object")
         return has_unknown_base and _defines(classdef, "forward")
 
-    def _is_project_module_class(self, qualified: str) -> bool:
-        """A base imported from another file of the project that is a Module class there."""
-        fact = self._project.lookup(qualified) if self._project is not None else None
-        return fact is not None and fact.kind == "module class"
