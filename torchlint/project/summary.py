@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from torchlint.analysis.loops import Role, role_from_name, role_of_constructor
 from torchlint.analysis.modules import is_model_factory, is_torch_module_class
+from torchlint.analysis.top_level import DEFINITION, top_level_pieces
 from torchlint.analysis.values import DATA_FACTORIES, SIZE_FACTORIES
 
 # Returned-value kinds a function summary can hold.
@@ -118,9 +119,6 @@ def summarize_statements(body: list[ast.stmt], imports: dict[str, str], offset: 
 # constants are read at once, and a class or function is parsed when first asked about. A piece
 # that does not parse alone (a string spanning a cut) falls back to parsing the whole module.
 
-_TOP_LEVEL = re.compile(r"^(?=[A-Za-z_@])", re.M)
-_CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")
-_DEFINITION = re.compile(r"(?:@.*\n(?:[ \t]*(?:#.*)?\n)*)*(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
 _ASSIGNED = re.compile(r"(\w+)[ \t]*(?::[^=\n]*)?=[^=]")
 _CONSTANT = re.compile(r"(\w+)[ \t]*=[ \t]*([-+]?\d[\w.]*|'[^'\n\\\\]*'|\"[^\"\n\\\\]*\"|True|False)[ \t]*(?:#.*)?\s*")
 
@@ -133,14 +131,14 @@ def summarize_lazily(source: bytes) -> ModuleSummary | None:
     """`summarize`, parsing each class or function only when it is asked about."""
     try:
         text = source.decode("utf-8")
-        pieces = _pieces(text)
+        pieces = top_level_pieces(text)
         imports: dict[str, str] = {}
         constants: dict[str, object] = {}
         definitions: dict[str, tuple[str, str, int]] = {}
         nested: list[ast.Module] = []
         plain_imports: list[str] = []
         for piece, row in pieces:
-            found = _DEFINITION.match(piece)
+            found = DEFINITION.match(piece)
             if found is not None:
                 definitions.setdefault(found.group(2), (found.group(1), piece, row))
             elif piece.startswith(("from", "import")):
@@ -162,22 +160,6 @@ def summarize_lazily(source: bytes) -> ModuleSummary | None:
         return ModuleSummary(imports, lazy.of_kind("class"), lazy.of_kind("def"), constants)
     except (_Unparsable, UnicodeDecodeError, ValueError, SyntaxError):
         return summarize(source)
-
-
-def _pieces(text: str) -> list[tuple[str, int]]:
-    """Top-level statements (an `if`/`try` with its `else`/`except` branches), with their rows."""
-    starts = [match.start() for match in _TOP_LEVEL.finditer(text)] + [len(text)]
-    pieces: list[tuple[str, int]] = []
-    row = 1 + text.count("\n", 0, starts[0])
-    for start, end in zip(starts, starts[1:]):
-        piece = text[start:end]
-        if pieces and _CONTINUATION.match(piece):
-            previous, previous_row = pieces[-1]
-            pieces[-1] = (previous + piece, previous_row)
-        else:
-            pieces.append((piece, row))
-        row += piece.count("\n")
-    return pieces
 
 
 def _parse(piece: str, row: int) -> ast.Module:

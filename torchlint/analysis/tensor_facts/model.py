@@ -30,6 +30,7 @@ from torchlint.analysis.tensor_facts.domain import (
     NUMBER, UNKNOWN, Device, Iterable, ModuleValue, Number, TensorFacts, Value, join,
 )
 from torchlint.analysis.tensor_facts.interpreter import Env, Interpreter
+from torchlint.analysis.top_level import DEFINITION, top_level_pieces
 from torchlint.analysis.module_attributes import registration_of
 from torchlint.walker import child_nodes
 
@@ -45,8 +46,6 @@ _NUMBER_ANNOTATIONS = frozenset({"int", "float", "bool"})
 # tensor made without `device=`.
 _CALLER_SENSITIVE = re.compile(
     r"\.numpy\(|torch\.(?:zeros|ones|arange|tensor|full|eye|linspace|empty|rand|randn|(?:[A-Z]\w*)?Tensor)\(")
-_TOP_LEVEL_LINE = re.compile(r"^[^\s#@)]", re.M)
-_TOP_LEVEL_DEF = re.compile(r"(?:async\s+)?def\s+(\w+)")
 # Parameters that name the model a function runs (`model`, `net`, `resnet`, `policy_net`): a
 # Module of unknown placement, whose output is where its input is.
 _MODEL_PARAMETER = re.compile(r"(\w+_)?(model|\w*net|network)", re.IGNORECASE)
@@ -425,15 +424,13 @@ class TensorModel:
 
     def _caller_sensitive(self) -> set[str]:
         """The top-level functions whose text matches `_CALLER_SENSITIVE`, from one pass over the
-        source: a function's text runs from its `def` to the next line that starts in column 0."""
+        source cut at its top-level statements."""
         if self._sensitive is None:
-            source = self.ctx.source
-            starts = [match.start() for match in _TOP_LEVEL_LINE.finditer(source)] + [len(source)]
             self._sensitive = set()
-            for start, end in zip(starts, starts[1:]):
-                found = _TOP_LEVEL_DEF.match(source, start)
-                if found is not None and _CALLER_SENSITIVE.search(source, start, end) is not None:
-                    self._sensitive.add(found.group(1))
+            for piece, _ in top_level_pieces(self.ctx.source):
+                found = DEFINITION.match(piece)
+                if found is not None and found.group(1) == "def" and _CALLER_SENSITIVE.search(piece) is not None:
+                    self._sensitive.add(found.group(2))
         return self._sensitive
 
     def _is_loader_parameter(self, param: cst.Param) -> bool:
