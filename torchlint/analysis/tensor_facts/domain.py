@@ -162,26 +162,18 @@ class Collected(Iterable):
     on_default: tuple[cst.Call, ...] = field(default=(), repr=False)
 
     def adding(self, item: "Value") -> "Collected":
-        element = item if self.element is NOTHING else join(self.element, item)
         if not isinstance(item, TensorFacts):
-            return Collected(element, self.placed, self.on_default)
-        placed = self.placed
-        if item.device.is_placed:
-            placed = item.device if placed is None else join_devices(placed, item.device)
-        made_here = item.device in (Device.DEFAULT, Device.CPU) and item.origin is not None and all(
-            item.origin is not seen for seen in self.on_default)
-        return Collected(element, placed, self.on_default + ((item.origin,) if made_here else ()))
+            return _join_collected(self, Collected(item))
+        made_here = item.device in (Device.DEFAULT, Device.CPU) and item.origin is not None
+        return _join_collected(self, Collected(
+            item, item.device if item.device.is_placed else None, (item.origin,) if made_here else ()))
 
 
 def _join_collected(first: Collected, second: Collected) -> Collected:
-    if first.element is NOTHING or second.element is NOTHING:
-        element = second.element if first.element is NOTHING else first.element
-    else:
-        element = join(first.element, second.element)
     placed = first.placed if second.placed is None else (
         second.placed if first.placed is None else join_devices(first.placed, second.placed))
     extra = tuple(origin for origin in second.on_default if all(origin is not seen for seen in first.on_default))
-    return Collected(element, placed, first.on_default + extra)
+    return Collected(join(first.element, second.element), placed, first.on_default + extra)
 
 
 class _Unknown:
@@ -237,8 +229,10 @@ def join_facts(first: TensorFacts, second: TensorFacts) -> TensorFacts:
 
 def join(first: Value, second: Value) -> Value:
     """What is known of a value that is `first` on one path and `second` on another."""
-    if first is second or first == second:
+    if first is second or first == second or second is NOTHING:
         return first
+    if first is NOTHING:
+        return second  # nothing on one path (an empty list's element): what the other has
     if isinstance(first, TensorFacts) and isinstance(second, TensorFacts):
         return join_facts(first, second)
     if isinstance(first, Number) and isinstance(second, Number):
@@ -251,10 +245,10 @@ def join(first: Value, second: Value) -> Value:
                            first.placed_when if first.placed_when == second.placed_when else None)
     if isinstance(first, Sequence) and isinstance(second, Sequence) and len(first.items) == len(second.items):
         return Sequence(tuple(join(a, b) for a, b in zip(first.items, second.items)))
-    empty = Collected(NOTHING)
     if isinstance(first, (Collected, Sequence)) and isinstance(second, (Collected, Sequence)) and (
             isinstance(first, Collected) or isinstance(second, Collected)):
         # A list filled on one path and left empty (`[]`) on another.
+        empty = Collected(NOTHING)
         sides = [side if isinstance(side, Collected) else (empty if side == Sequence(()) else None) for side in (first, second)]
         if None not in sides:
             return _join_collected(*sides)

@@ -110,6 +110,14 @@ def _terminates(statement: cst.CSTNode) -> bool:
     return False
 
 
+def _without_nots(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+    """`test` without the `not`s around it, and whether it is true when the whole test is."""
+    truth = True
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, truth = test.expression, not truth
+    return test, truth
+
+
 def _placed_everywhere(facts: TensorFacts | ModuleValue) -> bool:
     return facts.device.is_placed and facts.device is not Device.CONDITIONAL
 
@@ -215,9 +223,7 @@ class Interpreter:
 
     def _test_key(self, test: cst.BaseExpression) -> tuple[str, bool]:
         """The test as written without its `not`s, and whether it holds when they are dropped."""
-        truth = True
-        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            test, truth = test.expression, not truth
+        test, truth = _without_nots(test)
         return self.ctx.code_for(test.with_changes(lpar=(), rpar=()) if test.lpar else test).strip(), truth
 
     def _branch(self, test: cst.BaseExpression, taken: bool, env: Env) -> Env:
@@ -246,9 +252,8 @@ class Interpreter:
     def _tests_cuda(self, test: cst.BaseExpression, taken: bool) -> bool:
         """Is this the branch where `torch.cuda.is_available()` (maybe negated) is false? Nothing
         is on a GPU there."""
-        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            test, taken = test.expression, not taken
-        return not taken and isinstance(test, cst.Call) and self.ctx.callee(test) == "torch.cuda.is_available"
+        test, truth = _without_nots(test)
+        return truth != taken and isinstance(test, cst.Call) and self.ctx.callee(test) == "torch.cuda.is_available"
 
     def _placed_on_one_branch(self, test: cst.BaseExpression, body: Env | None, other: Env | None) -> Env | None:
         """The join after `if test:`, where a tensor placed in one branch only remembers which."""
@@ -1127,10 +1132,8 @@ class Interpreter:
         if rule is Rule.MOVE:
             return self._move(call, name, receiver, args)
         if rule is Rule.CONVERT:
-            if name == "type" and not call.args:
-                return UNKNOWN
             if name == "type":
-                return self._typed(call, receiver)
+                return self._typed(call, receiver) if call.args else UNKNOWN
             return replace(receiver, dtype=op.dtype)
         if rule is Rule.DETACH:
             return replace(receiver, requires_grad=False)
