@@ -90,14 +90,9 @@ def called_function(ctx, call: cst.Call) -> str | None:
     if qualified is not None:
         return _canonical_module_class(qualified)
     func = call.func
-    if isinstance(func, cst.Name):
-        made = ctx.values.resolve(func)
-        if made is func:
-            return None
-    elif isinstance(func, cst.Attribute):
-        made = ctx.self_attributes.value_of(func)
-    else:
-        made = func
+    made = callable_source(ctx, func)
+    if made is None and isinstance(func, cst.Name):
+        return None  # a local name assigned nothing known
     if isinstance(made, cst.Call):
         constructor = ctx.callee(made)
         return _canonical_module_class(constructor) if constructor is not None else None
@@ -108,6 +103,18 @@ def called_function(ctx, call: cst.Call) -> str | None:
     # `self.loss` set from `__init__(self, loss=nn.CrossEntropyLoss())`: the tensor facts know the layer.
     kind = getattr(ctx.tensors.facts(func), "kind", None)
     return _canonical_module_class(kind) if kind is not None else None
+
+
+def callable_source(ctx, func: cst.BaseExpression) -> cst.BaseExpression | None:
+    """What the callable `func` was made from: the value a local name was assigned, the value a
+    `self.` attribute is assigned (None when either is unknown), or the expression itself
+    (`nn.CrossEntropyLoss()(...)`)."""
+    if isinstance(func, cst.Name):
+        made = ctx.values.resolve(func)
+        return None if made is func else made
+    if isinstance(func, cst.Attribute):
+        return ctx.self_attributes.value_of(func)
+    return func
 
 
 def loss_of_produced_input(
@@ -141,6 +148,17 @@ def taken_here(ctx, expr: cst.BaseExpression, activation: str) -> tuple:
     """A finding's evidence: where the `activation` whose values `expr` holds was taken."""
     site = getattr(ctx.tensors.facts(expr), "activated_by", None)
     return (RelatedNode(site, f"`{activation}` taken here"),) if site is not None else ()
+
+
+# Where a parameter is that a call in the project passes a tensor on the GPU.
+PASSED_BY_A_CALLER = "on the GPU when a caller passes it there"
+
+
+def passed_here(ctx, facts) -> tuple:
+    """A finding's evidence: the call in the project that passes these tensor facts' parameter
+    on the GPU (none for other tensors)."""
+    passed_by = getattr(facts, "placed_by", None)
+    return ctx.project.related((passed_by,), ctx.path) if passed_by is not None else ()
 
 
 _LOSS_WORDS = ("loss", "criterion", "cross_entropy", "kl_div")

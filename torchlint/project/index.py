@@ -196,8 +196,9 @@ class _Resolver:
             for call in calls.get(function, ()):
                 if not self.calls_definition(call.callee, caller, stars, path, function):
                     continue
-                for key in call.placed:
-                    param = definition.params[key] if isinstance(key, int) and key < len(definition.params) else key
+                for position in call.placed:
+                    param = definition.params[position] if isinstance(position, int) and position < len(
+                        definition.params) else position
                     if param in definition.params and param not in found:
                         found[param] = Note(caller, call.row, call.column,
                                             f"`{function}` gets `{param}` on the GPU (or the working device) from this call")

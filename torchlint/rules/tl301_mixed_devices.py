@@ -4,6 +4,7 @@ import libcst as cst
 
 from torchlint.analysis.names import dotted_name, keyword_arg
 from torchlint.analysis.tensor_facts.domain import Collected, Device, ModuleValue, TensorFacts
+from torchlint.analysis.torch_api import PASSED_BY_A_CALLER, passed_here
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS
 from torchlint.analysis.values import DATA_FACTORIES, SIZE_FACTORIES
 from torchlint.context import RelatedNode
@@ -106,11 +107,11 @@ class MixedDevices(Rule):
         partner, device = conflicts[0]
         written = self.ctx.code_for(partner).strip() if isinstance(partner, (cst.Name, cst.Attribute)) else None
         partner_facts = self.ctx.tensors.facts(partner)
-        passed_by = getattr(partner_facts, "placed_by", None)
-        if passed_by is not None:
+        passed = passed_here(self.ctx, partner_facts)
+        if passed:
             # A parameter's tensor that a call in the project passes on the GPU: that call is the evidence.
-            related = (*related, *self.ctx.project.related((passed_by,), self.ctx.path))
-            where = f"combined with {f'`{written}`' if written else 'a tensor'}, on the GPU when a caller passes it there"
+            related = (*related, *passed)
+            where = f"combined with {f'`{written}`' if written else 'a tensor'}, {PASSED_BY_A_CALLER}"
         elif isinstance(partner_facts, ModuleValue):
             where = f"passed to `{written or 'a module'}`, whose parameters are {_PARTNERS[device]}"
         elif isinstance(partner_facts, Collected):

@@ -4,6 +4,7 @@ import libcst as cst
 
 from torchlint.analysis.names import dotted_name
 from torchlint.analysis.tensor_facts.domain import Device, TensorFacts
+from torchlint.analysis.torch_api import PASSED_BY_A_CALLER, passed_here
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
@@ -85,9 +86,7 @@ class NumpyWithoutCpuDetach(Rule):
         if not on_accelerator and not needs_detach:
             return
         missing = ".detach().cpu()" if on_accelerator and needs_detach else (".cpu()" if on_accelerator else ".detach()")
-        code = self.ctx.code_for(receiver).strip()
-        short_item = isinstance(receiver, cst.Subscript) and len(code) <= 30 and "\n" not in code
-        written = dotted_name(receiver) or (code if short_item else None)
+        written = dotted_name(receiver) or self._short_item(receiver)
         subject = f"`{written}`" if written else "the tensor"
         place = _place(facts) if on_accelerator else None
         reason = (
@@ -95,7 +94,7 @@ class NumpyWithoutCpuDetach(Rule):
             else (f"is {place}" if on_accelerator else "requires grad")
         )
         # A parameter passed on the GPU by a caller: the call is the evidence.
-        related = self.ctx.project.related((facts.placed_by,), self.ctx.path) if on_accelerator and facts.placed_by else ()
+        related = passed_here(self.ctx, facts) if on_accelerator else ()
         self.report(
             node,
             f"`.numpy()` fails because {subject} {reason}; use `{written or 'x'}{missing}.numpy()`",
@@ -103,11 +102,18 @@ class NumpyWithoutCpuDetach(Rule):
             fix=FixSpec(f"Insert `{missing}` before `.numpy()`", ((func.attr, f"{missing[1:]}.numpy"),), Applicability.SAFE),
         )
 
+    def _short_item(self, receiver: cst.BaseExpression) -> str | None:
+        """`imgs[i]` as written, when the receiver is a short one-line subscript."""
+        if not isinstance(receiver, cst.Subscript):
+            return None
+        code = self.ctx.code_for(receiver).strip()
+        return code if len(code) <= 30 and "\n" not in code else None
+
 
 def _place(facts: TensorFacts) -> str:
     """Where the tensor is, naming the test under which a branch moved it."""
     if facts.placed_by is not None:
-        return "on the GPU when a caller passes it there"
+        return PASSED_BY_A_CALLER
     if facts.placed_when is not None:
         code, truth = facts.placed_when
         return f"on the accelerator when `{code}` is {'true' if truth else 'false'}"

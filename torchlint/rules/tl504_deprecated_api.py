@@ -9,7 +9,7 @@ from torchlint.analysis.deprecated_api import (
 from torchlint.analysis.names import (
     argument, dotted_name, has_star_args, keyword_arg, method_name, positional_args, suite_statements,
 )
-from torchlint.analysis.torch_api import looks_like_loss, torch_module_name
+from torchlint.analysis.torch_api import callable_source, looks_like_loss, torch_module_name
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
@@ -205,13 +205,7 @@ class DeprecatedApiUse(Rule):
     def _loss_module(self, call: cst.Call) -> cst.Call | None:
         """The `torch.nn.<...>Loss(...)` construction that `call` calls (inline, through a local
         or a `self.` attribute), or None."""
-        func = call.func
-        if isinstance(func, cst.Name):
-            made = self.ctx.values.resolve(func)
-        elif isinstance(func, cst.Attribute):
-            made = self.ctx.self_attributes.value_of(func)
-        else:
-            made = func
+        made = callable_source(self.ctx, call.func)
         if not isinstance(made, cst.Call):
             return None
         constructor = self.ctx.callee(made) or ""
