@@ -74,7 +74,9 @@ class WarningCapture:
                 pass
             module = module_globals.get("__name__", "<string>")
             registry = module_globals.setdefault("__warningregistry__", {})
-            warnings.warn_explicit(message, category, filename, lineno, module, registry, module_globals, source)
+            # No module globals, as C's warnings.warn passes none: given the script's, Python 3.12+
+            # asks them for a loader, which `__main__` run by exec has not (ValueError).
+            warnings.warn_explicit(message, category, filename, lineno, module, registry, None, source)
 
         def showwarning(message, category, filename, lineno, file=None, line=None):
             try:
