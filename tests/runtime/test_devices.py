@@ -182,3 +182,36 @@ def test_data_parallel_runs_its_module_on_one_logical_device(script):
 
     assert DATA_PARALLEL_NOTE in report.notes
     assert [(d.code, d.runtime) for d in report.diagnostics] == [("TL301", "confirmed")]
+
+
+def test_recurrent_layers_on_logical_cuda_warn_as_on_a_gpu(script):
+    """flatten_parameters() (called by scripts, and by torch.load of a whole RNN) asks cuDNN
+    whether it takes the CUDA weights: under logical CUDA the CPU build warned "compiled without
+    cuDNN" where python on either machine is silent."""
+    path = script("""
+        import warnings
+        import torch
+        import torch.nn as nn
+        warnings.simplefilter("error")
+        lstm = nn.LSTM(4, 8).cuda()
+        lstm.flatten_parameters()
+        out, _ = lstm(torch.randn(5, 2, 4).cuda())
+    """)
+    report = run_script(str(path), [], [], device="logical:cuda")
+    assert report.exit_status == 0, report.exception
+
+
+def test_cpu_device_hides_accelerators_from_the_script_and_its_processes(script, tmp_path):
+    """On a GPU machine --device cpu ran the script on the GPU, where nothing watched devices."""
+    path = script("""
+        import os, subprocess, sys
+        import torch
+        child = subprocess.run([sys.executable, "-c", "import os; print(repr(os.environ.get('CUDA_VISIBLE_DEVICES')))"],
+                               capture_output=True, text=True).stdout.strip()
+        seen = (os.environ.get("CUDA_VISIBLE_DEVICES"), child, torch.cuda.is_available(),
+                torch.backends.mps.is_available(), torch.accelerator.is_available())
+        open("seen.txt", "w").write(repr(seen))
+    """)
+    report = run_script(str(path), [], [], device="cpu")
+    assert report.exit_status == 0, report.exception
+    assert (path.parent / "seen.txt").read_text() == repr(("", "''", False, False, False))

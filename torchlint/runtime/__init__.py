@@ -136,6 +136,10 @@ def run_script(
                 "restore_pythonpath": env.get("PYTHONPATH", ""), "added_path": _added_path(package_root),
             }
             env["PYTHONPATH"] = os.pathsep.join(p for p in (config["added_path"], env.get("PYTHONPATH")) if p)
+            if resolved == "cpu":
+                # The script's tensors go to the CPU, in every process it starts: a GPU it
+                # could see would take them there, unwatched.
+                env["CUDA_VISIBLE_DEVICES"] = ""
             config_path = os.path.join(workdir, "config.json")
             with open(config_path, "w", encoding="utf-8") as handle:
                 json.dump(config, handle)

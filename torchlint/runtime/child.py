@@ -162,6 +162,8 @@ class Instrumentation:
             import torch
 
             torch.cuda.set_sync_debug_mode("warn")
+        elif device == "cpu":
+            logical.hide_accelerators()
         GradTracker(self.rec, self.files).install()
         TrainingHealth(self.rec, self.files).install()
         self.mode = Runtime(self.rec, self.files, device)

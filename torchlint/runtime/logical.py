@@ -229,7 +229,7 @@ def install(kind: str) -> None:
             "synchronize": _returning(None),
             "empty_cache": _returning(None),
             "current_stream": lambda device=None: _Stream(),
-        "is_current_stream_capturing": _returning(False),
+            "is_current_stream_capturing": _returning(False),
             "set_stream": _returning(None),
             "device_index": lambda device=None: contextlib.nullcontext(),
         }
@@ -358,6 +358,9 @@ def _stub_cuda() -> None:
             value = _returning(value())
         setattr(cuda, name, value)
     cuda.memory.empty_cache = _returning(None)
+    # RNNs ask cuDNN whether it takes their CUDA weights (flatten_parameters): the CPU build warns
+    # that it has no cuDNN, where a GPU machine answers silently. No tensor here is for cuDNN.
+    torch.backends.cudnn.is_acceptable = _returning(False)
 
 
 def _stub_mps() -> None:
@@ -369,6 +372,14 @@ def _stub_mps() -> None:
     for name in ("current_allocated_memory", "driver_allocated_memory", "recommended_max_memory"):
         setattr(mps, name, _returning(0))
     mps.device_count = _returning(1)
+
+
+def hide_accelerators() -> None:
+    """--device cpu: the script finds no MPS device either (CUDA is hidden by its variable)."""
+    torch.backends.mps.is_available = _returning(False)
+    if hasattr(torch, "accelerator"):
+        torch.accelerator.is_available = _returning(False)
+        torch.accelerator.current_accelerator = _returning(None)
 
 
 def _returning(value):
