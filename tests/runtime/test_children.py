@@ -115,6 +115,8 @@ import torch._dynamo
 
 model = torch.compile(torch.nn.Linear(4, 2), fullgraph=True, backend="eager")
 print(model(torch.randn(3, 4)).shape)
+scaled = torch.compile(lambda x: x.half().float().to(torch.float64) * 2, fullgraph=True, backend="eager")
+print(scaled(torch.ones(2)).dtype)
 partial = torch.compile(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()), backend="eager")
 for _ in range(3):
     partial(torch.randn(2, 4))
@@ -123,7 +125,8 @@ print("graph breaks", sum(torch._dynamo.utils.counters["graph_break"].values()))
 
 
 def test_torch_compile_with_fullgraph_runs_as_under_python_on_the_cpu(script, capfd):
-    # torchlint's module hooks are invisible to Dynamo: no Unsupported error, no graph break.
+    # torchlint's module hooks and Tensor methods are invisible to Dynamo: no Unsupported error,
+    # no graph break.
     path = script(COMPILED_FULL_GRAPH)
     plain = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
     assert plain.returncode == 0 and "graph breaks 0" in plain.stdout, plain.stderr

@@ -183,3 +183,20 @@ def test_a_probes_own_sync_is_not_counted_as_the_users(script):
     """)
     report = run_script(str(path), [], [finding(path, "TL201", "F.softmax(x, dim=-1).log()")], device="logical:cuda")
     assert [d.code for d in report.diagnostics] == ["TL201"]
+
+
+def test_an_error_a_check_knows_is_read_off_the_uncaught_exception_on_the_cpu(script):
+    """--device cpu watches Tensor methods only (no function mode): the stride error of a view
+    after permute still confirms TL101, at the innermost line of the script that raised it."""
+    path = script("""
+        import torch
+
+        def flatten(x):
+            return x.view(x.shape[0], -1)
+
+        y = flatten(torch.randn(2, 3, 4).permute(0, 2, 1))
+    """)
+    report = run_script(str(path), [], [], device="cpu")
+    assert report.exit_status == 1
+    assert [(d.code, d.runtime, d.location.row) for d in report.diagnostics] == [
+        ("TL101", "confirmed", line_of(path, "x.view("))]

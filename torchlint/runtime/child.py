@@ -149,7 +149,7 @@ class Instrumentation:
         from torchlint.runtime import logical
         from torchlint.runtime.health import TrainingHealth
         from torchlint.runtime.instrument import (
-            GradTracker, Runtime, install_compile_note, install_data_parallel_note,
+            GradTracker, MethodHooks, Runtime, install_compile_note, install_data_parallel_note,
         )
 
         device = self.config["device"]
@@ -166,7 +166,8 @@ class Instrumentation:
             logical.hide_accelerators()
         GradTracker(self.rec, self.files).install()
         TrainingHealth(self.rec, self.files).install()
-        self.mode = Runtime(self.rec, self.files, device)
+        runtime = Runtime(self.rec, self.files, device)
+        self.mode = runtime if kind is not None else MethodHooks(runtime)
 
     def compile(self, path: str):
         with open(path, "rb") as handle:
@@ -290,6 +291,8 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(rec.exception)
         status = 128 + signal.SIGINT
     except BaseException as error:  # noqa: BLE001 - the script's own failure
+        if instrumentation.mode is not None:
+            instrumentation.mode.failed(error)
         rec.exception = _user_traceback(error)
         sys.stderr.write(rec.exception)
         status = 1
