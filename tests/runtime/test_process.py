@@ -81,7 +81,13 @@ def test_ctrl_c_keeps_verdicts(script, tmp_path):
         u = torch.Tensor(3)
     """)
     findings = [finding(path, "TL102", "torch.Tensor(2)"), finding(path, "TL102", "torch.Tensor(3)")]
-    report = run_script(str(path), [], findings, device="cpu")
+    # As from a terminal: a job a shell starts in the background has SIGINT ignored, and so
+    # would its script (plain python too).
+    ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        report = run_script(str(path), [], findings, device="cpu")
+    finally:
+        signal.signal(signal.SIGINT, ignored)
     assert report.exit_status == 128 + signal.SIGINT
     assert "KeyboardInterrupt" in report.exception
     assert [d.runtime for d in report.diagnostics] == ["confirmed", "not-reached"]
