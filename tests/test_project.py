@@ -457,3 +457,82 @@ def test_a_forward_over_a_project_base_that_is_no_module_makes_no_module(project
     # Over a base from outside the project, `forward` still makes a Module: `.numpy()` of its input is TL303.
     _write(project, {"pkg/slic.py": transform.replace("from pkg.base import", "from elsewhere import")})
     assert ("pkg/slic.py", "TL303", 7) in _findings(project, ["pkg/slic.py"])
+
+
+SOFTMAX_NETWORK = '''\
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Network(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(9, 6)
+
+    def forward(self, x):
+        out = self.fc(x)
+        out = F.softmax(out, dim=1)
+        return out
+
+
+class Scores(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(9, 6)
+
+    def forward(self, x, probabilities=False):
+        if probabilities:
+            return self.fc(x).softmax(dim=1)
+        return self.fc(x)
+'''
+
+SOFTMAX_TRAINING = '''\
+import torch
+import torch.nn as nn
+import network as net
+
+
+def train(model, optimizer, loader):
+    criterion = nn.CrossEntropyLoss()
+    for sample, target in loader:
+        loss = criterion(model(sample), target)
+        loss.backward()
+        optimizer.step()
+
+
+def train_either(model, loader):
+    for sample, target in loader:
+        nn.functional.cross_entropy(model(sample), target).backward()
+
+
+def evaluate(loader):
+    model = net.Network()
+    scores = net.Scores()
+    for sample, target in loader:
+        print(nn.functional.cross_entropy(model(sample), target).item())
+        print(nn.functional.cross_entropy(scores(sample), target).item())
+
+
+if __name__ == "__main__":
+    model = net.Network()
+    train(model, torch.optim.SGD(model.parameters(), lr=0.1), [])
+    train_either(net.Network(), [])
+    train_either(net.Scores(), [])
+'''
+
+
+def test_the_output_of_a_module_class_of_another_file_and_of_the_module_callers_pass(project):
+    """A Module class whose forward ends in softmax, in another file: its output reaches a
+    cross-entropy where the model is built, and in a function whose callers all pass one
+    (`train(model, ...)`). Callers passing two classes, or a forward that returns logits on one
+    path, tell nothing."""
+    _write(project, {"network.py": SOFTMAX_NETWORK, "train.py": SOFTMAX_TRAINING})
+    settings = resolve_settings(Options(select=["TL203"]), cwd=project)
+    found = engine.check_files([(str(project / "train.py"), "train.py")], settings, 1)
+    assert [(d.location.row, [(r.filename, r.location.row) for r in d.related]) for d in found] == [
+        (9, [("network.py", 12)]), (23, [("network.py", 12)])]
+
+
+def test_class_summaries_know_the_activation_forward_ends_in():
+    classes = summarize(SOFTMAX_NETWORK).classes
+    assert (classes["Network"].output, classes["Scores"].output) == (("softmax", 12, 15), None)

@@ -117,11 +117,11 @@ def output_activation(ctx, call: cst.Call) -> str | None:
     of a Module class of this file whose `forward` returns `torch.sigmoid(...)`, `F.softmax(...)`,
     `x.sigmoid()`, or such a layer or Sequential held in a `self.` attribute, on every `return`.
     """
-    made = _construction(ctx, call.func)
+    made = construction(ctx, call.func)
     return None if made is None else _activation_of_module(ctx, made, 0)
 
 
-def _construction(ctx, expr: cst.BaseExpression) -> cst.Call | None:
+def construction(ctx, expr: cst.BaseExpression) -> cst.Call | None:
     """The call that built the module `expr` holds (`nn.Sequential(...)` for `model`)."""
     made = ctx.self_attributes.value_of(expr) if isinstance(expr, cst.Attribute) else ctx.kinds.resolve(expr)
     made = _without_fluent_calls(made) if isinstance(made, cst.Call) else made

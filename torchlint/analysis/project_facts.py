@@ -42,6 +42,8 @@ class Fact:
     value: object = None  # a constant's value
     # A function's module file and name, where its training-step events are read (`ProjectView.events`).
     definition: tuple[str, str] | None = None
+    # A Module class whose `forward` ends in an activation: "softmax" or "sigmoid", and where.
+    output: tuple[str, Note] | None = None
 
     @property
     def builds_module(self) -> bool:

@@ -6,6 +6,7 @@ import libcst as cst
 
 from torchlint.analysis.loops import name_hint
 from torchlint.analysis.names import argument, keyword_arg, method_name, method_receiver, positional_args
+from torchlint.analysis.project_facts import Note
 from torchlint.reports import RelatedNode
 
 SOFTMAX_FUNCTIONS = frozenset(
@@ -147,6 +148,8 @@ def holds_activation(ctx, expr: cst.BaseExpression, activation: str) -> bool:
 def taken_here(ctx, expr: cst.BaseExpression, activation: str) -> tuple:
     """A finding's evidence: where the `activation` whose values `expr` holds was taken."""
     site = getattr(ctx.tensors.facts(expr), "activated_by", None)
+    if isinstance(site, Note):  # in a Module class of another file
+        return ctx.project.related((site,), ctx.path)
     return (RelatedNode(site, f"`{activation}` taken here"),) if site is not None else ()
 
 

@@ -245,7 +245,7 @@ class _Resolver:
             is_module = self.is_module_class(module, summary, name, depth, seen)
             row = summary.classes[name].row if summary.classes[name] is not None else 1
             note = Note(module, row, 1, f"`{name}` is an `nn.Module` subclass" if is_module else f"class `{name}`")
-            return Fact("module class" if is_module else "class", name, (note,))
+            return Fact("module class" if is_module else "class", name, (note,), output=_output(module, summary, name))
         if name in summary.functions:
             return self.function(module, summary, name, depth, seen)
         return Fact("constant", name, value=summary.constants[name])
@@ -375,3 +375,12 @@ def _definition(summary: ModuleSummary, name: str) -> FunctionSummary | None:
 def _returned_by(module: str, definition: FunctionSummary, name: str) -> Note:
     return Note(module, definition.row, 1, f"returned by `{name}`")
 
+
+def _output(module: str, summary: ModuleSummary, name: str) -> tuple[str, Note] | None:
+    """The activation the class's `forward` ends in, with where it is taken."""
+    definition = summary.classes[name]
+    output = definition.output if definition is not None else None
+    if output is None:
+        return None
+    activation, row, column = output
+    return activation, Note(module, row, column, f"`{name}.forward` returns `{activation}` here")

@@ -70,6 +70,9 @@ class ClassSummary:
     # optimizer: `torch.optim.SGD`).
     buffers: tuple[str, ...] = ()
     attributes: dict[str, str] = field(default_factory=dict)
+    # The activation every `return` of `forward` ends in ("softmax", "sigmoid"), with the row and
+    # column of the first such return: what a loss that wants logits must not be given.
+    output: tuple[str, int, int] | None = None
 
     @property
     def defines_forward(self) -> bool:
@@ -297,7 +300,61 @@ def _class(classdef: ast.ClassDef, imports: dict[str, str], offset: int) -> Clas
     initializer = next((s for s in classdef.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
     buffers, attributes = _instance_setup(initializer, imports) if initializer is not None else ((), {})
     bases = tuple(_written(base, imports) or "?" for base in classdef.bases)
-    return ClassSummary(classdef.lineno + offset, bases, methods, buffers, attributes)
+    forward = next((s for s in classdef.body if isinstance(s, ast.FunctionDef) and s.name == "forward"), None)
+    output = _output_activation(forward, attributes, imports, offset) if forward is not None else None
+    return ClassSummary(classdef.lineno + offset, bases, methods, buffers, attributes, output)
+
+
+_ACTIVATION_FUNCTIONS = {
+    "torch.softmax": "softmax", "torch.nn.functional.softmax": "softmax",
+    "torch.sigmoid": "sigmoid", "torch.nn.functional.sigmoid": "sigmoid",
+}
+_ACTIVATION_LAYERS = {"torch.nn.Softmax": "softmax", "torch.nn.Sigmoid": "sigmoid"}
+
+
+def _output_activation(forward: ast.FunctionDef, attributes: dict[str, str], imports: dict[str, str],
+                       offset: int) -> tuple[str, int, int] | None:
+    """What every `return` of `forward` ends in: `F.softmax(x, 1)`, `x.sigmoid()`, a
+    `self.softmax = nn.Softmax(1)` layer, or a local last assigned one of these in the function's
+    own straight-line statements (`out = F.softmax(out, dim=1)` then `return out`)."""
+    last: dict[str, ast.expr] = {}
+    found: set[str] = set()
+    first = None
+    for statement in forward.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+            last[statement.targets[0].id] = statement.value
+        for node in _own_nodes(statement):
+            if isinstance(node, ast.Return) and node.value is not None:
+                value = last.get(node.value.id, node.value) if (
+                    isinstance(node.value, ast.Name) and node is statement) else node.value
+                found.add(_activation_of(value, attributes, imports))
+                first = first or (value.lineno + offset, value.col_offset + 1)
+    activation = found.pop() if len(found) == 1 else None
+    return (activation, *first) if activation is not None else None
+
+
+def _own_nodes(statement: ast.stmt):
+    """The statement's nodes, nested functions and classes left out."""
+    pending = [statement]
+    while pending:
+        node = pending.pop()
+        yield node
+        pending.extend(child for child in ast.iter_child_nodes(node) if not isinstance(
+            child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)))
+
+
+def _activation_of(value: ast.expr, attributes: dict[str, str], imports: dict[str, str]) -> str | None:
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    written = _written(func, imports) or ""
+    if written in _ACTIVATION_FUNCTIONS:
+        return _ACTIVATION_FUNCTIONS[written]
+    if not isinstance(func, ast.Attribute):
+        return None
+    if isinstance(func.value, ast.Name) and func.value.id == "self":
+        return _ACTIVATION_LAYERS.get(attributes.get(func.attr, ""))
+    return func.attr if func.attr in ("softmax", "sigmoid") and not written.startswith("torch.") else None
 
 
 def _instance_setup(initializer: ast.FunctionDef, imports: dict[str, str]) -> tuple[tuple[str, ...], dict[str, str]]:

@@ -14,9 +14,10 @@ class SoftmaxBeforeCrossEntropy(Rule):
     ## What it does
     Flags `cross_entropy` / `CrossEntropyLoss` and `nll_loss` / `NLLLoss` whose input is the
     output of a `softmax`, written inline or passed through a local variable, or a tensor that
-    holds softmax output made out of sight: the output of a Module class of this file whose
-    `forward` returns a softmax on every path (`F.softmax`, `nn.Softmax`, `exp` of a
-    `log_softmax`), or what a helper or a method of this file returns, also unpacked from a tuple
+    holds softmax output made out of sight: the output of a Module class whose `forward`
+    returns a softmax on every path (`F.softmax`, `nn.Softmax`, `exp` of a `log_softmax`; a class
+    of another project file too, also as the `model` that every caller of a function passes),
+    or what a helper or a method of this file returns, also unpacked from a tuple
     or indexed (`_, probs = net.act(obs)`), or a row of it in a loop (`for row in probs:`). A
     forward that returns probabilities only in eval mode (`if not self.training:`) is not taken
     for one. Loss modules are recognised when built inline, held in a local, assigned to a

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 
 from torchlint.analysis.layouts import Layout
+from torchlint.analysis.project_facts import Note
 
 
 class Device(enum.Enum):
@@ -88,7 +89,7 @@ class TensorFacts:
     # helper, a method or a model's `forward` of this file returns it.
     activation: str | None = None
     # The call that took that activation, for the finding's evidence (not a fact).
-    activated_by: cst.CSTNode | None = field(default=None, compare=False, repr=False)
+    activated_by: cst.CSTNode | Note | None = field(default=None, compare=False, repr=False)  # a Note: in another file
     # For a CONDITIONAL tensor: the test of the `if` that placed it and the branch (`(code,
     # True)` for its body), so that a later `if` on the same test knows where it is.
     placed_when: tuple[str, bool] | None = None

@@ -917,11 +917,14 @@ class Interpreter:
 
     def _output_activation(self, kind: str, call: cst.Call) -> tuple[str | None, cst.CSTNode | None]:
         """The activation a module's output holds, and where it is taken: an `nn.Softmax` or
-        `nn.Sigmoid` layer (at its call), or a Module class of this file whose `forward` returns
-        one on every path (in that `forward`)."""
+        `nn.Sigmoid` layer (at its call), or a Module class whose `forward` returns one on every
+        path (in that `forward`: a node of this file, or a project Note for another file's)."""
         if kind in _ACTIVATION_LAYERS:
             return _ACTIVATION_LAYERS[kind], call
-        if not kind or "." in kind:
+        if "." in kind:
+            fact = self.ctx.project.lookup(kind)
+            return fact.output if fact is not None and fact.output is not None else (None, None)
+        if not kind:
             return None, None
         returned = self.model.module_method_summary(kind, "forward")
         if not isinstance(returned, TensorFacts):
@@ -984,11 +987,14 @@ class Interpreter:
 
     def _project_call(self, call: cst.Call, qualified: str) -> Value:
         """A function imported from another file of the project that returns a CPU tensor
-        (torchlint/project/). Its Module classes stay unknown here: what their `forward` returns
-        (a tuple, detached values) is not summarized."""
-        fact = self.ctx.project.lookup(qualified) if qualified.rsplit(".", 1)[-1][:1].islower() else None
+        (torchlint/project/), or one of its Module classes whose `forward` ends in an activation.
+        Other Module classes stay unknown here: what their `forward` returns (a tuple, detached
+        values) is not summarized."""
+        fact = self.ctx.project.lookup(qualified)
         if fact is not None and fact.kind == "tensor":
             return self._on_default_device(call, TensorFacts(scalar=False))
+        if fact is not None and fact.output is not None:
+            return ModuleValue(Device.DEFAULT, qualified)
         return UNKNOWN
 
     def _function_op(self, call: cst.Call, name: str, args) -> Value:

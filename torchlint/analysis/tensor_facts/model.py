@@ -24,7 +24,8 @@ import libcst as cst
 from torchlint.analysis.dataflow import assigned_names
 from torchlint.analysis.layouts import Layout
 from torchlint.analysis.modules import is_torch_module_class
-from torchlint.analysis.names import nested_statement_lists, suite_statements
+from torchlint.analysis.module_values import construction
+from torchlint.analysis.names import argument, keyword_arg, nested_statement_lists, suite_statements
 from torchlint.analysis.shape_annotations import annotated_shape
 from torchlint.analysis.tensor_facts.domain import (
     NUMBER, UNKNOWN, Device, Iterable, ModuleValue, Number, TensorFacts, Value, join,
@@ -97,6 +98,7 @@ class TensorModel:
         # (id(classdef), method name) -> positional argument values of each `self.<method>(...)`.
         self._self_calls: dict[tuple[int, str], list[list[Value]]] = {}
         self._top_functions: dict[str, cst.FunctionDef] | None = None
+        self._calls_by_name: dict[str, list[cst.Call]] | None = None
         self._sensitive: set[str] | None = None  # see `_caller_sensitive`
         self._methods: dict[int, cst.ClassDef] = {}
         self._module_names: set[str] | None = None
@@ -389,7 +391,7 @@ class TensorModel:
             elif isinstance(written, cst.Name) and written.value in _NUMBER_ANNOTATIONS:
                 env[param_name] = NUMBER
             elif written is None and param.default is None and _MODEL_PARAMETER.fullmatch(param_name):
-                env[param_name] = ModuleValue(from_caller=True)
+                env[param_name] = ModuleValue(kind=self._module_class_passed(function, param), from_caller=True)
             elif self._is_loader_parameter(param):
                 env[param_name] = Iterable(TensorFacts(device=Device.DEFAULT, scalar=False, loaded=True))
             elif written is None and (param.default is None or _is_none(param.default)):
@@ -455,6 +457,38 @@ class TensorModel:
             for param, value in zip(params, arguments):
                 found[param] = join(found[param], value) if param in found else value
         return {param: value for param, value in found.items() if isinstance(value, TensorFacts)}
+
+    def _module_class_passed(self, function: cst.FunctionDef, param: cst.Param) -> str | None:
+        """The class of the module that every call in this file of its top-level `function`
+        passes as `param` (`train(model, ...)` after `model = net.Network().to(device)`)."""
+        if self._functions().get(function.name.value) is not function:
+            return None
+        name = param.name.value
+        positional = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+        index = positional.index(name) if name in positional else None
+        classes = set()
+        for call, scope in self._calls_named(function.name.value):
+            passed = argument(call, index, name) if index is not None else getattr(keyword_arg(call, name), "value", None)
+            if isinstance(passed, cst.Name):
+                passed = _assigned_once(scope, passed.value)
+            made = construction(self.ctx, passed) if passed is not None else None
+            classes.add(self.ctx.callee(made) if made is not None else None)
+        return classes.pop() if len(classes) == 1 else None
+
+    def _calls_named(self, name: str) -> list[tuple[cst.Call, cst.Module | cst.FunctionDef]]:
+        """This file's calls of a plain name (`train(...)`), each with the function (or module)
+        it is in, found in one walk of the file."""
+        if self._calls_by_name is None:
+            found: dict[str, list] = {}
+            pending: list[tuple[cst.CSTNode, cst.CSTNode]] = [(self.ctx.module, self.ctx.module)]
+            while pending:
+                node, scope = pending.pop()
+                if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+                    found.setdefault(node.func.value, []).append((node, scope))
+                inner = node if isinstance(node, cst.FunctionDef) else scope
+                pending.extend((child, inner) for child in child_nodes(node))
+            self._calls_by_name = found
+        return self._calls_by_name.get(name, [])
 
     # The file's functions and classes ----------------------------------------------------
 
@@ -593,3 +627,21 @@ def _self_assignments(methods: list[cst.FunctionDef]) -> set[str]:
     for method in methods:
         scan(suite_statements(method.body))
     return found
+
+
+def _assigned_once(scope: cst.Module | cst.FunctionDef, name: str) -> cst.BaseExpression | None:
+    """The value of the one `name = ...` of the scope's own statements (nested blocks included,
+    nested functions and classes not); None when assigned otherwise or more than once."""
+    values = []
+    pending = list(scope.body if isinstance(scope, cst.Module) else suite_statements(scope.body))
+    while pending:
+        statement = pending.pop()
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(statement, cst.SimpleStatementLine):
+            values += [small.value for small in statement.body if isinstance(small, cst.Assign) and any(
+                isinstance(target.target, cst.Name) and target.target.value == name for target in small.targets)]
+            continue
+        for nested in nested_statement_lists(statement):
+            pending.extend(nested)
+    return values[0] if len(values) == 1 else None
