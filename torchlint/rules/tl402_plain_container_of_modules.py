@@ -30,7 +30,9 @@ class PlainContainerOfModules(Rule):
     (or a list/dict comprehension) of layers with parameters, when the class does not register
     them some other way (`nn.ModuleList(self.layers)`, `nn.Sequential(*self.layers)`,
     `add_module`). Layers added later count too: `self.layers.append(nn.Linear(...))`, an item
-    stored by key, and a `layer` appended under `if isinstance(layer, nn.Module):`.
+    stored by key, and a `layer` appended under `if isinstance(layer, nn.Module):`; so does a
+    list that a function of the file fills with modules and returns in a tuple
+    (`self.info, self.layers = create_modules(cfg)`).
 
     ## Why is this bad?
     `nn.Module` only registers submodules assigned directly or held in `nn.ModuleList` /
@@ -107,6 +109,9 @@ class PlainContainerOfModules(Rule):
             if name is not None and layer is not None and name in self._plain[-1]:
                 self._candidate(frame, name, layer, f"`{layer}` stored by key")
             return
+        if isinstance(target, cst.Tuple) and isinstance(node.value, cst.Call):
+            self._unpacked_lists(frame, node, target)
+            return
         name = self._classes.self_target(target)
         if name is None:
             return
@@ -119,6 +124,23 @@ class PlainContainerOfModules(Rule):
                 frame.registered.add(name)  # later re-assigned a real module (`nn.ModuleList(...)`)
             return
         self._candidate(frame, name, layer, f"`{layer}`", node, kind)
+
+    def _unpacked_lists(self, frame, node: cst.Assign, target: cst.Tuple) -> None:
+        """`self.info, self.layers = create_modules(cfg)`: a function of this file whose returned
+        tuple holds, at that place, a local list it appended modules to."""
+        function = self._top_level_function(node.value.func)
+        if function is None:
+            return
+        for position, made in _returned_module_lists(function, self._builds_module).items():
+            name = self._classes.self_target(target.elements[position].value) if position < len(target.elements) else None
+            if name is not None:
+                how = f"`{self.ctx.code_for(made.func)}` appended to the list `{function.name.value}` returns"
+                self._candidate(frame, name, self.ctx.code_for(made.func), how, node, "list")
+
+    def _top_level_function(self, func: cst.BaseExpression) -> cst.FunctionDef | None:
+        if not isinstance(func, cst.Name):
+            return None
+        return next((s for s in self.ctx.module.body if isinstance(s, cst.FunctionDef) and s.name.value == func.value), None)
 
     def _candidate(self, frame, name: str, layer: str, how: str, node=None, kind=None) -> None:
         if node is None:
@@ -170,3 +192,38 @@ class PlainContainerOfModules(Rule):
         return local is not None and "." not in local and self.ctx.module_classes.is_module_name(local)
 
 
+def _returned_module_lists(function: cst.FunctionDef, builds_module) -> dict[int, cst.Call]:
+    """Positions of the function's returned tuple that hold a local list (`layers = []`) it
+    appends modules to (`layers.append(nn.Conv2d(...))`, or a local built as one), with the
+    construction of the first such module."""
+    built: dict[str, cst.Call] = {}
+    lists: set[str] = set()
+    appended: dict[str, cst.Call] = {}
+    returned: list[cst.BaseExpression] = []
+    for node in _own_nodes(function.body):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            local = node.targets[0].target.value
+            if isinstance(node.value, cst.List) and not node.value.elements:
+                lists.add(local)
+            elif isinstance(node.value, cst.Call) and builds_module(node.value):
+                built[local] = node.value
+        elif isinstance(node, cst.Return) and isinstance(node.value, cst.Tuple):
+            returned = [element.value for element in node.value.elements]
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "append" \
+                and isinstance(node.func.value, cst.Name) and len(node.args) == 1:
+            item = node.args[0].value
+            made = built.get(item.value) if isinstance(item, cst.Name) else item
+            if isinstance(made, cst.Call) and builds_module(made):
+                appended.setdefault(node.func.value.value, made)
+    return {position: appended[value.value] for position, value in enumerate(returned)
+            if isinstance(value, cst.Name) and value.value in lists and value.value in appended}
+
+
+def _own_nodes(body: cst.BaseSuite):
+    """The nodes of a function body in source order, nested functions and classes left out."""
+    pending: list[cst.CSTNode] = [body]
+    while pending:
+        node = pending.pop()
+        yield node
+        pending.extend(reversed([child for child in node.children
+                                 if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda))]))
