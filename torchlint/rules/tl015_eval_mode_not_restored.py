@@ -12,6 +12,8 @@ from torchlint.reports import RelatedNode
 from torchlint.rule import Rule
 
 _TRAINING_STEPS = (Kind.BACKWARD, Kind.OPTIMIZER_STEP)
+# An optimizer's constructor as written (`torch.optim.AdamW(`, `optim.SGD(`, `LARS(`).
+_OPTIMIZER = r"(?:[Oo]ptim\w*|Adam\w*|SGD|RMSprop|Adagrad|LARS)"
 
 
 class EvalModeNotRestored(Rule):
@@ -23,8 +25,9 @@ class EvalModeNotRestored(Rule):
     in the same iteration or at the top of the next one.
 
     Only modules that the file trains are considered: one it calls `.train()` on somewhere, or
-    whose `.parameters()` it hands to an optimizer. A frozen teacher or an EMA copy put in eval
-    mode is not flagged.
+    whose `.parameters()` it hands to an optimizer, directly or as the parameter groups a helper
+    builds from the module (`groups = get_params_groups(student)`, then `AdamW(groups)`). A
+    frozen teacher or an EMA copy put in eval mode is not flagged.
 
     ## Why is this bad?
     `eval()` switches dropout off and makes batch norm use its running statistics. If training
@@ -122,12 +125,17 @@ class EvalModeNotRestored(Rule):
         return text
 
     def _is_trained(self, module: str) -> bool:
-        """The file puts `module` in training mode or gives its parameters to an optimizer."""
+        """The file puts `module` in training mode or gives its parameters to an optimizer,
+        also as groups a helper builds from it (`groups = get_params_groups(student)`, then
+        `AdamW(groups)`)."""
         escaped = re.escape(module)
         source = self.ctx.source
         if re.search(rf"(?<![\w.]){escaped}\.train\(", source):
             return True
-        return re.search(rf"(?:[Oo]ptim\w*|Adam\w*|SGD|RMSprop|Adagrad)\(\s*{escaped}\.parameters\(", source) is not None
+        if re.search(rf"{_OPTIMIZER}\(\s*{escaped}\.parameters\(", source):
+            return True
+        groups = re.findall(rf"^[ \t]*(\w+)\s*=\s*[\w.]+\(\s*{escaped}\s*[,)]", source, re.MULTILINE)
+        return any(re.search(rf"{_OPTIMIZER}\(\s*{group}\b", source) for group in groups)
 
 
 def _as_caller_names_it(text: str, call: cst.Call, function: cst.FunctionDef) -> str | None:
