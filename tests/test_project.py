@@ -536,3 +536,55 @@ def test_the_output_of_a_module_class_of_another_file_and_of_the_module_callers_
 def test_class_summaries_know_the_activation_forward_ends_in():
     classes = summarize(SOFTMAX_NETWORK).classes
     assert (classes["Network"].output, classes["Scores"].output) == (("softmax", 12, 15), None)
+
+
+PRIOR_BOX = '''\
+import torch
+
+
+class PriorBox(object):
+    def __init__(self, sizes):
+        self.sizes = sizes
+
+    def forward(self):
+        mean = []
+        for size in self.sizes:
+            mean += [size, size, size, size]
+        output = torch.Tensor(mean).view(-1, 4)
+        output.clamp_(max=1, min=0)
+        return output
+'''
+
+SSD = '''\
+import torch.nn as nn
+from torch.autograd import Variable
+from layers import *
+
+
+class SSD(nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        self.priorbox = PriorBox(sizes)
+        self.priors = Variable(self.priorbox.forward(), volatile=True)
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        return self.conv(x).view(x.size(0), -1, 4) - self.priors
+'''
+
+# The same names, in a file of the same directory without the `import *`: nothing is known.
+SSD_WITHOUT_STAR = SSD.replace("from layers import *\n", "")
+
+
+def test_names_from_star_imports_through_packages(project):
+    """`from layers import *`, whose `__init__` star-imports `.functions`, whose `__all__` lists
+    PriorBox: its `forward` returns a CPU tensor (a legacy constructor), so the attribute built
+    from it is an unregistered tensor (TL401). A file of the same directory without the star
+    import knows nothing of the name."""
+    _write(project, {"layers/__init__.py": "from .functions import *\n",
+                     "layers/functions/__init__.py": "from .prior_box import PriorBox\n\n__all__ = ['PriorBox']\n",
+                     "layers/functions/prior_box.py": PRIOR_BOX, "ssd.py": SSD, "plain.py": SSD_WITHOUT_STAR})
+    assert [(name, code, row) for name, code, row in _findings(project, ["ssd.py", "plain.py"]) if code == "TL401"] == [
+        ("ssd.py", "TL401", 10)]
+    assert ProjectView(str(project / "ssd.py"), "").lookup("PriorBox.forward").kind == "tensor"
+    assert ProjectView(str(project / "plain.py"), "").lookup("PriorBox.forward") is None

@@ -37,6 +37,8 @@ _EVENT_TEXT = {
     "backward": "calls `backward()`", "optimizer step": "steps the optimizer", "scheduler step": "steps the scheduler",
     "zero_grad": "clears the gradients", "item": "calls `.item()`", "grad set": "sets gradients by hand",
 }
+# `from <module> import *` (a fast look: the file's summary is not needed for its own answers).
+_STAR_IMPORT = re.compile(rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+\*", re.MULTILINE)
 _NOT_BASES = frozenset({"object", "?", "Exception", "ABC", "abc.ABC", "typing.Generic", "typing.Protocol"})
 
 
@@ -61,6 +63,7 @@ class ProjectView:
         self._layout: Layout | None = None
         self._used: set[str] = _USED.setdefault(self._path, set()) if self._path else set()
         self._answers: dict[tuple[str, str], object] = {}
+        self._star: bool | None = None  # the file has an `import *` (see `_shared_answer`)
 
     @property
     def layout(self) -> Layout | None:
@@ -91,9 +94,16 @@ class ProjectView:
         self._answers[key] = found
         return found
 
+    def _imports_star(self, layout: Layout) -> bool:
+        if self._star is None:
+            self._star = _STAR_IMPORT.search(layout.read(self._path) or b"") is not None
+        return self._star
+
     def _shared_answer(self, layout: Layout, question: str, qualified: str):
-        # Callers are asked about this file's own functions; the other answers hold for its directory.
-        key = (question, qualified, layout.root, self._path if question == "callers" else os.path.dirname(self._path))
+        # Callers are asked about this file's own functions; the other answers hold for its
+        # directory, unless the file has an `import *`, which gives names of its own.
+        per_file = question == "callers" or self._imports_star(layout)
+        key = (question, qualified, layout.root, self._path if per_file else os.path.dirname(self._path))
         shared = _ANSWERS.get(key)
         if shared is not None and all(layout.state(path) == state for path, state in shared[1]):
             self._used.update(path for path, _ in shared[1])
@@ -218,11 +228,20 @@ class _Resolver:
             return None
         found = self.layout.resolve(qualified, importer, self.used)
         if found is None:
-            return None
+            return self.through_stars(qualified, importer, depth, seen)
         module, names = found
         if not names:
             return None  # a module object: its attributes are asked by their full names
         return self.symbol(module, names, depth + 1, seen | {(qualified, importer)})
+
+    def through_stars(self, qualified: str, importer: str, depth: int, seen: frozenset) -> Fact | None:
+        """`qualified` as a name the importer has from one of its `from <module> import *`."""
+        summary = self.summary(importer)
+        for star in summary.stars if summary is not None else ():
+            found = self.imported(f"{star}{'' if star.endswith('.') else '.'}{qualified}", importer, depth + 1, seen)
+            if found is not None:
+                return found
+        return None
 
     def symbol(self, module: str, names: list[str], depth: int, seen: frozenset) -> Fact | None:
         """`names[0]` of `module` (a file or a namespace directory), then its attributes."""
@@ -230,6 +249,9 @@ class _Resolver:
         summary = self.summary(module)
         if summary is None or (name not in summary.classes and name not in summary.functions
                                and name not in summary.constants and name not in summary.imports):
+            starred = self.through_stars(".".join(names), module, depth, seen) if summary is not None else None
+            if starred is not None:
+                return starred
             directory = os.path.dirname(module) if module.endswith(".py") else module
             if module.endswith(".py") and not module.endswith("__init__.py"):
                 return None

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from torchlint.analysis.loops import Role, role_from_name, role_of_constructor
 from torchlint.analysis.modules import is_model_factory, is_torch_module_class
 from torchlint.analysis.top_level import DEFINITION, top_level_pieces
+from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS
 from torchlint.analysis.values import DATA_FACTORIES, SIZE_FACTORIES
 
 # Returned-value kinds a function summary can hold.
@@ -86,6 +87,11 @@ class ModuleSummary:
     functions: dict[str, FunctionSummary] = field(default_factory=dict)
     # Module-level names assigned a literal once (`DEVICE = "cuda"`, `BLOCK_SIZE = 256`).
     constants: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def stars(self) -> tuple[str, ...]:
+        """The modules it imports `*` from, as written (`layers`, `.functions`), in order."""
+        return tuple(module for name, module in self.imports.items() if name.startswith("*"))
 
 
 def summarize(source: str | bytes) -> ModuleSummary | None:
@@ -252,7 +258,8 @@ def _top_statements(body: list[ast.stmt]):
 
 
 def _imports(body: list[ast.stmt]) -> dict[str, str]:
-    """Local name -> the name it imports, as `analysis/imports.py` writes it (`.utils.mask`)."""
+    """Local name -> the name it imports, as `analysis/imports.py` writes it (`.utils.mask`); a
+    star import as `*<module>` -> `<module>` (see `ModuleSummary.stars`)."""
     bound: dict[str, str] = {}
     for statement in _top_statements(body):
         if isinstance(statement, ast.Import):
@@ -266,7 +273,9 @@ def _imports(body: list[ast.stmt]) -> dict[str, str]:
             module = "." * statement.level + (statement.module or "")
             separator = "" if not module or module.endswith(".") else "."
             for alias in statement.names:
-                if alias.name != "*":
+                if alias.name == "*":
+                    bound[f"*{module}"] = module
+                else:
                     bound[alias.asname or alias.name] = f"{module}{separator}{alias.name}"
     return bound
 
@@ -504,7 +513,7 @@ class _Body(ast.NodeVisitor):
         if not isinstance(value, ast.Call) or depth > 4:
             return None
         callee = _written(value.func, self.imports)
-        if callee in SIZE_FACTORIES or callee in DATA_FACTORIES:
+        if callee in SIZE_FACTORIES or callee in DATA_FACTORIES or callee in LEGACY_CONSTRUCTORS:
             return value if _placed_nowhere(value, callee) else None
         if callee in _KEEPING_FUNCTIONS and value.args and _only_numbers(value.args[1:]):
             return self._default_tensor(value.args[0], depth + 1)

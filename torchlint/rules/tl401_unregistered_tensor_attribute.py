@@ -17,6 +17,7 @@ _MOVING_METHODS = frozenset({"_apply", "to", "cuda", "state_dict"})
 # What a method that moves attributes chosen at run time calls or reads.
 _BY_NAME = frozenset({"setattr", "getattr", "vars", "__dict__"})
 _EVERY_ATTRIBUTE = "*"
+_VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 # Methods that put a tensor on another device (or that of another tensor).
 _MOVES = frozenset({"to", "cuda", "type_as"})
 
@@ -89,7 +90,9 @@ class UnregisteredTensorAttribute(Rule):
     Flags `self.x = <tensor>` in the `__init__` of an `nn.Module` when the tensor comes from a
     `torch.<factory>(...)` or a legacy constructor such as `torch.FloatTensor(...)` (also through
     methods, indexing and torch functions of it: `torch.triu(torch.ones(n, n), diagonal=1)`, `torch.tensor(mean).view(-1, 1, 1) if mean else None`,
-    and from another such attribute: `self.grid.repeat(batch, 1, 1)`), the class never registers
+    from another such attribute: `self.grid.repeat(batch, 1, 1)`, through `Variable(t)`, and from
+    a function or method of another project file that returns a tensor it made on the default
+    device: `self.priors = self.priorbox.forward()`), the class never registers
     `x` (`register_buffer("x", ...)`, `nn.Parameter`), and `x` is read after `__init__`: by a
     method of the class (the finding names where), a subclass, or other code of the file. A
     tensor read only in `__init__`, to build a buffer or a parameter, is not reported, nor one the
@@ -173,7 +176,7 @@ class UnregisteredTensorAttribute(Rule):
         function = self.ctx.enclosing_function()
         if function is None or function.name.value != "__init__" or self.ctx.guards.in_version_gate(node):
             return
-        if not self._holds_tensor(node.value):
+        if not self._holds_tensor(node.value) and self._without_variable(node.value) is not factory:
             return  # `(4 ** torch.arange(n)).tolist()`: a list made with a tensor
         if factory is frame.tensor_factories.get(name):
             return  # `self.kernel = torch.roll(self.kernel, ...)`: the attribute is reported once
@@ -205,8 +208,11 @@ class UnregisteredTensorAttribute(Rule):
                 continue
             if isinstance(value, cst.Call):
                 callee = self.ctx.callee(value)
-                if callee in TENSOR_FACTORIES or callee in LEGACY_CONSTRUCTORS:
+                if callee in TENSOR_FACTORIES or callee in LEGACY_CONSTRUCTORS or self._project_tensor(value, callee):
                     return value
+                if callee in _VARIABLES and value.args:
+                    value = self._without_variable(value)
+                    continue
                 receiver = method_receiver(value) if callee is None else self._torch_function_input(value, callee)
                 if receiver is None:
                     return None
@@ -215,6 +221,24 @@ class UnregisteredTensorAttribute(Rule):
                 value = value.value
             else:
                 return None
+
+    def _without_variable(self, value: cst.BaseExpression) -> cst.BaseExpression:
+        """`t` for `Variable(t, volatile=True)`: a Variable is a plain tensor since torch 0.4."""
+        while isinstance(value, cst.Call) and value.args and self.ctx.callee(value) in _VARIABLES:
+            value = value.args[0].value
+        return value
+
+    def _project_tensor(self, call: cst.Call, callee: str | None) -> bool:
+        """A function or method of another file of the project returns a tensor it made on the
+        default device (`self.priors = self.priorbox.forward()`, PriorBox of `layers/`)."""
+        if callee is None and isinstance(call.func, cst.Attribute):
+            owner = call.func.value
+            made = self.ctx.self_attributes.value_of(owner) if isinstance(owner, cst.Attribute) else owner
+            # A class the file has from `import *` is known by its plain name.
+            owner_class = (self.ctx.callee(made) or dotted_name(made.func)) if isinstance(made, cst.Call) else None
+            callee = f"{owner_class}.{call.func.attr.value}" if owner_class else None
+        fact = self.ctx.project.lookup(callee) if callee and not callee.startswith("torch.") else None
+        return fact is not None and fact.kind == "tensor"
 
     @staticmethod
     def _torch_function_input(call: cst.Call, callee: str) -> cst.BaseExpression | None:

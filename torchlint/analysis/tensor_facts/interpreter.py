@@ -921,7 +921,7 @@ class Interpreter:
         path (in that `forward`: a node of this file, or a project Note for another file's)."""
         if kind in _ACTIVATION_LAYERS:
             return _ACTIVATION_LAYERS[kind], call
-        if "." in kind:
+        if "." in kind and not kind.startswith("torch."):
             fact = self.ctx.project.lookup(kind)
             return fact.output if fact is not None and fact.output is not None else (None, None)
         if not kind:

@@ -461,8 +461,10 @@ class TensorModel:
     def _module_class_passed(self, function: cst.FunctionDef, param: cst.Param) -> str | None:
         """The class of the module that every call in this file of its top-level `function`
         passes as `param` (`train(model, ...)` after `model = net.Network().to(device)`)."""
-        if self._functions().get(function.name.value) is not function:
-            return None
+        written = function.name.value
+        if self._functions().get(written) is not function or len(re.findall(
+                rf"(?<![\w.]){re.escape(written)}\s*\(", self.ctx.source)) < 2:
+            return None  # not a top-level function, or not called in the file (the `def` aside)
         name = param.name.value
         positional = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
         index = positional.index(name) if name in positional else None
