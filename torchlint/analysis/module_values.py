@@ -54,7 +54,7 @@ def builds_module(ctx, call: cst.Call, depth: int = 0) -> bool:
         return False
     if ctx.module_classes.is_module_name(written):
         return True
-    builder = _top_level_function(ctx, written)
+    builder = top_level_function(ctx, written)
     return builder is not None and depth < _MAX_BUILDER_DEPTH and _returns_module(ctx, builder, depth + 1)
 
 
@@ -66,7 +66,8 @@ def _without_fluent_calls(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def _top_level_function(ctx, name: str) -> cst.FunctionDef | None:
+def top_level_function(ctx, name: str) -> cst.FunctionDef | None:
+    """The file's top-level `def name`, if one."""
     for statement in ctx.module.body:
         if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
             return statement

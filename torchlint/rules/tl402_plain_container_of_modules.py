@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.module_attributes import ClassFrames
+from torchlint.analysis.module_values import top_level_function
 from torchlint.analysis.names import dotted_name, isinstance_check
 from torchlint.analysis.nn_layers import CONTAINERS, nn_class_name, parameterized_layer
 from torchlint.diagnostics import Severity
@@ -128,7 +129,8 @@ class PlainContainerOfModules(Rule):
     def _unpacked_lists(self, frame, node: cst.Assign, target: cst.Tuple) -> None:
         """`self.info, self.layers = create_modules(cfg)`: a function of this file whose returned
         tuple holds, at that place, a local list it appended modules to."""
-        function = self._top_level_function(node.value.func)
+        func = node.value.func
+        function = top_level_function(self.ctx, func.value) if isinstance(func, cst.Name) else None
         if function is None:
             return
         for position, made in _returned_module_lists(function, self._builds_module).items():
@@ -136,11 +138,6 @@ class PlainContainerOfModules(Rule):
             if name is not None:
                 how = f"`{self.ctx.code_for(made.func)}` appended to the list `{function.name.value}` returns"
                 self._candidate(frame, name, self.ctx.code_for(made.func), how, node, "list")
-
-    def _top_level_function(self, func: cst.BaseExpression) -> cst.FunctionDef | None:
-        if not isinstance(func, cst.Name):
-            return None
-        return next((s for s in self.ctx.module.body if isinstance(s, cst.FunctionDef) and s.name.value == func.value), None)
 
     def _candidate(self, frame, name: str, layer: str, how: str, node=None, kind=None) -> None:
         if node is None:
