@@ -132,3 +132,41 @@ def test_a_model_trained_by_an_optimizer_since_rebound_is_in_an_optimizer(script
     report = run_script(str(path), [], [], device="cpu")
     assert report.exit_status == 0, report.exception
     assert [(d.code, d.location.row) for d in report.diagnostics] == [("TL604", line_of(path, "stray = nn.Linear"))]
+
+
+def test_a_gan_with_two_optimizers_finds_the_critic_layer_never_used(script):
+    """Two models, two optimizers, and the generator's step backpropagating through the critic:
+    the critic's layer that forward() never calls is found, and nothing else is."""
+    path = script("""
+        import torch
+        import torch.nn as nn
+
+        class Critic(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(nn.Linear(2, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+                self.aux = nn.Linear(16, 4)
+
+            def forward(self, x):
+                return self.body(x)
+
+        torch.manual_seed(0)
+        generator = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+        critic = Critic()
+        opt_g = torch.optim.Adam(generator.parameters(), lr=1e-3)
+        opt_d = torch.optim.Adam(critic.parameters(), lr=1e-3)
+        bce = nn.BCEWithLogitsLoss()
+        for step in range(30):
+            fake = generator(torch.randn(32, 8))
+            opt_d.zero_grad()
+            loss_d = bce(critic(torch.randn(32, 2)), torch.ones(32, 1)) + bce(critic(fake.detach()), torch.zeros(32, 1))
+            loss_d.backward()
+            opt_d.step()
+            opt_g.zero_grad()
+            bce(critic(fake), torch.ones(32, 1)).backward()
+            opt_g.step()
+    """)
+    for device in ("cpu", "logical:cuda"):
+        report = run_script(str(path), [], [], device=device)
+        assert report.exit_status == 0, report.exception
+        assert [(d.code, d.location.row) for d in report.diagnostics] == [("TL604", line_of(path, "self.aux = nn.Linear"))]
