@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import typing
+from collections.abc import Iterator
 from functools import lru_cache
 
 import libcst as cst
@@ -67,6 +68,14 @@ def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
         elif value_type is tuple or value_type is list:
             found.extend([item for item in value if type(item) in node_classes])
     return found
+
+
+def nodes_in_order(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node below `node` in source order, not entering nested functions, classes, lambdas."""
+    for child in child_nodes(node):
+        yield child
+        if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            yield from nodes_in_order(child)
 
 
 @lru_cache(maxsize=None)

@@ -17,6 +17,7 @@ from torchlint.analysis.loops import Role, role_from_name, role_of_constructor
 from torchlint.analysis.modules import is_model_factory, is_torch_module_class
 from torchlint.analysis.top_level import DEFINITION, top_level_pieces
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS
+from torchlint.analysis.torch_api import SIGMOID_FUNCTIONS, SOFTMAX_FUNCTIONS
 from torchlint.analysis.values import DATA_FACTORIES, SIZE_FACTORIES
 
 # Returned-value kinds a function summary can hold.
@@ -314,10 +315,7 @@ def _class(classdef: ast.ClassDef, imports: dict[str, str], offset: int) -> Clas
     return ClassSummary(classdef.lineno + offset, bases, methods, buffers, attributes, output)
 
 
-_ACTIVATION_FUNCTIONS = {
-    "torch.softmax": "softmax", "torch.nn.functional.softmax": "softmax",
-    "torch.sigmoid": "sigmoid", "torch.nn.functional.sigmoid": "sigmoid",
-}
+_ACTIVATION_FUNCTIONS = {**dict.fromkeys(SOFTMAX_FUNCTIONS, "softmax"), **dict.fromkeys(SIGMOID_FUNCTIONS, "sigmoid")}
 _ACTIVATION_LAYERS = {"torch.nn.Softmax": "softmax", "torch.nn.Sigmoid": "sigmoid"}
 
 

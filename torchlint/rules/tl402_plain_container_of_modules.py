@@ -8,6 +8,7 @@ from torchlint.analysis.names import dotted_name, isinstance_check
 from torchlint.analysis.nn_layers import CONTAINERS, nn_class_name, parameterized_layer
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
+from torchlint.walker import nodes_in_order
 
 _KINDS = {cst.List: "list", cst.Tuple: "tuple", cst.Dict: "dict", cst.ListComp: "list", cst.DictComp: "dict"}
 
@@ -197,7 +198,7 @@ def _returned_module_lists(function: cst.FunctionDef, builds_module) -> dict[int
     lists: set[str] = set()
     appended: dict[str, cst.Call] = {}
     returned: list[cst.BaseExpression] = []
-    for node in _own_nodes(function.body):
+    for node in nodes_in_order(function.body):
         if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
             local = node.targets[0].target.value
             if isinstance(node.value, cst.List) and not node.value.elements:
@@ -214,13 +215,3 @@ def _returned_module_lists(function: cst.FunctionDef, builds_module) -> dict[int
                 appended.setdefault(node.func.value.value, made)
     return {position: appended[value.value] for position, value in enumerate(returned)
             if isinstance(value, cst.Name) and value.value in lists and value.value in appended}
-
-
-def _own_nodes(body: cst.BaseSuite):
-    """The nodes of a function body in source order, nested functions and classes left out."""
-    pending: list[cst.CSTNode] = [body]
-    while pending:
-        node = pending.pop()
-        yield node
-        pending.extend(reversed([child for child in node.children
-                                 if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda))]))

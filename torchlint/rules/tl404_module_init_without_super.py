@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import libcst as cst
 
 from torchlint.analysis.module_attributes import first_parameter
@@ -9,7 +7,7 @@ from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import dotted_name, method_name, method_receiver
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
-from torchlint.walker import child_nodes
+from torchlint.walker import nodes_in_order
 
 # Module methods that register something and raise before `Module.__init__()` has run.
 _REGISTERING_METHODS = frozenset({"register_buffer", "register_parameter", "add_module", "register_module"})
@@ -66,7 +64,7 @@ class ModuleInitWithoutSuper(Rule):
         instance = first_parameter(node)
         if instance is None:
             return
-        for expression in _walk_in_order(node.body):
+        for expression in nodes_in_order(node.body):
             if _is_init_call(expression, instance) or self._delegates(expression, instance, classdef):
                 return
             registered = self._registration(expression, instance)
@@ -136,17 +134,9 @@ class ModuleInitWithoutSuper(Rule):
             if isinstance(statement, cst.FunctionDef) and statement.name.value == called and called != "__init__":
                 helper_instance = first_parameter(statement)
                 return helper_instance is not None and any(
-                    _is_init_call(inner, helper_instance) for inner in _walk_in_order(statement.body)
+                    _is_init_call(inner, helper_instance) for inner in nodes_in_order(statement.body)
                 )
         return False
-
-
-def _walk_in_order(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Every node below `node` in source order, not entering nested functions, classes, lambdas."""
-    for child in child_nodes(node):
-        yield child
-        if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            yield from _walk_in_order(child)
 
 
 def _is_name(expr: cst.BaseExpression | None, name: str) -> bool:

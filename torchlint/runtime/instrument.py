@@ -421,11 +421,11 @@ class MethodHooks:
 
     def failed(self, error: BaseException) -> None:
         """An error a check knows, at the innermost user frame of its traceback."""
-        files, frame, tb = self.runtime.files, None, error.__traceback__
-        while tb is not None:
-            if files.is_user_code(tb.tb_frame.f_code):
-                frame = tb.tb_frame
+        tb = error.__traceback__
+        while tb is not None and tb.tb_next is not None:
             tb = tb.tb_next
+        files = self.runtime.files
+        frame = files.user_frame(tb.tb_frame) if tb is not None else None
         if frame is not None and isinstance(error, Exception):
             self.runtime._error(error, files.position(frame))
 
