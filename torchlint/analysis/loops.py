@@ -542,9 +542,8 @@ class LoopAnalysis:
                 loop = iteration.owner
                 if not iteration.steps_each_iteration:
                     continue
-                scope = self.index.scope_of_loop.get(id(loop)) or self.index.module_scope
                 for call in _unthrottled_calls(loop.body):
-                    called = self.resolve_call(call, scope)
+                    called = self.function_called(call, loop)
                     if called is not None:
                         self._step_calls.setdefault(id(called), []).append((loop, call))
         return self._step_calls.get(id(function), [])
@@ -591,6 +590,14 @@ class LoopAnalysis:
         result = tuple(events)
         self._function_events[key] = result
         return result
+
+    def function_called(self, call: cst.Call, within: Loop | cst.FunctionDef) -> cst.FunctionDef | None:
+        """The function of this file that `call`, written in the loop or function `within`, runs."""
+        if isinstance(within, cst.FunctionDef):
+            scope = self.index.scope_of_function.get(id(within))
+        else:
+            scope = self.index.scope_of_loop.get(id(within))
+        return self.resolve_call(call, scope or self.index.module_scope)
 
     def resolve_call(self, call: cst.Call, scope: _Scope) -> cst.FunctionDef | None:
         """The function of this file that a call runs: `helper(...)` or `self.method(...)`."""

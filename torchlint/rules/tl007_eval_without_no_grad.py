@@ -2,14 +2,36 @@ from __future__ import annotations
 
 import libcst as cst
 
+from collections.abc import Iterator
+
 from torchlint.analysis.grad_mode import GradState
 from torchlint.analysis.loops import Loop, enclosing_loops
 from torchlint.analysis.names import argument, dotted_name, is_constant_true
 from torchlint.diagnostics import Severity
+from torchlint.reports import RelatedNode
 from torchlint.rule import Rule
+from torchlint.walker import child_nodes
+
+# How deep the helpers an evaluation loop calls are followed to the model they run.
+_HELPER_DEPTH = 2
 
 def _is_false(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "False"
+
+
+def _model_key(expr: cst.BaseExpression) -> str | None:
+    """The model a call or a mode switch names: `model`, `self.net`, or `self.models[]` for the
+    modules of a container (`self.models[key].eval()` switches them all, `self.models["g"](x)`
+    runs one of them)."""
+    if isinstance(expr, cst.Subscript):
+        container = dotted_name(expr.value)
+        return f"{container}[]" if container is not None else None
+    return dotted_name(expr)
+
+
+def _is_method_of_self(call: cst.Call) -> bool:
+    func = call.func
+    return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
 
 
 class _Frame:
@@ -33,6 +55,13 @@ class EvalWithoutNoGrad(Rule):
     Loops that want gradients (they call `backward()`, `torch.autograd.grad`, `requires_grad_()`:
     saliency maps, adversarial examples) are left alone, and so are functions that freeze the
     parameters (`p.requires_grad = False`), where autograd records nothing anyway.
+
+    The model may run in a function of the same file that the loop calls (two calls deep): a
+    method of the class called on `self` (`self._eval_step(batch)` running `self.model(x)`), or a
+    helper the model is passed to (`score(model, x)`). The finding is at that call in the loop,
+    with a note at the model's call, unless the helper switches grad mode itself. A container of
+    models switched in a loop (`for k in self.models: self.models[k].eval()`) counts for each
+    model looked up in it (`self.models["generator"](z)`).
 
     ## Why is this bad?
     `model.eval()` only switches dropout and batch norm to inference behaviour; it does not stop
@@ -91,21 +120,110 @@ class EvalWithoutNoGrad(Rule):
             return
         if not frame.evaluated or frame.frozen or any(f.grad_off for f in self._frames):
             return
-        written = dotted_name(func)
-        if written is None or written not in frame.evaluated:
+        written = _model_key(func)
+        if written in frame.evaluated:
+            loop = self._recording_loop(frame.evaluated[written])
+            if loop is not None:
+                model = self.ctx.code_for(func)
+                self.report(
+                    node,
+                    f"`{model}(...)` runs in a loop after `{model}.eval()` with autograd still recording; wrap "
+                    "the loop in `with torch.inference_mode():` (or `torch.no_grad()`)",
+                )
             return
-        loop = self._loop_after_eval(frame.evaluated[written])
-        if loop is None or id(loop) in self._reported:
+        self._check_helper(node, frame)
+
+    def _check_helper(self, call: cst.Call, frame: _Frame) -> None:
+        """A call, in the evaluation loop, of a function of this file that runs the model: the loop
+        is the place to switch autograd off (`self._eval_step(batch)` calling `self.model(x)`)."""
+        loops = enclosing_loops(self.ctx.ancestors)
+        if not loops:
             return
-        if self.ctx.grad_mode.state() is not GradState.DEFAULT or self.ctx.loops.iteration(loop).needs_grad:
+        callee = self.ctx.loops.function_called(call, loops[-1])
+        if callee is None:
             return
-        self._reported.add(id(loop))
-        model = self.ctx.code_for(func)
+        models = self._bound_models(call, callee, {key: key for key in frame.evaluated})
+        found = self._model_call_in(callee, models, 1)
+        if found is None:
+            return
+        model_call, key = found
+        loop = self._recording_loop(frame.evaluated[key])
+        if loop is None:
+            return
+        helper = self.ctx.code_for(call.func)
+        model = self.ctx.code_for(model_call.func)
         self.report(
-            node,
-            f"`{model}(...)` runs in a loop after `{model}.eval()` with autograd still recording; wrap the "
-            "loop in `with torch.inference_mode():` (or `torch.no_grad()`)",
+            call,
+            f"`{helper}(...)` runs `{model}(...)` in a loop after the model's `.eval()` with autograd still "
+            "recording; wrap the loop in `with torch.inference_mode():` (or `torch.no_grad()`)",
+            related=(RelatedNode(model_call, f"the model runs here, in `{callee.name.value}`"),),
         )
+
+    def _recording_loop(self, eval_loops: frozenset[int]) -> Loop | None:
+        """The loop to report for a model run at the current node, once per loop: None when grad
+        mode is switched here or the loop wants gradients."""
+        loop = self._loop_after_eval(eval_loops)
+        if loop is None or id(loop) in self._reported:
+            return None
+        if self.ctx.grad_mode.state() is not GradState.DEFAULT or self.ctx.loops.iteration(loop).needs_grad:
+            return None
+        self._reported.add(id(loop))
+        return loop
+
+    def _model_call_in(
+        self, function: cst.FunctionDef, models: dict[str, str], depth: int,
+    ) -> tuple[cst.Call, str] | None:
+        """The first call in `function` (or a helper it calls) of a model in `models` (its name
+        there -> the evaluated model's name in the loop), with the loop's name; None where the
+        function switches grad mode itself."""
+        if not models or any(self.ctx.grad_mode.switch_effect(d.decorator) is not None for d in function.decorators):
+            return None
+        for call in self._calls_in_callers_mode(function.body):
+            key = models.get(_model_key(call.func) or "")
+            if key is not None:
+                return call, key
+            if depth < _HELPER_DEPTH:
+                callee = self.ctx.loops.function_called(call, function)
+                if callee is not None and callee is not function:
+                    found = self._model_call_in(callee, self._bound_models(call, callee, models), depth + 1)
+                    if found is not None:
+                        return found
+        return None
+
+    def _calls_in_callers_mode(self, node: cst.CSTNode) -> Iterator[cst.Call]:
+        """The calls below `node` that run in the grad mode of the function's caller: not inside a
+        `with` that switches it, nor in nested functions."""
+        for child in child_nodes(node):
+            if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                continue
+            if isinstance(child, cst.With) and any(
+                self.ctx.grad_mode.switch_effect(item.item) is not None for item in child.items
+            ):
+                continue
+            if isinstance(child, cst.Call):
+                yield child
+            yield from self._calls_in_callers_mode(child)
+
+    @staticmethod
+    def _bound_models(call: cst.Call, callee: cst.FunctionDef, models: dict[str, str]) -> dict[str, str]:
+        """The models of `models` as `callee` sees them: the caller's `self.*` models in a method it
+        calls on `self`, and the parameters the call passes a model to."""
+        on_self = _is_method_of_self(call)
+        bound = {key: model for key, model in models.items() if key.startswith("self.")} if on_self else {}
+        parameters = list(callee.params.params)
+        if on_self and parameters:
+            parameters = parameters[1:]
+        for position, arg in enumerate(call.args):
+            if arg.star:
+                break
+            model = models.get(_model_key(arg.value) or "")
+            if model is None:
+                continue
+            if arg.keyword is not None:
+                bound[arg.keyword.value] = model
+            elif position < len(parameters):
+                bound[parameters[position].name.value] = model
+        return bound
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if _is_false(node.value) and any(
@@ -114,7 +232,7 @@ class EvalWithoutNoGrad(Rule):
             self._frames[-1].frozen = True
 
     def _mode_switch(self, call: cst.Call, method: str, receiver: cst.BaseExpression, frame: _Frame) -> None:
-        target = dotted_name(receiver)
+        target = _model_key(receiver)
         parent = self.ctx.parent
         if target is None and isinstance(parent, cst.Assign) and len(parent.targets) == 1:
             target = dotted_name(parent.targets[0].target)  # `net = Net().eval()`
