@@ -130,17 +130,17 @@ class UnregisteredTensorAttribute(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._classes = ClassFrames(ctx)
-        self._moves_by_hand: list[set[str]] = []
         self._reads_outside_init: set[str] | None = None
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._classes.enter(node)
-        self._moves_by_hand.append(_moved_by_hand(node))
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         frame = self._classes.leave()
-        moved = self._moves_by_hand.pop()
-        for assignment, name, message in frame.unregistered():
+        unregistered = frame.unregistered()
+        # Read only for a class with an unregistered tensor: few classes have one.
+        moved = _moved_by_hand(node) if unregistered else set()
+        for assignment, name, message in unregistered:
             if name in moved or _EVERY_ATTRIBUTE in moved:
                 continue
             used = _first_read(node, name)
