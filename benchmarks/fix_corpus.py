@@ -17,8 +17,6 @@ Exits 1 when a file broke, a package did not settle, or the fixer failed on a fi
 from __future__ import annotations
 
 import argparse
-import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +31,7 @@ import libcst as cst
 from torchlint.config import Settings
 from torchlint.fix import fix_files
 from torchlint.rules import all_rules
+from wheels import PINNED, download, wheel_of
 
 # Libraries full of PyTorch code, pinned so that runs compare.
 PACKAGES = ("timm==1.0.31", "diffusers==0.42.1")
@@ -55,24 +54,6 @@ class CorpusReport:
     @property
     def failed(self) -> bool:
         return bool(self.broken or self.unsettled or self.internal_errors)
-
-
-def _download(requirements: list[str], directory: Path) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
-         "-d", str(directory), *requirements],
-        check=True,
-    )
-
-
-def _wheel(requirement: str, directory: Path) -> Path:
-    """The downloaded wheel of `name==version` (wheel names spell `-` and `.` in a name as `_`)."""
-    name, version = requirement.split("==")
-    prefix = f"{re.sub(r'[-_.]+', '_', name).lower()}-{version}-"
-    matches = [path for path in directory.glob("*.whl") if path.name.lower().startswith(prefix)]
-    if len(matches) != 1:
-        raise SystemExit(f"fix_corpus: expected one wheel for {requirement} in {directory}, found {matches}")
-    return matches[0]
 
 
 def _is_valid(data: bytes, path: str) -> bool:
@@ -143,16 +124,16 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
     requirements = args.package or list(PACKAGES)
-    if not all(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.!+_-]+", item) for item in requirements):
+    if not all(PINNED.fullmatch(item) for item in requirements):
         parser.error("each --package must be pinned: NAME==VERSION")
 
     with tempfile.TemporaryDirectory(prefix="fix_corpus-") as temporary:
         wheels = Path(temporary) / "wheels"
-        _download(requirements, wheels)
+        download(requirements, wheels)
         reports = []
         for requirement in requirements:
             root = Path(temporary) / requirement.replace("==", "-")
-            with zipfile.ZipFile(_wheel(requirement, wheels)) as wheel:
+            with zipfile.ZipFile(wheel_of(requirement, wheels)) as wheel:
                 wheel.extractall(root)
             reports.append(fix_corpus(requirement, root, args.jobs))
             print_report(reports[-1])

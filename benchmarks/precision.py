@@ -1,0 +1,154 @@
+"""Precision of every rule on expert library code, from findings judged by reading them.
+
+Usage: python benchmarks/precision.py [--cache DIR] [--judged FILE] [--per-rule N] [--library NAME==VERSION ...]
+
+Downloads the pinned wheels (`pip download --no-deps`; needs a package index) into the cache
+directory, unpacks them, and runs `torchlint check --select ALL` on each. From each rule's
+findings it samples up to N (the ones whose key hashes lowest: a finding stays in the sample while
+others come and go), and appends those not yet judged to the judged file with the verdict `?`.
+Judge them by reading the code: `true` (a real problem an expert would fix), `false` (wrong in
+this context) or `debatable` (true, but no expert would change the code), with a line of why.
+
+It prints, per rule and overall, the findings, the judged ones still found, and
+precision = true / (true + false), with the debatable share beside it. Judged findings that the
+current version no longer reports are counted as gone (a false one that went is a fixed false alarm).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from wheels import PINNED, unpacked
+
+# The libraries the precision issue was measured on: the team never tuned on these.
+LIBRARIES = (
+    "accelerate==1.15.0", "fairseq2==0.8.1", "kornia==0.9.0", "peft==0.21.2", "speechbrain==1.1.2",
+    "torch_geometric==2.8.1", "torchao==0.18.0", "torchaudio==2.11.0", "torchmetrics==1.9.0",
+    "torchtune==0.6.1", "torchvision==0.29.1",
+)
+JUDGED = Path(__file__).with_name("precision_library_judgments.tsv")
+VERDICTS = ("true", "false", "debatable")
+HEADER = "# library\tpath:row\tcode\tverdict\twhy (message as reported, for findings still to judge)\n"
+
+
+@dataclass(frozen=True)
+class Finding:
+    library: str
+    place: str  # path:row inside the unpacked wheel
+    code: str
+    message: str
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return self.library, self.place, self.code
+
+
+def findings_of(library: str, root: Path) -> list[Finding]:
+    completed = subprocess.run(
+        [sys.executable, "-m", "torchlint", "check", "--select", "ALL", "--no-cache", "--exit-zero",
+         "--output-format", "json", "."],
+        cwd=root, capture_output=True, text=True,
+    )
+    if completed.returncode != 0:
+        raise SystemExit(f"torchlint failed on {library}: {completed.stderr.strip()[-500:]}")
+    return [
+        Finding(library, f"{Path(item['filename']).resolve().relative_to(root.resolve())}:{item['location']['row']}",
+                item["code"], item["message"])
+        for item in json.loads(completed.stdout)
+    ]
+
+
+def sample(findings: list[Finding], per_rule: int) -> list[Finding]:
+    by_rule: dict[str, list[Finding]] = defaultdict(list)
+    for finding in findings:
+        by_rule[finding.code].append(finding)
+    chosen = []
+    for code in sorted(by_rule):
+        ranked = sorted(by_rule[code], key=lambda f: hashlib.sha1("\t".join(f.key).encode()).hexdigest())
+        chosen.extend(ranked[:per_rule])
+    return chosen
+
+
+def read_judged(path: Path) -> dict[tuple[str, str, str], tuple[str, str]]:
+    judged = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("#") or not line.strip():
+                continue
+            library, place, code, verdict, why = (line.split("\t") + [""] * 5)[:5]
+            judged[(library, place, code)] = (verdict, why)
+    return judged
+
+
+def append_unjudged(path: Path, chosen: list[Finding], judged: dict) -> int:
+    new = [finding for finding in chosen if finding.key not in judged]
+    if new:
+        with path.open("a", encoding="utf-8") as out:
+            if path.stat().st_size == 0:
+                out.write(HEADER)
+            for finding in new:
+                out.write("\t".join((*finding.key, "?", finding.message.replace("\t", " "))) + "\n")
+    return len(new)
+
+
+def report(findings: list[Finding], judged: dict) -> None:
+    found = Counter(finding.code for finding in findings)
+    current = {finding.key for finding in findings}
+    verdicts: dict[str, Counter] = defaultdict(Counter)
+    gone: Counter = Counter()
+    for key, (verdict, _) in judged.items():
+        if key in current:
+            verdicts[key[2]][verdict] += 1
+        elif verdict in VERDICTS:
+            gone[f"{key[2]} {verdict}"] += 1
+    print(f"{'code':7} {'found':>6} {'judged':>7} {'true':>5} {'false':>6} {'debat.':>7} {'precision':>10}")
+    total: Counter = Counter()
+    for code in sorted(found):
+        counts = verdicts[code]
+        total.update(counts)
+        _row(code, found[code], counts)
+    _row("all", sum(found.values()), total)
+    if gone:
+        print("judged findings no longer reported: " + ", ".join(f"{n} {k}" for k, n in sorted(gone.items())))
+
+
+def _row(code: str, found: int, counts: Counter) -> None:
+    judged = sum(counts[v] for v in VERDICTS)
+    decided = counts["true"] + counts["false"]
+    precision = f"{counts['true'] / decided:.2f}" if decided else "-"
+    debatable = f" ({counts['debatable'] / judged:.0%} debatable)" if judged else ""
+    print(f"{code:7} {found:6} {judged:7} {counts['true']:5} {counts['false']:6} {counts['debatable']:7} "
+          f"{precision:>10}{debatable}" + (f"  {counts['?']} to judge" if counts["?"] else ""))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "torchlint-precision")
+    parser.add_argument("--judged", type=Path, default=JUDGED)
+    parser.add_argument("--per-rule", type=int, default=8, help="findings sampled per rule and library set")
+    parser.add_argument("--library", action="append", metavar="NAME==VERSION",
+                        help="a pinned library to read, instead of the default ones")
+    args = parser.parse_args()
+    libraries = args.library or list(LIBRARIES)
+    if not all(PINNED.fullmatch(item) for item in libraries):
+        parser.error("each --library must be pinned: NAME==VERSION")
+    findings = []
+    for library in libraries:
+        findings.extend(findings_of(library, unpacked(library, args.cache)))
+    judged = read_judged(args.judged)
+    added = append_unjudged(args.judged, sample(findings, args.per_rule), judged)
+    judged = read_judged(args.judged)
+    report(findings, judged)
+    if added:
+        print(f"{added} sampled findings added to {args.judged} with verdict `?`: judge them and run again")
+
+
+if __name__ == "__main__":
+    main()
