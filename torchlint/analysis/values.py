@@ -71,11 +71,15 @@ MODULE_FLUENT_METHODS = frozenset(
      "requires_grad_", "apply", "to_empty", "type", "share_memory"}
 )
 _DEVICE_STRINGS = ("cpu", "cuda", "mps", "xpu", "npu", "hpu", "xla", "meta", "ipu", "mtia", "privateuseone")
+# Every dtype torch 2.13 defines: `x.view(torch.float8_e8m0fnu)` reinterprets bytes, no shape.
 DTYPE_NAMES = frozenset(
     f"torch.{name}" for name in (
         "float", "float32", "float64", "double", "float16", "half", "bfloat16", "int", "int32", "int64",
-        "long", "int16", "short", "int8", "uint8", "bool", "complex64", "complex128", "cfloat",
-        "cdouble", "float8_e4m3fn", "float8_e5m2",
+        "long", "int16", "short", "int8", "uint8", "uint16", "uint32", "uint64", "bool", "complex32",
+        "complex64", "complex128", "chalf", "cfloat", "cdouble", "float8_e4m3fn", "float8_e4m3fnuz",
+        "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2", "qint8", "qint32",
+        "quint8", "quint4x2", "quint2x4", "bits8", "bits16", "bits1x8", "bits2x4", "bits4x2", "bit",
+        *(f"int{width}" for width in range(1, 8)), *(f"uint{width}" for width in range(1, 8)),
     )
 )
 
