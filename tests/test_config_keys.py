@@ -63,6 +63,42 @@ def test_requirements_files_beside_pyproject_count_and_show_settings_says_so(pro
     assert run_torchlint("check", "--isolated", "--show-settings", "a.py", cwd=project).stdout.count("= none") == 1
 
 
+LOAD = "import torch\n\ndef restore(path):\n    return torch.load(path)\n"
+
+
+def test_package_metadata_gives_the_torch_floor_of_a_tree_without_pyproject(tmp_path: Path) -> None:
+    """An unpacked wheel (`*.dist-info/METADATA`): torch>=2.7 loads with weights_only=True by
+    default, so its bare torch.load is no TL502; the same code without the metadata is."""
+    wheel = tmp_path / "speechlib-1.0"
+    (wheel / "speechlib-1.0.dist-info").mkdir(parents=True)
+    (wheel / "speechlib-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: speechlib\nRequires-Dist: numpy\nRequires-Dist: torch>=2.7.1\n"
+        "Requires-Dist: torch>=2.8; extra == 'gpu'\n")
+    (wheel / "speechlib" / "nnet").mkdir(parents=True)
+    (wheel / "speechlib" / "nnet" / "schedulers.py").write_text(LOAD)
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "schedulers.py").write_text(LOAD)
+    shown = run_torchlint("check", "--show-settings", ".", cwd=wheel)
+    assert "target-torch-version = 2.7  # inferred from `torch>=2.7.1` in speechlib-1.0.dist-info/METADATA" \
+        in shown.stdout
+    result = run_torchlint("check", "--select", "TL502", "--output-format", "json", str(wheel), "plain", cwd=tmp_path)
+    assert [d["filename"].split(f"{tmp_path.name}/")[-1] for d in json.loads(result.stdout)] == ["plain/schedulers.py"]
+
+
+@pytest.mark.parametrize("layout, expected", [
+    ({"PKG-INFO": "Requires-Dist: torch>=2.4\n"}, (2, 4)),  # an sdist
+    ({"mylib.egg-info/PKG-INFO": "Requires-Dist: torch>=2.1\n"}, (2, 1)),  # setup.py, pip install -e
+    ({"pyproject.toml": "[project]\nname = 'x'\n", "PKG-INFO": "Requires-Dist: torch>=2.5\n"}, (2, 5)),
+    # Several packages' metadata side by side (site-packages) describe no project.
+    ({"a-1.dist-info/METADATA": "Requires-Dist: torch>=2.6\n", "b-2.dist-info/METADATA": ""}, None),
+])
+def test_package_metadata_forms(tmp_path: Path, layout, expected) -> None:
+    for name, text in layout.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert resolve_settings(Options(), tmp_path).target_torch_version == expected
+
+
 def test_configuration_is_found_per_checked_file(project: Path) -> None:
     (project / "pyproject.toml").write_text('[tool.torchlint]\nselect = ["TL102"]\n')
     (project / "sub").mkdir()

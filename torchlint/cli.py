@@ -162,7 +162,8 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
     if show_settings:
         if len(paths) != 1:
             raise click.UsageError("--show-settings needs exactly one PATH")
-        click.echo(describe(resolver.for_file(paths[0])), nl=False)
+        shown = resolver.for_directory(paths[0]) if os.path.isdir(paths[0]) else resolver.for_file(paths[0])
+        click.echo(describe(shown), nl=False)
         return
     # `fix = true` in the configuration applies to checks, never to a --runtime run.
     fix = settings.fix and not runtime if fix is None else fix

@@ -18,7 +18,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 from torchlint.diagnostics import Applicability, Diagnostic
 from torchlint.rule import Rule
 from torchlint.rules import all_rules
-from torchlint.torch_requirement import declared_torch_version
+from torchlint.torch_requirement import declared_torch_version, metadata_files, metadata_torch_version
 
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".venv", "venv", "env", "build", "dist", "__pycache__", "node_modules",
@@ -158,6 +158,15 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
+def find_package_metadata(start: Path) -> Path | None:
+    """The nearest directory at or above `start` that holds package metadata (an unpacked wheel,
+    an sdist): the project of a tree without a pyproject.toml."""
+    for directory in (start, *start.parents):
+        if metadata_files(directory):
+            return directory
+    return None
+
+
 def load_table(path: Path) -> dict:
     document = _read_toml(path)
     table = document.get("tool", {}).get("torchlint")
@@ -247,7 +256,7 @@ def resolve_settings(options: Options, cwd: Path | None = None) -> Settings:
         for pattern, codes in table.get("per-file-ignores", {}).items()
     )
     exclude = tuple(table.get("exclude", DEFAULT_EXCLUDES)) + tuple(table.get("extend-exclude", ()))
-    version = _target_version(table.get("target-torch-version"), project, options.isolated, origins)
+    version = _target_version(table.get("target-torch-version"), project, cwd, options.isolated, origins)
     return Settings(
         rules=tuple(rule for rule in all_rules() if rule.code in enabled),
         exclude=exclude,
@@ -263,14 +272,18 @@ def resolve_settings(options: Options, cwd: Path | None = None) -> Settings:
 
 
 def _target_version(
-    configured: str | None, project: Path | None, isolated: bool, origins: dict[str, str]
+    configured: str | None, project: Path | None, cwd: Path, isolated: bool, origins: dict[str, str]
 ) -> tuple[int, ...] | None:
-    """`target-torch-version` when set, else the lowest torch the project declares."""
+    """`target-torch-version` when set, else the lowest torch the project declares (in its
+    pyproject.toml and requirements files, else in its package metadata)."""
     if configured is not None:
         return _parse_version(configured)
-    if project is None or isolated:
+    if isolated:
         return None
-    declared = declared_torch_version(project, _read_toml(project))
+    declared = declared_torch_version(project, _read_toml(project)) if project is not None else None
+    if declared is None:
+        metadata = project.parent if project is not None else find_package_metadata(cwd)
+        declared = metadata_torch_version(metadata) if metadata is not None else None
     if declared is None:
         return None
     origins["target-torch-version"] = f"inferred from {declared[1]}"
@@ -278,8 +291,9 @@ def _target_version(
 
 
 @lru_cache(maxsize=None)
-def _config_and_project(directory: str) -> tuple[Path | None, Path | None]:
-    return find_config(Path(directory)), find_pyproject(Path(directory))
+def _config_and_project(directory: str) -> tuple[Path | None, Path | None, Path | None]:
+    project = find_pyproject(Path(directory))
+    return find_config(Path(directory)), project, None if project else find_package_metadata(Path(directory))
 
 
 class SettingsResolver:
@@ -289,16 +303,16 @@ class SettingsResolver:
     def __init__(self, options: Options) -> None:
         self._options = options
         self._resolved: dict[tuple, Settings] = {}
-        self.default = self._for_directory(os.getcwd())
+        self.default = self.for_directory(os.getcwd())
 
-    def _for_directory(self, directory: str) -> Settings:
-        located = (None, None) if self._options.config or self._options.isolated else _config_and_project(directory)
+    def for_directory(self, directory: str) -> Settings:
+        located = (None, None, None) if self._options.config or self._options.isolated else _config_and_project(directory)
         if located not in self._resolved:
             self._resolved[located] = resolve_settings(self._options, Path(directory))
         return self._resolved[located]
 
     def for_file(self, path: str) -> Settings:
-        return self._for_directory(os.path.dirname(os.path.abspath(path)))
+        return self.for_directory(os.path.dirname(os.path.abspath(path)))
 
     def groups(self, named: list[tuple[str, str]]) -> list[tuple[Settings, list[tuple[str, str]]]]:
         """(path, display name) pairs grouped by their settings, in order of first appearance."""
