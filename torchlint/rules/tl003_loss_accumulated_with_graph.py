@@ -3,12 +3,13 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.dataflow import assigned_names
-from torchlint.analysis.loops import enclosing_loops
+from torchlint.analysis.loops import Kind, enclosing_loops
 from torchlint.analysis.names import dotted_name, method_name, suite_statements
 from torchlint.analysis.torch_api import looks_like_loss
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
+from torchlint.walker import nodes_in_order
 
 # Calls whose result no longer carries the autograd graph.
 _DETACHING_METHODS = frozenset({"item", "detach", "tolist", "numpy"})
@@ -25,7 +26,10 @@ class LossAccumulatedWithGraph(Rule):
     `losses` or `history` lives across iterations. Accumulating or storing `loss.item()`,
     `loss.detach()` or `float(loss)` is fine, and so are summing loss terms within one iteration,
     a list made in the same iteration, and a store under a literal key (`logs["loss"] = loss`),
-    which replaces the previous step's entry.
+    which replaces the previous step's entry. Gradient accumulation is fine too: a sum of losses
+    that the loop back-propagates each iteration (without `retain_graph`), reset to a number
+    inside the loop (`running_loss = 0` after the optimizer step), holds no saved activations
+    and never more than a few steps' graph nodes.
 
     ## Why is this bad?
     `loss` carries its autograd graph, and so does `total` after the addition (or the list that
@@ -144,13 +148,35 @@ class LossAccumulatedWithGraph(Rule):
         subjects = self.ctx.loops.iteration(loops[0]).backward_subjects()
         if total in subjects:
             return None  # deliberate graph accumulation: the sum itself is back-propagated
+        freed = self._freed_by_backward(loops[0])
         for leaf in leaves:
             value = self.ctx.values.value_of(leaf.value)
             if value is not None and _detached(value):
                 continue
+            if leaf.value in freed and _reset_in(loops[0], total):
+                continue  # gradient accumulation: each graph is freed, the sum reset every step
             if leaf.value in subjects or (value is not None and looks_like_loss(value)):
                 return leaf
         return None
+
+    def _freed_by_backward(self, loop) -> set[str]:
+        """The names this loop back-propagates each iteration without `retain_graph`: their
+        graphs' saved tensors are freed at once, whatever else holds the tensor."""
+        return {
+            name for event in self.ctx.loops.iteration(loop).of_kind(Kind.BACKWARD)
+            if not event.via and not event.conditional and (name := event.target_text)
+            and not any(arg.keyword is not None and arg.keyword.value == "retain_graph" for arg in event.node.args)
+        }
+
+
+def _reset_in(loop, total: str) -> bool:
+    """`total = 0` somewhere in the loop's body (after an optimizer step, say): what it holds
+    never outlives a few iterations."""
+    return any(
+        isinstance(node, cst.Assign) and isinstance(node.value, (cst.Integer, cst.Float))
+        and any(isinstance(t.target, cst.Name) and t.target.value == total for t in node.targets)
+        for node in nodes_in_order(loop.body)
+    )
 
 
 def _detach_fix(leaf: cst.Name) -> FixSpec:
