@@ -137,6 +137,31 @@ def _restored(before: Env, entry: Env, end: Env | None) -> Env | None:
     return end
 
 
+def _all_unit_sizes(layout: Layout | None) -> bool:
+    """Every dimension is known to have size 1 (`torch.rand(1)`, `torch.zeros(1, 1)`)."""
+    return layout is not None and not layout.ops and bool(layout.base_sizes) and all(
+        size == "1" for size in layout.base_sizes)
+
+
+def _first_iteration_tests(loop: cst.For | cst.While) -> list[int]:
+    """The `if flag:` statements of the loop's body (with an `else:`) whose branch sets
+    `flag = False`: the branch runs on the first iteration only, the `else:` on the others."""
+    found = []
+    for statement in suite_statements(loop.body):
+        if not (isinstance(statement, cst.If) and isinstance(statement.test, cst.Name)
+                and isinstance(statement.orelse, cst.Else)):
+            continue
+        flag = statement.test.value
+        if any(
+            isinstance(small, cst.Assign) and isinstance(small.value, cst.Name) and small.value.value == "False"
+            and any(isinstance(t.target, cst.Name) and t.target.value == flag for t in small.targets)
+            for line in suite_statements(statement.body) if isinstance(line, cst.SimpleStatementLine)
+            for small in line.body
+        ):
+            found.append(id(statement))
+    return found
+
+
 def join_envs(first: Env | None, second: Env | None) -> Env | None:
     if first is None:
         return second
@@ -161,6 +186,8 @@ class Interpreter:
         self._cpu_only = 0
         self._device_context = 0
         self._self = scope.self_name
+        # `if first:` statements of a loop run as one branch only (see `_first_iteration_apart`).
+        self._forced: dict[int, bool] = {}
 
     # Statements --------------------------------------------------------------------------
 
@@ -182,6 +209,9 @@ class Interpreter:
         if isinstance(statement, cst.If):
             test = statement.test
             self.eval(test, env)
+            forced = self._forced.get(id(statement))
+            if forced is not None:
+                return self._block(suite_statements(statement.body if forced else statement.orelse.body), env)
             body_entry = self._branch(test, True, env)
             body = self._block(suite_statements(statement.body), self._narrowed(test, body_entry))
             orelse, other_entry = statement.orelse, self._branch(test, False, env)
@@ -371,23 +401,53 @@ class Interpreter:
         element = element_of(self.eval(node.iter, env)) if isinstance(node, cst.For) else None
         if isinstance(node, cst.For) and holds_loaded(element) and self._moves_loop_targets(node):
             element = unloaded(element)
-        entry = env
-        after: Env | None = None
-        for attempt in range(_LOOP_PASSES + 1):
-            body_env = dict(entry)
-            if isinstance(node, cst.For):
-                self._bind(node.target, element, body_env)
-            else:
-                self.eval(node.test, body_env)
-            after = self._block(suite_statements(node.body), body_env)
-            new_entry = join_envs(env, after)
-            if new_entry == entry:
-                break
-            entry = new_entry if attempt < _LOOP_PASSES - 1 else self._widen(env, new_entry)
-        exit_env = join_envs(env, after)
+        first_iteration_tests = _first_iteration_tests(node)
+        if first_iteration_tests:
+            exit_env = self._first_iteration_apart(node, env, element, first_iteration_tests)
+        else:
+            entry = env
+            after: Env | None = None
+            for attempt in range(_LOOP_PASSES + 1):
+                after = self._iteration(node, entry, element)
+                new_entry = join_envs(env, after)
+                if new_entry == entry:
+                    break
+                entry = new_entry if attempt < _LOOP_PASSES - 1 else self._widen(env, new_entry)
+            exit_env = join_envs(env, after)
         if node.orelse is not None and exit_env is not None:
             exit_env = self._block(suite_statements(node.orelse.body), exit_env)
         return exit_env
+
+    def _iteration(self, node: cst.For | cst.While, entry: Env, element: Value | None) -> Env | None:
+        body_env = dict(entry)
+        if isinstance(node, cst.For):
+            self._bind(node.target, element, body_env)
+        else:
+            self.eval(node.test, body_env)
+        return self._block(suite_statements(node.body), body_env)
+
+    def _first_iteration_apart(
+        self, node: cst.For | cst.While, env: Env, element: Value | None, tests: list[int],
+    ) -> Env | None:
+        """A loop that tests a first-iteration flag (`if first: out = y; first = False` / `else:
+        out = torch.cat((out, y))`): the first iteration runs that branch alone on the state before
+        the loop, the later ones the other branch on the state the loop carries, so a placeholder
+        the first iteration replaces (`out = torch.zeros(1)` before the loop) never meets them."""
+        self._forced.update((test, True) for test in tests)
+        try:
+            carried = self._iteration(node, env, element)
+            self._forced.update((test, False) for test in tests)
+            for attempt in range(_LOOP_PASSES + 1):
+                if carried is None:
+                    break
+                new = join_envs(carried, self._iteration(node, carried, element))
+                if new == carried:
+                    break
+                carried = new if attempt < _LOOP_PASSES - 1 else self._widen(env, new)
+        finally:
+            for test in tests:
+                self._forced.pop(test, None)
+        return join_envs(env, carried)
 
     @staticmethod
     def _widen(before: Env, changing: Env) -> Env:
@@ -890,7 +950,8 @@ class Interpreter:
                 ))
         kind = module.kind or ""
         if kind.endswith("Loss"):
-            facts = self.combine(operands, call, Rule.OTHER)
+            # CTC takes its targets and lengths on the CPU beside accelerator log-probabilities.
+            facts = self.combine(operands[:1] if kind == "torch.nn.CTCLoss" else operands, call, Rule.OTHER)
             return replace(facts, layout=None, scalar=None)
         if module.device.is_placed:
             inputs = self._computed_inputs(kind, operands)
@@ -1150,6 +1211,9 @@ class Interpreter:
             return replace(receiver, requires_grad=not (isinstance(flag, cst.Name) and flag.value == "False"))
         if rule is Rule.SAME_DEVICE:
             return TensorFacts(device=receiver.device, origin=receiver.origin, requires_grad=False)
+        if rule is Rule.SQUEEZE and _all_unit_sizes(receiver.layout) and not positional_args(call)[
+                1 if self.ctx.callee(call) is not None else 0:]:
+            return replace(receiver, layout=Layout(0, (), ()), scalar=True)  # `torch.rand(1).squeeze()`
         if rule in (Rule.REORDER, Rule.VIEW, Rule.RESHAPE, Rule.CONTIGUOUS, Rule.UNSQUEEZE, Rule.SQUEEZE, Rule.FLATTEN, Rule.UNFLATTEN):
             if name == "expand_as":
                 other = args[0][1] if args and isinstance(args[0][1], TensorFacts) else None
@@ -1339,6 +1403,9 @@ class Interpreter:
                 layout = Layout(2, None, ())
         elif qualified in LEGACY_CONSTRUCTORS and not sizes:
             scalar = None
+        elif qualified in LEGACY_CONSTRUCTORS and len(positional) == 1 and isinstance(positional[0], TensorFacts) \
+                and device is None:
+            return replace(positional[0], maybe=False)  # `torch.Tensor(t)` aliases `t`, on its device
         elif qualified in LEGACY_CONSTRUCTORS and all(isinstance(value, cst.Integer) for value in sizes):
             # `torch.Tensor(32, 1, 28, 28)`: sizes (Lightning's documented `example_input_array`).
             layout = Layout(len(sizes), tuple(arg_code(self.ctx, value) for value in sizes), ())
