@@ -20,6 +20,8 @@ _EVERY_ATTRIBUTE = "*"
 _VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 # Methods that put a tensor on another device (or that of another tensor).
 _MOVES = frozenset({"to", "cuda", "type_as"})
+# Reductions that give a 0-dim tensor when no dimension is named.
+_FULL_REDUCTIONS = frozenset({"prod", "sum", "mean", "max", "min", "amax", "amin", "norm", "numel"})
 
 
 def _scalar(expr: cst.BaseExpression) -> bool:
@@ -49,27 +51,41 @@ def _scalar_constant(ctx, factory: cst.Call) -> bool:
 
 def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
     """The attributes the class moves itself: every `self.<name>` that its own `to()` / `cuda()` /
-    `_apply()` / `state_dict()` mention (an override handles those, and only those), and those
-    another method moves where it uses them (`self.mean = self.mean.to(x.device)`)."""
+    `_apply()` / `state_dict()` mention (an override handles those, and only those), those another
+    method moves where it uses them (`self.mean = self.mean.to(x.device)`), and those that every
+    method outside `__init__` reads only to move (`conv(x, self.kernel.to(x.device))`)."""
     found: set[str] = set()
+    moved_reads: set[str] = set()
+    other_reads: set[str] = set()
     for method in classdef.body.body:
         if not isinstance(method, cst.FunctionDef) or method.name.value == "__init__":
             continue
         receiver = first_parameter(method)
         overrides = method.name.value in _MOVING_METHODS
+        consumed: set[int] = set()  # `self.x` nodes already accounted for: moved, or stored to
         pending: list[cst.CSTNode] = [method.body]
         while pending:
             node = pending.pop()
-            if overrides and isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) \
-                    and node.value.value == receiver:
-                found.add(node.attr.value)
+            if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == receiver:
+                if overrides:
+                    found.add(node.attr.value)
+                elif id(node) not in consumed:
+                    other_reads.add(node.attr.value)
             elif overrides and isinstance(node, cst.Name) and node.value in _BY_NAME:
                 return {_EVERY_ATTRIBUTE}  # `setattr(self, name, ...)` over its attributes: all of them
             elif isinstance(node, cst.Assign) and len(node.targets) == 1:
+                consumed.add(id(node.targets[0].target))
                 moved = _moved_in_place(node, receiver)
                 if moved is not None:
                     found.add(moved)
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _MOVES:
+                moved_object = node.func.value
+                if isinstance(moved_object, cst.Attribute) and isinstance(moved_object.value, cst.Name) \
+                        and moved_object.value.value == receiver:
+                    consumed.add(id(moved_object))
+                    moved_reads.add(moved_object.attr.value)
             pending.extend(child_nodes(node))
+    found |= moved_reads - other_reads
     return {_EVERY_ATTRIBUTE} if "__dict__" in found else found
 
 
@@ -97,7 +113,10 @@ class UnregisteredTensorAttribute(Rule):
     method of the class (the finding names where), a subclass, or other code of the file. A
     tensor read only in `__init__`, to build a buffer or a parameter, is not reported, nor one the
     class moves itself: named in its own `to()` / `cuda()` / `_apply()` override (the others still
-    are), or moved where it is used (`self.mean = self.mean.to(x.device)`).
+    are), or moved where it is used (`self.mean = self.mean.to(x.device)`, or every read outside
+    `__init__` moving it: `conv(x, self.kernel.to(x.device))`). Nor is a 0-dim value from a full
+    reduction (`self.dim = torch.prod(torch.tensor(shape))`): it mixes with tensors on any device
+    and `__init__` computes it again when a checkpoint is loaded.
 
     ## Why is this bad?
     A plain tensor attribute is invisible to the Module machinery: `model.to(device)`,
@@ -169,7 +188,7 @@ class UnregisteredTensorAttribute(Rule):
         if name is None:
             return
         factory = self._factory(node.value, frame)
-        if factory is None or _scalar_constant(self.ctx, factory):
+        if factory is None or _scalar_constant(self.ctx, factory) or self._full_reduction(node.value):
             if self._is_parameter(node.value):
                 frame.registered.add(name)
             return
@@ -221,6 +240,16 @@ class UnregisteredTensorAttribute(Rule):
                 value = value.value
             else:
                 return None
+
+    def _full_reduction(self, value: cst.BaseExpression) -> bool:
+        """`torch.prod(torch.tensor(shape))`, `t.sum()`: a 0-dim value (a size, a count), which
+        mixes with tensors on any device and is computed again by `__init__` on loading."""
+        if not isinstance(value, cst.Call) or any(arg.keyword is not None for arg in value.args):
+            return False
+        callee = self.ctx.callee(value)
+        if callee is not None:
+            return callee.removeprefix("torch.") in _FULL_REDUCTIONS and len(value.args) == 1
+        return isinstance(value.func, cst.Attribute) and value.func.attr.value in _FULL_REDUCTIONS and not value.args
 
     def _without_variable(self, value: cst.BaseExpression) -> cst.BaseExpression:
         """`t` for `Variable(t, volatile=True)`: a Variable is a plain tensor since torch 0.4."""
