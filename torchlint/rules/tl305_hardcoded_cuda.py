@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from torchlint.analysis.names import keyword_arg, positional_args
@@ -8,7 +10,12 @@ from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
 # Words in a condition, decorator or guard that show the code knows whether CUDA is there.
-_GUARD_WORDS = ("cuda", "gpu", "is_available", "device_count", "accelerator")
+_GUARD_WORDS = (
+    "cuda", "gpu", "is_available", "device_count", "accelerator",
+    "is_sm", "sm_at_least", "capability", "hopper", "blackwell",  # GPU generations: `is_sm_at_least_90()`
+)
+# A statement at the top of a test module that skips the whole module.
+_MODULE_SKIP = re.compile(r"allow_module_level\s*=\s*True|\bSkipTest\b")
 
 
 def _is_cuda_string(expr: cst.BaseExpression) -> bool:
@@ -23,9 +30,13 @@ class HardcodedCuda(Rule):
     `torch.device("cuda")`) in code with no availability check or fallback. Off by default: many
     projects only ever run on NVIDIA GPUs.
 
-    Code under `if torch.cuda.is_available():` (or any condition, decorator or guard about CUDA or
-    GPUs), `"cuda" if torch.cuda.is_available() else "cpu"`, and code in functions or classes named
-    for CUDA or GPUs (`class CUDAAccelerator`, `def to_gpu`) are not reported.
+    Code under `if torch.cuda.is_available():` (or any condition, decorator or guard about CUDA,
+    GPUs or a GPU generation: `@skipif(not is_sm_at_least_90())`), `"cuda" if
+    torch.cuda.is_available() else "cpu"`, code in functions or classes named for CUDA or GPUs
+    (`class CUDAAccelerator`, `def to_gpu`), test classes under such a decorator
+    (`@unittest.skipIf(not torch.cuda.is_available(), ...)`), and test modules that skip
+    themselves without CUDA (`pytestmark = pytest.mark.skipif(...)`, or `pytest.skip(...,
+    allow_module_level=True)` under such a condition at their top) are not reported.
 
     ## Why is this bad?
     The script crashes on machines without CUDA (laptops, Apple silicon, CPU-only CI) with
@@ -56,6 +67,7 @@ class HardcodedCuda(Rule):
         super().__init__(ctx)
         self._guarded_functions: dict[int, bool] = {}
         self._active = "cuda" in ctx.source
+        self._skipped_module: bool | None = None
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self._active:
@@ -100,9 +112,13 @@ class HardcodedCuda(Rule):
             elif isinstance(ancestor, cst.FunctionDef):
                 if self._names_cuda(ancestor) or self._function_guarded(ancestor):
                     return False
-            elif isinstance(ancestor, cst.ClassDef) and self._names_cuda(ancestor):
-                return False  # `class CUDAAccelerator`, `def cuda(self)`: CUDA-specific by design
-        return not self._module_guarded()
+            elif isinstance(ancestor, cst.ClassDef) and (
+                self._names_cuda(ancestor) or any(self._mentions_guard(d) for d in ancestor.decorators)
+            ):
+                # `class CUDAAccelerator`: CUDA-specific by design; a test class under
+                # `@unittest.skipIf(not torch.cuda.is_available(), ...)`: guarded.
+                return False
+        return not self._module_guarded() and not self._module_skipped()
 
     @staticmethod
     def _names_cuda(definition: cst.FunctionDef | cst.ClassDef) -> bool:
@@ -123,6 +139,25 @@ class HardcodedCuda(Rule):
                 guarded = "is_available" in body or "device_count" in body
             self._guarded_functions[key] = guarded
         return self._guarded_functions[key]
+
+    def _module_skipped(self) -> bool:
+        """A test module that skips itself without CUDA: `pytestmark = pytest.mark.skipif(...)`, or
+        `if not torch.cuda.is_available(): pytest.skip(..., allow_module_level=True)` at its top."""
+        if self._skipped_module is None:
+            self._skipped_module = any(self._skips_module(statement) for statement in self.ctx.module.body)
+        return self._skipped_module
+
+    def _skips_module(self, statement: cst.CSTNode) -> bool:
+        if isinstance(statement, cst.If):
+            return self._mentions_guard(statement.test) and _MODULE_SKIP.search(self.ctx.code_for(statement.body)) is not None
+        if isinstance(statement, cst.SimpleStatementLine):
+            return any(
+                isinstance(small, cst.Assign) and any(
+                    isinstance(t.target, cst.Name) and t.target.value == "pytestmark" for t in small.targets
+                ) and self._mentions_guard(small.value)
+                for small in statement.body
+            )
+        return False
 
     def _module_guarded(self) -> bool:
         if self.ctx.enclosing_function() is not None:
