@@ -15,6 +15,9 @@ class ManualLog1p(Rule):
     Flags `torch.log(1 + x)`, `torch.log(x + 1)`, `torch.log(1 - x)` (and `1. - x`) and the
     method forms `(1 + x).log()`, `(1 - x).log()`.
 
+    Not reported where `x` holds whole numbers (a node degree, a count, `torch.arange(n)`,
+    `x.long()`): `1 + x` is then exact and `log1p` gains nothing.
+
     ## Why is this bad?
     For `x` near 0, `1 + x` (or `1 - x`) rounds to 1 before the log is taken: in float32, `torch.log(1 + x)` is
     0 for `|x| < 6e-8` and inaccurate well beyond that. `torch.log1p(x)` computes the same value
@@ -56,8 +59,8 @@ class ManualLog1p(Rule):
             operand = logged.left
         else:
             return
-        if is_number(operand):
-            return
+        if is_number(operand) or self.ctx.kinds.holds_whole_numbers(operand):
+            return  # `log(deg + 1)` of a degree: exact, nothing to gain
         if not negated and isinstance(operand, cst.Call) and unary_operand(self.ctx, operand, EXP_FUNCTIONS, "exp") is not None:
             self.report(node, "`log(1 + exp(x))` overflows and loses precision; use `F.softplus(x)`")
             return
