@@ -3,10 +3,11 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.module_attributes import in_module_method
-from torchlint.analysis.names import argument, has_star_args, keyword_arg, positional_args
+from torchlint.analysis.names import argument, has_star_args, keyword_arg, positional_args, suite_statements
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
+from torchlint.walker import nodes_in_order
 
 # Functional dropouts whose `training` defaults to True (alpha dropouts default to False).
 _DROPOUTS = frozenset(
@@ -16,6 +17,22 @@ _DROPOUTS = frozenset(
 
 def _is_zero(expr: cst.BaseExpression | None) -> bool:
     return isinstance(expr, (cst.Integer, cst.Float)) and float(expr.value) == 0.0
+
+
+def _zeroed_in_eval(statement: cst.If, name: str) -> bool:
+    """`if not self.training: name = 0.0` (or `if self.training: ... else: name = 0.0`)."""
+    test = statement.test
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and _tests_training(test.expression):
+        eval_branch = statement.body
+    elif _tests_training(test) and isinstance(statement.orelse, cst.Else):
+        eval_branch = statement.orelse.body
+    else:
+        return False
+    return any(
+        isinstance(small, cst.Assign) and _is_zero(small.value)
+        and any(isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets)
+        for line in suite_statements(eval_branch) if isinstance(line, cst.SimpleStatementLine) for small in line.body
+    )
 
 
 def _tests_training(test: cst.BaseExpression) -> bool:
@@ -31,6 +48,7 @@ class FunctionalDropoutWithoutTraining(Rule):
     Flags `F.dropout(x, p)` (and `dropout1d/2d/3d`) called inside a method of an `nn.Module`
     without `training=`. Not where eval skips it: in the body of `if self.training:` (also
     joined by `and`), or with `p` set to 0 outside training (`self.p if self.training else 0.0`,
+    or `if not self.training: p = 0.0` / `else: p = self.p` before the call,
     inline or through a local).
 
     ## Why is this bad?
@@ -84,9 +102,15 @@ class FunctionalDropoutWithoutTraining(Rule):
         )
 
     def _off_outside_training(self, rate: cst.BaseExpression | None) -> bool:
-        """`p = self.p if self.training else 0.0` (inline or through a local): no dropout in eval."""
+        """`p = self.p if self.training else 0.0` (inline or through a local), or the same as an
+        `if not self.training: p = 0.0` / `else:` statement: no dropout in eval."""
         value = self.ctx.values.resolve(rate) if isinstance(rate, cst.Name) else rate
-        return isinstance(value, cst.IfExp) and _tests_training(value.test) and _is_zero(value.orelse)
+        if isinstance(value, cst.IfExp) and _tests_training(value.test) and _is_zero(value.orelse):
+            return True
+        function = self.ctx.enclosing_function()
+        return isinstance(rate, cst.Name) and function is not None and any(
+            isinstance(node, cst.If) and _zeroed_in_eval(node, rate.value) for node in nodes_in_order(function.body)
+        )
 
     def _under_training_test(self, node: cst.Call) -> bool:
         """In the body of `if self.training:` (also `if self.training and ...:`): eval skips it."""
