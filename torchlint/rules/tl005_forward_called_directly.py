@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from torchlint.analysis.dataflow import target_names
@@ -26,7 +28,9 @@ class ForwardCalledDirectly(Rule):
     people give to modules (`model`, `encoder`, `netD`). Calls on `super()`, on a class
     (`Base.forward(self, x)`) and `self.forward(...)` are fine, and so is
     `torch.distributed.nn.RemoteModule`, whose `forward` is its documented remote call: in a file
-    that uses `RemoteModule`, only a value known to be built as a module is reported.
+    that uses `RemoteModule`, only a value known to be built as a module is reported. Inside a
+    function the file registers as a forward hook (`register_forward_pre_hook(fn)`), `.forward`
+    is right: calling the module there would run the hook again.
 
     ## Why is this bad?
     `nn.Module.__call__` runs the forward pre-hooks and hooks, backward hooks, and the machinery
@@ -82,7 +86,7 @@ class ForwardCalledDirectly(Rule):
         receiver = func.value
         if self._is_self_super_or_class(receiver, node) or not self._is_module(receiver):
             return
-        if self.ctx.guards.in_version_gate(node):
+        if self.ctx.guards.in_version_gate(node) or self._in_forward_hook():
             return
         written = self.ctx.code_for(receiver)
         self.report(
@@ -90,6 +94,16 @@ class ForwardCalledDirectly(Rule):
             f"`{written}.forward(...)` skips the module's hooks; call `{written}(...)`",
             fix=FixSpec(f"Call `{written}(...)`", ((func, written),), Applicability.UNSAFE),
         )
+
+    def _in_forward_hook(self) -> bool:
+        """Inside a function the file registers as a forward (pre-)hook: calling the module there
+        would run the hook again, so `.forward` is what it must call."""
+        for function in self.ctx.ancestors:
+            if isinstance(function, cst.FunctionDef) and re.search(
+                rf"register_(?:module_)?forward_(?:pre_)?hook\(\s*{re.escape(function.name.value)}\b", self.ctx.source
+            ):
+                return True
+        return False
 
     def _is_self_super_or_class(self, receiver: cst.BaseExpression, call: cst.Call) -> bool:
         if isinstance(receiver, cst.Call):
