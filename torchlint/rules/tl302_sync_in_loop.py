@@ -16,6 +16,8 @@ from torchlint.rule import Rule
 from torchlint.walker import child_nodes
 
 _SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
+# Copies of a whole tensor to the host (not the read of one number).
+_WHOLE_TENSOR_COPIES = frozenset({"tolist", "cpu", "numpy"})
 _SYNC_BUILTINS = frozenset({"float", "int", "bool"})
 # Calls that only record or show a value: a sync feeding them every step is avoidable.
 _SINKS = frozenset(
@@ -74,7 +76,9 @@ class SyncInLoop(Rule):
     when it is a module's output, a loss (`criterion(out, y)`, or anything `backward()` is called
     on), a batch moved with `.to(device)`, or computed from these.
 
-    Not reported: a value Python needs every iteration (`if token.item() == eos: break`,
+    Not reported: whole tensors of a collection copied to the host one by one (`{k: v.cpu()
+    for k, v in model.state_dict().items()}` for a checkpoint, a dict of stats converted with
+    `.numpy()`): the copy is the point. A value Python needs every iteration (`if token.item() == eos: break`,
     `env.step(action.item())`, an index), a sync in the branch for one element of a loop
     (`if key == "batch":`), a sync under a throttle (`if step % log_every == 0:`)
     or a limit (`if shown < 3: shown += 1; print(...)`),
@@ -131,7 +135,7 @@ class SyncInLoop(Rule):
             return
         known = self._known(repetitions)
         found = self._per_iteration(repetitions)
-        if found is None or not self._synced_tensor(node, operand, known):
+        if found is None or _moves_each_tensor(node, found) or not self._synced_tensor(node, operand, known):
             return
         body = found.node if isinstance(found.node, cst.BaseComp) else found.node.body
         if not self._only_recorded(node, chain, body, 0):
@@ -363,6 +367,17 @@ def _throttled(node: cst.CSTNode, chain: list[cst.CSTNode]) -> bool:
             return True
         child = parent
     return False
+
+
+def _moves_each_tensor(call: cst.Call, repetition: _Repetition) -> bool:
+    """`{k: v.cpu() for k, v in state_dict.items()}`, `for k, v in stats.items(): stats[k] =
+    v.numpy()`: each tensor of a collection copied to the host is the transfer itself (a
+    checkpoint, a conversion), which no accumulation on the device replaces."""
+    walk = repetition.walk
+    return (
+        repetition.elements and walk is not None and (walk.over_parameters or walk.mapping is not None)
+        and isinstance(call.func, cst.Attribute) and call.func.attr.value in _WHOLE_TENSOR_COPIES
+    )
 
 
 def _shown(call: cst.Call) -> str:
