@@ -307,10 +307,7 @@ class TensorModel:
         if scope is not None:
             return scope
         in_module_class = classdef is not None and self.ctx.module_classes.is_module(classdef)
-        static = any(
-            isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod", "classmethod")
-            for d in function.decorators
-        )
+        static = _method_kind(function) is not None
         params = [*function.params.posonly_params, *function.params.params]
         self_name = params[0].name.value if classdef is not None and params and not static else None
         scope = Scope(
@@ -451,7 +448,9 @@ class TensorModel:
         calls = self._self_calls.get((id(scope.classdef), scope.node.name.value))
         if not calls:
             return {}
-        params = [p.name.value for p in (*scope.node.params.posonly_params, *scope.node.params.params)][1:]
+        params = [p.name.value for p in (*scope.node.params.posonly_params, *scope.node.params.params)]
+        if _method_kind(scope.node) != "staticmethod":
+            params = params[1:]  # `self` (or `cls`), which the call `self.helper(...)` does not pass
         found: dict[str, Value] = {}
         for arguments in calls:
             for param, value in zip(params, arguments):
@@ -647,3 +646,11 @@ def _assigned_once(scope: cst.Module | cst.FunctionDef, name: str) -> cst.BaseEx
         for nested in nested_statement_lists(statement):
             pending.extend(nested)
     return values[0] if len(values) == 1 else None
+
+
+def _method_kind(function: cst.FunctionDef) -> str | None:
+    """"staticmethod" or "classmethod" for a method so decorated, else None."""
+    for decorator in function.decorators:
+        if isinstance(decorator.decorator, cst.Name) and decorator.decorator.value in ("staticmethod", "classmethod"):
+            return decorator.decorator.value
+    return None
