@@ -331,3 +331,96 @@ def run_torchlint_audited(script: Path, audit: Path, arguments, cwd: Path):
     environment = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-P", str(script), str(audit), *arguments], cwd=cwd, env=environment,
                           capture_output=True, text=True, timeout=300)
+
+
+# Files read besides the checked ones, and trees shaped to end the run ------------------------
+
+
+def _bounded_check(project: Path, *args: str) -> subprocess.CompletedProcess:
+    """`torchlint check` of the project under a memory limit; the time limit is run_torchlint's."""
+    limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+    environment = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-c", limit + "from torchlint.__main__ import main; main()", "check", "--no-cache",
+         "--output-format", "json", *args, "."],
+        cwd=project, env=environment, capture_output=True, text=True, timeout=60,
+    )
+
+
+@pytest.mark.parametrize("plant", ["zero", "fifo"])
+def test_an_ignore_file_that_is_a_device_or_fifo_is_never_read(project, plant):
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    if plant == "zero":
+        os.symlink("/dev/zero", project / ".gitignore")  # read whole, it would fill the memory
+    else:
+        os.mkfifo(project / ".gitignore")  # opened for reading, it would wait for a writer
+    (project / "ok.py").write_text(BAD)
+    result = _bounded_check(project)
+    assert result.returncode == 1, result.stderr
+    assert _codes(result) == [("ok.py", "TL102")]
+    assert ".gitignore: not read (not a regular file, or larger than 1 MB)" in result.stderr
+
+
+def test_a_requirements_file_that_is_a_device_is_never_read(project):
+    os.symlink("/dev/zero", project / "requirements.txt")  # the torch version is inferred from it
+    (project / "ok.py").write_text(BAD)
+    result = _bounded_check(project)
+    assert result.returncode == 1, result.stderr
+    assert _codes(result) == [("ok.py", "TL102")]
+
+
+def test_ignore_patterns_that_backtrack_are_simplified_or_skipped_with_a_warning(project):
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    (project / ".gitignore").write_text(
+        "build/\n" + "*" * 200 + "generated.py\n" + "*a" * 12 + "b\n"  # collapsed to *generated.py; skipped
+    )
+    (project / ("a" * 200 + ".py")).write_text(BAD)  # a long name the second pattern never matches
+    (project / "old_generated.py").write_text(BAD)
+    (project / "build").mkdir()
+    (project / "build" / "out.py").write_text(BAD)
+    started = time.monotonic()
+    result = _bounded_check(project)
+    assert time.monotonic() - started < 30
+    assert _codes(result) == [("a" * 200 + ".py", "TL102")]
+    assert ".gitignore:3: pattern skipped: too long or too many wildcards" in result.stderr
+
+
+def test_a_thousand_nested_directories_are_walked(project):
+    levels = [project]
+    for _ in range(1000):  # one level at a time: mkdir(parents=True) and rmtree recurse
+        levels.append(levels[-1] / "d")
+        levels[-1].mkdir()
+    (levels[-1] / "deep.py").write_text(BAD)
+    try:
+        result = _bounded_check(project)
+        assert result.returncode == 1, result.stderr
+        assert _codes(result) == [("deep.py", "TL102")]
+    finally:
+        (levels[-1] / "deep.py").unlink()
+        for level in reversed(levels[1:]):
+            level.rmdir()
+
+
+def test_a_notebook_of_deeply_nested_json_is_one_tl902(project):
+    (project / "nested.ipynb").write_text("[" * 100_000 + "]" * 100_000)
+    (project / "ok.py").write_text(BAD)
+    result = _bounded_check(project)
+    assert result.returncode == 1, result.stderr
+    assert sorted(_codes(result)) == [("nested.ipynb", "TL902"), ("ok.py", "TL102")]
+    assert "nested too deeply" in result.stdout
+
+
+@pytest.mark.parametrize("pyproject, message", [
+    ("[tool]\ntorchlint = 5\n", "'tool.torchlint' in {} must be a table, not 5"),
+    ("tool = 5\n", "'tool' in {} must be a table, not 5"),
+    ("[project]\nname = 'x'\ndependencies = 5\n", "'project.dependencies' in {} must be a list, not 5"),
+    ("[project]\nname = 'x'\noptional-dependencies = 5\n",
+     "'project.optional-dependencies' in {} must be a table, not 5"),
+    ("[project]\nname = 'x'\nx = " + "[" * 5000 + "]" * 5000 + "\n", "invalid TOML in {}: nested too deeply"),
+])
+def test_a_malformed_pyproject_is_a_usage_error_naming_the_key(project, pyproject, message):
+    (project / "pyproject.toml").write_text(pyproject)
+    (project / "ok.py").write_text(BAD)
+    result = run_torchlint("check", ".", cwd=project)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "torchlint: error: " + message.format(project / "pyproject.toml")

@@ -191,7 +191,7 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
         if device != "auto" or timeout is not None or module or fail_on or run_record:
             raise click.UsageError("--device, --timeout, -m, --fail-on and --run-record need --runtime")
         paths = (*paths, *(script_args or ()))  # without --runtime, `--` only ends the options
-        files = [] if paths == ("-",) else discovery.files(list(paths) or ["."])
+        files = [] if paths == ("-",) else _discover(discovery, list(paths) or ["."])
         if not files and paths != ("-",):
             click.echo(f"torchlint: warning: no Python files found under {', '.join(paths or ['.'])}", err=True)
         named = [(path, display_name(path)) for path in files]
@@ -304,6 +304,14 @@ def _per_settings(resolver: SettingsResolver, named, run) -> list:
     return [item for settings, group in resolver.groups(named) for item in run(group, settings)]
 
 
+def _discover(discovery: Discovery, paths: list[str]) -> list[str]:
+    """The files to check, with a warning line for each ignore file or pattern left unused."""
+    files = discovery.files(paths)
+    for warning in discovery.warnings:
+        click.echo(f"torchlint: warning: {warning}", err=True)
+    return files
+
+
 def _add_noqa(named, resolver, jobs, roots: list[str]) -> None:
     """`--add-noqa`: write the comments, say how many, exit (2 when a file could not be handled)."""
     results = _per_settings(resolver, named, lambda group, settings: add_noqa_files(group, settings, jobs, roots))
@@ -380,7 +388,7 @@ def _check_runtime(target, settings, discovery, jobs, device, timeout, keep_stdo
     from torchlint.runtime import RuntimeUnavailable, run_script
 
     script = target["script"]
-    files = discovery.files([os.path.dirname(os.path.abspath(script)) if script else "."])
+    files = _discover(discovery, [os.path.dirname(os.path.abspath(script)) if script else "."])
     if script and os.path.abspath(script) not in {os.path.abspath(f) for f in files}:
         files.append(script)
     findings = check_files([(path, display_name(path)) for path in files], settings, jobs, internal_errors)

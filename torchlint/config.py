@@ -18,7 +18,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 from torchlint.diagnostics import Applicability, Diagnostic
 from torchlint.rule import Rule
 from torchlint.rules import all_rules
-from torchlint.torch_requirement import declared_torch_version, metadata_files, metadata_torch_version
+from torchlint.torch_requirement import MalformedTable, declared_torch_version, metadata_files, metadata_torch_version
+from torchlint.sources import MAX_AUXILIARY_BYTES, UnreadableFile, read_regular_file
 
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".venv", "venv", "env", "build", "dist", "__pycache__", "node_modules",
@@ -124,17 +125,20 @@ def expand_selectors(selectors: list[str], origin: str) -> set[str]:
 
 def _read_toml(path: Path) -> dict:
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except OSError as error:
-        raise ConfigError(f"cannot read {path}: {error.strerror}") from None
-    except tomllib.TOMLDecodeError as error:
+        text = read_regular_file(str(path), MAX_AUXILIARY_BYTES).decode("utf-8")
+        return tomllib.loads(text)
+    except UnreadableFile as error:
+        raise ConfigError(f"cannot read {path}: {error}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise ConfigError(f"invalid TOML in {path}: {error}") from None
+    except RecursionError:
+        raise ConfigError(f"invalid TOML in {path}: nested too deeply") from None
 
 
 def _has_table(path: Path) -> bool:
     try:
-        return "torchlint" in _read_toml(path).get("tool", {})
+        tool = _read_toml(path).get("tool", {})
+        return not isinstance(tool, dict) or "torchlint" in tool
     except ConfigError:
         return True  # let loading it report the error
 
@@ -169,7 +173,12 @@ def find_package_metadata(start: Path) -> Path | None:
 
 def load_table(path: Path) -> dict:
     document = _read_toml(path)
-    table = document.get("tool", {}).get("torchlint")
+    tool = document.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"'tool' in {path} must be a table, not {tool!r}")
+    table = tool.get("torchlint")
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"'tool.torchlint' in {path} must be a table, not {table!r}")
     if table is None and path.name != "pyproject.toml":
         table = document  # a standalone torchlint.toml holds the keys at top level
     return check_table(table or {}, str(path))
@@ -280,7 +289,10 @@ def _target_version(
         return _parse_version(configured)
     if isolated:
         return None
-    declared = declared_torch_version(project, _read_toml(project)) if project is not None else None
+    try:
+        declared = declared_torch_version(project, _read_toml(project)) if project is not None else None
+    except MalformedTable as error:
+        raise ConfigError(f"'{error.key}' in {project} must be {error.expected}, not {error.value!r}") from None
     if declared is None:
         metadata = project.parent if project is not None else find_package_metadata(cwd)
         declared = metadata_torch_version(metadata) if metadata is not None else None

@@ -11,7 +11,14 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
+from torchlint.sources import MAX_AUXILIARY_BYTES, read_auxiliary
+
 CHECKED_SUFFIXES = (".py", ".pyi", ".ipynb")
+# Bounds on a .gitignore pattern, so that matching it stays fast (see `_bounded_pattern`).
+_MAX_PATTERN_CHARS = 1024
+_MAX_NAME_WILDCARDS = 2  # `*` within a name
+_MAX_WILDCARDS = 3  # with `**`
+_STAR_RUN = re.compile(r"\*{2,}")
 
 
 class PathError(Exception):
@@ -33,15 +40,50 @@ class _Gitignore:
         return self.spec.check_file(relative + "/" if is_directory else relative).include
 
 
-def _read_gitignore(directory: str) -> list[_Gitignore]:
+def _read_gitignore(directory: str, warnings: list[str]) -> list[_Gitignore]:
+    path = os.path.join(directory, ".gitignore")
+    if not os.path.lexists(path):
+        return []
+    data = read_auxiliary(path)
+    if data is None:
+        warnings.append(f"{path}: not read (not a regular file, or larger than {MAX_AUXILIARY_BYTES // 1_000_000} MB)")
+        return []
+    patterns = []
+    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+        pattern = _bounded_pattern(line)
+        if pattern is None:
+            warnings.append(f"{path}:{number}: pattern skipped: too long or too many wildcards to match in bounded time")
+        else:
+            patterns.append(pattern)
     try:
-        with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as handle:
-            return [_Gitignore(directory, GitIgnoreSpec.from_lines(handle.read().splitlines()))]
-    except OSError:
+        return [_Gitignore(directory, GitIgnoreSpec.from_lines(patterns))]
+    except ValueError as error:  # a pattern pathspec rejects
+        warnings.append(f"{path}: not used ({error})")
         return []
 
 
-def _enclosing_gitignores(top: str) -> list[_Gitignore]:
+def _bounded_pattern(line: str) -> str | None:
+    """The pattern, with runs of `*` inside a name collapsed (`a***b` is `a*b` to git), or None
+    when matching it could take exponential time: a regex with many `*` backtracks over every
+    way to split a file name between them."""
+    if len(line) > _MAX_PATTERN_CHARS:
+        return None
+    pattern = _STAR_RUN.sub(lambda run: "**" if _whole_segment(line, run) else "*", line)
+    any_depth = pattern.count("**")
+    in_name = pattern.count("*") - 2 * any_depth
+    if in_name > _MAX_NAME_WILDCARDS or in_name + any_depth > _MAX_WILDCARDS:
+        return None
+    return pattern
+
+
+def _whole_segment(line: str, run: re.Match) -> bool:
+    """A run of stars that fills a path segment (`**/`, `/**`): git's any-depth wildcard."""
+    before = line[run.start() - 1] if run.start() else "/"
+    after = line[run.end()] if run.end() < len(line) else "/"
+    return before == "/" and after == "/"
+
+
+def _enclosing_gitignores(top: str, warnings: list[str]) -> list[_Gitignore]:
     """The .gitignore files of the directories above `top`, up to its repository's root."""
     parents = []
     for parent in Path(os.path.abspath(top)).parents:
@@ -50,7 +92,7 @@ def _enclosing_gitignores(top: str) -> list[_Gitignore]:
             break
     else:
         return []
-    return [gitignore for parent in reversed(parents) for gitignore in _read_gitignore(parent)]
+    return [gitignore for parent in reversed(parents) for gitignore in _read_gitignore(parent, warnings)]
 
 
 def _git_ignored(path: str, is_directory: bool, gitignores: list[_Gitignore]) -> bool:
@@ -69,6 +111,8 @@ class Discovery:
         self._excluded = re.compile("|".join(fnmatch.translate(os.path.normcase(p.rstrip("/"))) for p in exclude)) if exclude else None
         self._root = root
         self._force_exclude = force_exclude
+        # Ignore files and patterns not used, one line each, for the caller to show.
+        self.warnings: list[str] = []
 
     def is_excluded(self, path: str) -> bool:
         """An exclude pattern matches the path's name, a parent directory's name, or the path
@@ -99,21 +143,32 @@ class Discovery:
         return sorted(found)
 
     def _walk(self, top: str) -> list[str]:
+        """The checked files under `top`, depth first in name order; without recursion, so that
+        no depth of nesting can end the run."""
         files = []
-        patterns = {os.path.abspath(top): _enclosing_gitignores(top) + _read_gitignore(top)}
-        for directory, subdirectories, filenames in os.walk(top, followlinks=False):
-            ignore = patterns[os.path.abspath(directory)]
-            subdirectories[:] = sorted(
-                name for name in subdirectories
-                if not self._skip(os.path.join(directory, name), True, ignore)
-            )
-            for name in subdirectories:
-                child = os.path.abspath(os.path.join(directory, name))
-                patterns[child] = ignore + _read_gitignore(child)
-            for name in sorted(filenames):
-                path = os.path.join(directory, name)
-                if name.endswith(CHECKED_SUFFIXES) and not self._skip(path, False, ignore):
+        warnings = self.warnings
+        pending = [(top, _enclosing_gitignores(top, warnings) + _read_gitignore(top, warnings))]
+        while pending:
+            directory, ignore = pending.pop()
+            try:
+                with os.scandir(directory) as scan:
+                    entries = sorted(scan, key=lambda entry: entry.name)
+            except OSError:
+                continue
+            subdirectories = []
+            for entry in entries:
+                path = os.path.join(directory, entry.name)
+                try:
+                    is_directory = entry.is_dir()  # a link to one too, which `_skip` leaves out
+                except OSError:
+                    continue
+                if is_directory:
+                    if not self._skip(path, True, ignore):
+                        subdirectories.append(path)
+                elif entry.name.endswith(CHECKED_SUFFIXES) and not self._skip(path, False, ignore):
                     files.append(os.path.normpath(path))
+            for child in reversed(subdirectories):
+                pending.append((child, ignore + _read_gitignore(child, warnings)))
         return files
 
     def _skip(self, path: str, is_directory: bool, ignore: list[_Gitignore]) -> bool:

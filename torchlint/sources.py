@@ -51,10 +51,30 @@ MAX_SOURCE_BYTES = 4_000_000
 MAX_NOTEBOOK_BYTES = 50_000_000
 
 
+# Bytes of the largest configuration, ignore, requirements or metadata file read: such files are
+# a few kilobytes, and a repository must not make torchlint read a device or a huge file.
+MAX_AUXILIARY_BYTES = 1_000_000
+
+
 def read_bytes(path: str) -> bytes:
-    """The bytes of a regular file. A FIFO or a device (a symlink can name one) is refused
-    without reading it: opening does not wait for a writer, and nothing is read from it."""
-    limit = MAX_NOTEBOOK_BYTES if path.endswith(".ipynb") else MAX_SOURCE_BYTES
+    """The bytes of a source file or notebook to check (see `read_regular_file`)."""
+    return read_regular_file(path, MAX_NOTEBOOK_BYTES if path.endswith(".ipynb") else MAX_SOURCE_BYTES)
+
+
+def read_auxiliary(path: str | os.PathLike) -> bytes | None:
+    """The bytes of a file torchlint reads besides the checked ones (`.gitignore`, a
+    requirements file, package metadata), or None when it is missing, not a regular file, or
+    larger than `MAX_AUXILIARY_BYTES`."""
+    try:
+        return read_regular_file(os.fspath(path), MAX_AUXILIARY_BYTES)
+    except UnreadableFile:
+        return None
+
+
+def read_regular_file(path: str, limit: int) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes. A FIFO or a device (a symlink can
+    name one) is refused without reading it: opening does not wait for a writer, and nothing is
+    read from it."""
     try:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as error:
@@ -66,9 +86,12 @@ def read_bytes(path: str) -> bytes:
         if info.st_size > limit:
             raise UnreadableFile(f"too large to check ({info.st_size / 1e6:.1f} MB; the limit is {limit / 1e6:g} MB)")
         try:
-            return handle.read(limit + 1)
+            data = handle.read(limit + 1)
         except OSError as error:
             raise UnreadableFile(error.strerror or str(error)) from None
+    if len(data) > limit:  # grew while being read
+        raise UnreadableFile(f"too large to check (the limit is {limit / 1e6:g} MB)")
+    return data
 
 
 def read_source(path: str) -> SourceFile:

@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from functools import lru_cache
 from pathlib import Path
+
+from torchlint.sources import read_auxiliary
 
 _REQUIREMENT = re.compile(r"^\s*torch\s*(?:\[[^\]]*\])?\s*(?P<spec>(?:[<>=!~^(][^;#]*)?)(?:[;#].*)?$", re.I)
 _LOWER_BOUND = re.compile(r"(?:>=|==|~=|>|\^|~(?!=)|===)\s*v?(?P<version>\d+(?:\.\d+)?)")
 _BARE_VERSION = re.compile(r"^\s*v?(?P<version>\d+(?:\.\d+)?)")
+_MAX_REQUIREMENTS_FILES = 20
 _REQUIRES_DIST = re.compile(r"^Requires-Dist:\s*(.+)$", re.M)
-# Package metadata is a few kilobytes; a larger (or special) file is not read.
-_MAX_METADATA_BYTES = 1_000_000
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -83,42 +83,51 @@ def metadata_torch_version(directory: Path) -> tuple[tuple[int, ...], str] | Non
     """The lowest torch version the package metadata in `directory` requires, and where."""
     found = []
     for path in metadata_files(directory):
-        text = _read_small(path)
-        if text:
+        data = read_auxiliary(path)
+        if data:
+            text = data.decode("utf-8", errors="replace")
             found += _pep508(_REQUIRES_DIST.findall(text), str(path.relative_to(directory)))
     return min(found) if found else None
 
 
-def _read_small(path: Path) -> str:
-    """A regular file's text, or nothing when it is something else (a FIFO, a device) or large."""
-    try:
-        with open(path, "rb", opener=lambda name, flags: os.open(name, flags | os.O_NONBLOCK)) as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_METADATA_BYTES:
-                return ""
-            return handle.read(_MAX_METADATA_BYTES).decode("utf-8", errors="replace")
-    except OSError:
-        return ""
+class MalformedTable(ValueError):
+    """A dependency table of the project's pyproject.toml holds a value of the wrong type."""
+
+    def __init__(self, key: str, expected: str, value: object) -> None:
+        super().__init__(key, expected, value)
+        self.key, self.expected, self.value = key, expected, value
+
+
+def _typed(table: dict, key: str, kind: type, where: str):
+    """`table[key]` (an empty `kind` when absent), when it is a `kind`."""
+    value = table.get(key, kind())
+    if not isinstance(value, kind):
+        raise MalformedTable(f"{where}{key}", "a table" if kind is dict else "a list", value)
+    return value
 
 
 def declared_torch_version(pyproject: Path, document: dict) -> tuple[tuple[int, ...], str] | None:
-    """The lowest torch version the project at `pyproject` declares, and where it says so."""
+    """The lowest torch version the project at `pyproject` declares, and where it says so.
+    Raises MalformedTable for a dependency table of the wrong type."""
     name = pyproject.name
-    project = document.get("project", {})
-    tool = document.get("tool", {})
-    found = _pep508(project.get("dependencies", []), f"{name} [project] dependencies")
-    for extra, requirements in project.get("optional-dependencies", {}).items():
-        found += _pep508(requirements, f"{name} [project.optional-dependencies] {extra}")
-    poetry = tool.get("poetry", {})
-    found += _poetry(poetry.get("dependencies", {}), f"{name} [tool.poetry.dependencies]")
-    for group, table in poetry.get("group", {}).items():
-        found += _poetry(table.get("dependencies", {}), f"{name} [tool.poetry.group.{group}.dependencies]")
-    for group, requirements in tool.get("pdm", {}).get("dev-dependencies", {}).items():
-        found += _pep508(requirements, f"{name} [tool.pdm.dev-dependencies] {group}")
-    for requirements_file in sorted(pyproject.parent.glob("requirements*.txt")):
-        try:
-            lines = requirements_file.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
-        found += _pep508(lines, requirements_file.name)
+    project = _typed(document, "project", dict, "")
+    tool = _typed(document, "tool", dict, "")
+    found = _pep508(_typed(project, "dependencies", list, "project."), f"{name} [project] dependencies")
+    for extra, requirements in _typed(project, "optional-dependencies", dict, "project.").items():
+        found += _pep508(requirements if isinstance(requirements, list) else [],
+                         f"{name} [project.optional-dependencies] {extra}")
+    poetry = _typed(tool, "poetry", dict, "tool.")
+    found += _poetry(_typed(poetry, "dependencies", dict, "tool.poetry."), f"{name} [tool.poetry.dependencies]")
+    for group, table in _typed(poetry, "group", dict, "tool.poetry.").items():
+        dependencies = table.get("dependencies", {}) if isinstance(table, dict) else {}
+        found += _poetry(dependencies if isinstance(dependencies, dict) else {},
+                         f"{name} [tool.poetry.group.{group}.dependencies]")
+    pdm = _typed(tool, "pdm", dict, "tool.")
+    for group, requirements in _typed(pdm, "dev-dependencies", dict, "tool.pdm.").items():
+        found += _pep508(requirements if isinstance(requirements, list) else [],
+                         f"{name} [tool.pdm.dev-dependencies] {group}")
+    for requirements_file in sorted(pyproject.parent.glob("requirements*.txt"))[:_MAX_REQUIREMENTS_FILES]:
+        data = read_auxiliary(requirements_file)
+        if data is not None:
+            found += _pep508(data.decode("utf-8", errors="replace").splitlines(), requirements_file.name)
     return min(found) if found else None

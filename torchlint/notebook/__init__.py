@@ -68,6 +68,8 @@ def read_notebook(raw: str) -> Notebook:
         )
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         raise UnreadableFile("not a valid Jupyter notebook (JSON)") from None
+    except RecursionError:
+        raise UnreadableFile("not a Jupyter notebook: its JSON is nested too deeply") from None
     return Notebook(raw, code, path, key)
 
 
