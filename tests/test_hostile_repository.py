@@ -8,6 +8,7 @@ from __future__ import annotations
 import faulthandler
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -424,3 +425,33 @@ def test_a_malformed_pyproject_is_a_usage_error_naming_the_key(project, pyprojec
     result = run_torchlint("check", ".", cwd=project)
     assert result.returncode == 2
     assert result.stderr.strip() == "torchlint: error: " + message.format(project / "pyproject.toml")
+
+
+# Output a repository could forge -----------------------------------------------------------
+
+
+FINDING_LINE = re.compile(r"^(.+?):(\d+):(\d+): (TL\d{3})")
+
+
+@pytest.mark.parametrize("output_format", ["full", "concise"])
+def test_file_names_cannot_forge_finding_lines(project, output_format):
+    (project / "a\nforged.py:9:9: TL999 planted.py").write_text(BAD)
+    (project / "b.py:12:3: TL999 planted.py").write_text(BAD)
+    result = run_torchlint("check", "--no-cache", "--output-format", output_format, ".", cwd=project)
+    parsed = [match.groups() for line in result.stdout.splitlines() if (match := FINDING_LINE.match(line))]
+    # Each file's one finding, at its real place, and nothing else a log parser would read.
+    assert sorted(code for _, _, _, code in parsed) == ["TL102", "TL102"]
+    assert all((row, column) == ("2", "5") for _, row, column, _ in parsed)
+    assert "a\\nforged.py\\:9\\:9\\: TL999 planted.py:2:5: TL102" in result.stdout
+    assert "b.py\\:12\\:3\\: TL999 planted.py:2:5: TL102" in result.stdout
+
+
+def test_a_long_source_line_is_shown_cut_around_the_finding(project):
+    line = "x = [" + "1, " * 2000 + "torch.Tensor([3.0])" + ", 2" * 2000 + "]"
+    (project / "generated.py").write_text("import torch\n" + line + "\n")
+    result = run_torchlint("check", "--no-cache", ".", cwd=project)
+    shown = [row for row in result.stdout.splitlines() if row.startswith("2 | ")]
+    assert len(shown) == 1 and len(shown[0]) < 200
+    assert "1, torch.Tensor([3.0]), 2" in shown[0] and shown[0].startswith("2 | …") and shown[0].endswith("…")
+    caret = next(row for row in result.stdout.splitlines() if "^^^" in row)
+    assert caret.index("^") == shown[0].index("torch.Tensor")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from functools import lru_cache
 
@@ -11,6 +12,8 @@ from torchlint.output import OutputContext
 from torchlint.output.notebooks import notebook_at
 from torchlint.sources import UnreadableFile, read_source, source_rows
 
+_DRIVE = re.compile(r"[A-Za-z]:[\\/]")
+_MAX_SHOWN_COLUMNS = 160  # of a source line under a finding
 _BOLD, _RED, _YELLOW, _CYAN, _DIM, _RESET = "\033[1m", "\033[31m", "\033[33m", "\033[36m", "\033[2m", "\033[0m"
 
 
@@ -51,10 +54,22 @@ def _hidden_fixes(diagnostics: list[Diagnostic], context: OutputContext) -> int:
     return sum(1 for d in diagnostics if d.fix is not None and not is_fixable(d, context))
 
 
+def shown_filename(filename: str) -> str:
+    """The file name as printed: control characters escaped (`\\n`, `\\x1b`) and every `:` but a
+    drive letter's as `\\:`, so that no file name can print a line, or a `path:row:col: CODE`
+    prefix, that log parsers would read as a finding of its own."""
+    drive = filename[:2] if _DRIVE.match(filename) else ""
+    rest = filename[len(drive):]
+    if rest.isprintable() and ":" not in rest:
+        return filename
+    escaped = "".join(character if character.isprintable() else repr(character)[1:-1] for character in rest)
+    return drive + escaped.replace(":", "\\:")
+
+
 def place(finding: Diagnostic | Related) -> str:
     """`path:row:column:`, with the cell for a notebook."""
     cell = f"cell {finding.cell}:" if finding.cell is not None else ""
-    return f"{finding.filename}:{cell}{finding.location.row}:{finding.location.column}:"
+    return f"{shown_filename(finding.filename)}:{cell}{finding.location.row}:{finding.location.column}:"
 
 
 def headline(diagnostic: Diagnostic, context: OutputContext) -> str:
@@ -80,6 +95,7 @@ def _source_frame(diagnostic: Diagnostic, context: OutputContext) -> list[str]:
     line = lines[row - 1].expandtabs(1)
     start = diagnostic.location.column
     end = diagnostic.end_location.column if diagnostic.end_location.row == row else len(line) + 1
+    line, start, end = _clipped(line, start, end)
     width = max(end - start, 1)
     gutter = " " * len(str(row))
     caret = _paint("^" * width + " " + diagnostic.code, _RED if diagnostic.severity.value == "error" else _YELLOW, context)
@@ -88,6 +104,19 @@ def _source_frame(diagnostic: Diagnostic, context: OutputContext) -> list[str]:
     if diagnostic.fix is not None:
         frame.append(f"{gutter} = help: {diagnostic.fix.message}")
     return frame
+
+
+def _clipped(line: str, start: int, end: int) -> tuple[str, int, int]:
+    """A long source line cut to the part around the finding (columns count from 1), marked `…`
+    where cut: a generated file's 200,000-character line is not printed whole."""
+    if len(line) <= _MAX_SHOWN_COLUMNS:
+        return line, start, end
+    first = max(start - 1 - _MAX_SHOWN_COLUMNS // 4, 0)
+    last = min(first + _MAX_SHOWN_COLUMNS, len(line))
+    prefix = "…" if first else ""
+    shown = prefix + line[first:last] + ("…" if last < len(line) else "")
+    shift = len(prefix) - first
+    return shown, start + shift, min(end + shift, len(prefix) + last - first + 1)
 
 
 def _findings(count: int) -> str:
@@ -116,7 +145,7 @@ def fix_listing(fixed_per_file: list[tuple[str, dict[str, int]]], heading: str) 
     total = sum(sum(counts.values()) for _, counts in files)
     lines = [f"{heading} {_findings(total)}:"]
     for name, counts in sorted(files):
-        lines.append(f"- {name}:")
+        lines.append(f"- {shown_filename(name)}:")
         for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
             rule = get_rule(code)
             lines.append(f"    {count} × {code} ({rule.name if rule else code})")
