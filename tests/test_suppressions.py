@@ -37,6 +37,13 @@ def test_a_line_noqa_inside_a_string_suppresses_nothing(line: str) -> None:
     assert codes(f"import torch\n{line}\n") == [(2, "TL102")]
 
 
+def test_a_file_level_noqa_is_at_column_zero() -> None:
+    """Indented inside a function it is no file-level directive: the file's other findings stay."""
+    helper = "def helper():\n    # torchlint: noqa\n    return 1\n\n\n"
+    assert codes(helper + LEGACY) == [(helper.count("\n") + 2, "TL102")]
+    assert codes(LEGACY + "\n\ndef helper():\n    return 1\n# torchlint: noqa: TL102\n") == []
+
+
 def test_comments_suppress_on_their_row_and_for_the_file() -> None:
     assert codes("import torch\nx = torch.Tensor(3)  # noqa: tl102\n") == []
     assert codes("import torch\nx = torch.Tensor(3)  # type: ignore  # noqa\n") == []

@@ -2,7 +2,8 @@
 f-string or a docstring is text, never a suppression.
 
 Forms: `# noqa` / `# noqa: TL101, TL102` at the end of a row (that row only), and
-`# torchlint: noqa` / `# torchlint: noqa: TL101` on a row of its own (the whole file).
+`# torchlint: noqa` / `# torchlint: noqa: TL101` on a row of its own, at column 0 (the whole
+file; indented, inside a function, it is no directive).
 
 Where a finding's noqa is read (as ruff does): on the row where the finding starts, except when
 that row cannot hold a comment, inside a multi-line string or before a backslash continuation;
@@ -111,7 +112,7 @@ def read_suppressions(source: str) -> Suppressions:
             kind, (start_row, column), (end_row, _) = token.type, token.start, token.end
             if kind == tokenize.COMMENT:
                 file_match = _FILE_DIRECTIVE.match(token.string)
-                if file_match and not token.line[:column].strip():
+                if file_match and column == 0:  # at column 0, as ruff reads its own
                     whole_file |= file_match.group("codes") is None
                     file_codes.update(split_codes(file_match.group("codes") or ""))
                 elif found := _comment_directives(token):
