@@ -455,3 +455,12 @@ def test_a_long_source_line_is_shown_cut_around_the_finding(project):
     assert "1, torch.Tensor([3.0]), 2" in shown[0] and shown[0].startswith("2 | …") and shown[0].endswith("…")
     caret = next(row for row in result.stdout.splitlines() if "^^^" in row)
     assert caret.index("^") == shown[0].index("torch.Tensor")
+
+
+def test_fix_writes_a_file_whose_name_fills_the_limit(project):
+    name = "m" * 250 + ".py"  # 253 bytes: a temporary name repeating it whole would not fit
+    (project / name).write_text(BAD)
+    result = run_torchlint("check", "--fix", "--no-cache", ".", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (project / name).read_text() == FIXED
+    assert sorted(path.name for path in project.iterdir()) == sorted([name, "pyproject.toml"])

@@ -37,6 +37,8 @@ from torchlint.sources import LINE_BREAK, UnreadableFile, decode_source, read_by
 MAX_PASSES = 5
 
 _TRAILING_BREAK = re.compile(f"(?:{LINE_BREAK.pattern})\\Z")
+# Characters of a fixed file's name that its temporary file's name repeats.
+_TEMPORARY_NAME_CHARS = 40
 
 
 def is_applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
@@ -364,8 +366,10 @@ def write_atomically(path: str, expected: bytes, data: bytes, roots: tuple[str, 
     info = os.stat(target)
     if not os.access(target, os.W_OK):
         raise PermissionError(13, "the file is not writable")
+    # The name's first characters only: a 250-character file name plus mkstemp's would pass
+    # the file system's limit on a name (255 bytes).
     handle, temporary = tempfile.mkstemp(
-        prefix=f".{os.path.basename(target)}.", suffix=".torchlint", dir=os.path.dirname(target)
+        prefix=f".{os.path.basename(target)[:_TEMPORARY_NAME_CHARS]}.", suffix=".torchlint", dir=os.path.dirname(target)
     )
     try:
         with os.fdopen(handle, "wb") as output:
