@@ -464,3 +464,14 @@ def test_fix_writes_a_file_whose_name_fills_the_limit(project):
     assert result.returncode == 0, result.stdout + result.stderr
     assert (project / name).read_text() == FIXED
     assert sorted(path.name for path in project.iterdir()) == sorted([name, "pyproject.toml"])
+
+
+def test_valid_code_the_parser_cannot_handle_is_tl902_not_a_syntax_error(project):
+    # 5,000 implicitly concatenated strings: CPython accepts them, libcst gives up.
+    (project / "strings.py").write_text("x = (" + " ".join(['"a"'] * 5000) + ")\n")
+    (project / "broken.py").write_text("x = (\n")
+    result = run_torchlint("check", "--no-cache", "--output-format", "json", ".", cwd=project)
+    found = {Path(record["filename"]).name: (record["code"], record["message"]) for record in json.loads(result.stdout)}
+    assert found["strings.py"][0] == "TL902"
+    assert found["strings.py"][1].startswith("cannot be checked: too complex for the parser (libcst: ")
+    assert found["broken.py"] == ("TL901", "SyntaxError: '(' was never closed")

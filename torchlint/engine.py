@@ -100,16 +100,18 @@ def _python_syntax_error(source: str, filename: str) -> Diagnostic | None:
 
 
 def syntax_error(source: str, filename: str, error: cst.ParserSyntaxError) -> Diagnostic:
-    # CPython's parser gives the clearer message and location; libcst's is the fallback for
-    # code that CPython accepts but this libcst cannot parse.
+    # CPython's parser decides what is a syntax error, with the clearer message and location.
     python_error = _python_syntax_error(source, filename)
     if python_error is not None:
         return python_error
     if _has_lone_continuation(source):
         return file_error("TL902", filename, _LONE_CONTINUATION_PROBLEM)
-    message = re.sub(r"^parser error: error at \d+:\d+: ", "", error.message)
+    # Valid Python that libcst cannot parse (5,000 strings concatenated, say): no syntax error.
+    message = re.sub(r"^parser error: error at \d+:\d+: ", "", error.message).splitlines()[0]
     row, column = _inside(source, error.raw_line, error.raw_column + 1)
-    return file_error("TL901", filename, f"SyntaxError: {message}", row, column)
+    return file_error(
+        "TL902", filename, f"cannot be checked: too complex for the parser (libcst: {message})", row, column,
+    )
 
 
 def _inside(source: str, row: int, column: int) -> tuple[int, int]:

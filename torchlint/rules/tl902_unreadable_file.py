@@ -9,7 +9,8 @@ class UnreadableFile(Rule):
     that do not decode in the file's declared encoding (UTF-8 unless a PEP 263 coding cookie or a
     BOM says otherwise). Also a file torchlint cannot check within its limits: not a regular file
     (a FIFO or a device), larger than 4 MB (a notebook: 50 MB), taking more than 30 seconds of CPU
-    time, or crashing the parser (see [Checking code you do not trust](../untrusted-code.md)).
+    time, crashing the parser, or valid Python (CPython accepts it) that libcst cannot parse, such
+    as thousands of strings concatenated (see [Checking code you do not trust](../untrusted-code.md)).
 
     ## Why is this bad?
     The file cannot be checked at all; in the first cases Python would refuse to import it too.
