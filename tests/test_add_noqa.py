@@ -67,3 +67,12 @@ def test_the_cli_adds_once_keeps_bytes_and_leaves_a_clean_check(project) -> None
     assert "Added 0 noqa directives." in again.stderr
     clean = run_torchlint("check", "--extend-select", "TL903", "crlf.py", "latin.py", cwd=project)
     assert clean.returncode == 0, clean.stdout
+
+
+def test_a_file_whose_rows_end_in_a_lone_carriage_return_takes_its_noqa() -> None:
+    source = "import torch\rx = torch.Tensor([3.0])  # noqa: TL102\ry = torch.Tensor([3.0])\r"
+    with_tl903 = Settings(rules=(*SETTINGS.rules, *(rule for rule in all_rules() if rule.code == "TL903")))
+    assert [(d.location.row, d.code) for d in check_source(source, "m.py", with_tl903)] == [(3, "TL102")]
+    added, count = add(source)
+    assert count == 1 and "\n" not in added
+    assert check_source(added, "m.py", with_tl903) == []

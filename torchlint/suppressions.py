@@ -108,7 +108,8 @@ def read_suppressions(source: str) -> Suppressions:
     whole_file, file_codes, continued = False, set(), set()
     last_row, after_code = 0, False  # the end row of the last code token; no line break since
     try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        # Universal newlines: a file whose rows end in a lone \r has rows, as it does for the parser.
+        for token in tokenize.generate_tokens(io.StringIO(source, newline=None).readline):
             kind, (start_row, column), (end_row, _) = token.type, token.start, token.end
             if kind == tokenize.COMMENT:
                 file_match = _FILE_DIRECTIVE.match(token.string)
