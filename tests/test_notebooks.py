@@ -297,3 +297,14 @@ def test_a_null_source_is_an_empty_cell() -> None:
     document["cells"][1]["source"] = None
     assert [(d.code, d.cell) for d in check_notebook(json.dumps(document), "nb.ipynb", SETTINGS)] == []
     assert read_notebook(json.dumps(document)).cells[0].source == ""
+
+
+def test_a_file_level_noqa_silences_its_own_cell_only(tmp_path) -> None:
+    cells = ("import torch\n# torchlint: noqa\n" + LEGACY, LEGACY, "# torchlint: noqa: TL102\n" + LEGACY)
+    assert findings(*cells) == [("TL102", 3, 1, 5)]
+    path = tmp_path / "nb.ipynb"
+    path.write_text(nbformat_text(notebook(*cells)))
+    result = fix_file(str(path), SETTINGS, "nb.ipynb")
+    sources = ["".join(cell["source"]) for cell in json.loads(path.read_text())["cells"][1:]]
+    assert result.fixed == {"TL102": 1}
+    assert sources == [cells[0], FIXED, cells[2]]

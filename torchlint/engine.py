@@ -292,13 +292,14 @@ def _walk(
 
 def check_source(
     source: str, filename: str, settings: Settings, module: cst.Module | Diagnostic | None = None,
-    project: ProjectView | None = None,
+    project: ProjectView | None = None, file_level_noqa: bool = True,
 ) -> list[Diagnostic]:
     """Every finding of the enabled rules in one file's text (`module`: what `parse_module` gave
     for it, if already parsed; `project`: the file's view of its project, by default read from the
-    file at `filename`)."""
+    file at `filename`; `file_level_noqa`: False where the caller scopes `# torchlint: noqa`
+    itself, as a notebook does per cell)."""
     with _cycle_collector_paused():
-        return _check_source(source, filename, settings, module, project)
+        return _check_source(source, filename, settings, module, project, file_level_noqa)
 
 
 @contextlib.contextmanager
@@ -317,19 +318,20 @@ def _cycle_collector_paused():
 
 
 def _check_source(source: str, filename: str, settings: Settings, module: cst.Module | Diagnostic | None,
-                  project: ProjectView | None) -> list[Diagnostic]:
+                  project: ProjectView | None, file_level_noqa: bool) -> list[Diagnostic]:
     if module is None:
         module = parse_module(source, filename)
     if isinstance(module, Diagnostic):
         return [module]
     # After parsing: a file-level noqa never hides that the file is broken.
     suppressions = read_suppressions(source) if may_hold_torchlint_noqa(source) else NO_SUPPRESSIONS
-    if suppressions.whole_file:
+    if suppressions.whole_file and file_level_noqa:
         return []
+    silenced = suppressions.file_codes if file_level_noqa else frozenset()
     enabled = settings.rules_for(filename)
     rule_classes = [
         rule for rule in enabled
-        if not rule.runtime_only and rule.code not in suppressions.file_codes and rule.code not in UNSUPPRESSIBLE
+        if not rule.runtime_only and rule.code not in silenced and rule.code not in UNSUPPRESSIBLE
     ]
     judge_noqa = UnusedNoqa in rule_classes and bool(suppressions.directives)
     if project is None:

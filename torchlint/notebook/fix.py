@@ -9,9 +9,8 @@ from dataclasses import replace
 
 from torchlint.config import Settings
 from torchlint.diagnostics import Diagnostic
-from torchlint.engine import check_source
 from torchlint.notebook import PythonView, edit_cells, python_view, read_notebook
-from torchlint.notebook.check import notebook_view
+from torchlint.notebook.check import check_view, notebook_view
 from torchlint.sources import UnreadableFile
 
 _CELL_ENDS = ("\x00", "\x01", "\ue000", "\uf8ff")  # control or private-use characters
@@ -46,7 +45,7 @@ class NotebookText:
         view = self.view(text)
         return [
             d if d.fix is None or view.editable(d) else replace(d, fix=None)
-            for d in check_source(view.text, filename, settings, module)
+            for d in check_view(view, filename, settings, module)
         ]
 
     def where(self, diagnostic: Diagnostic, text: str, filename: str) -> str:
