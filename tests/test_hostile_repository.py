@@ -475,3 +475,15 @@ def test_valid_code_the_parser_cannot_handle_is_tl902_not_a_syntax_error(project
     assert found["strings.py"][0] == "TL902"
     assert found["strings.py"][1].startswith("cannot be checked: too complex for the parser (libcst: ")
     assert found["broken.py"] == ("TL901", "SyntaxError: '(' was never closed")
+
+
+def test_a_large_file_gets_a_time_limit_in_proportion_to_its_size(project):
+    (project / "small.py").write_text(BAD)
+    (project / "generated.py").write_text("x = 1\n" * 100_000)  # 600 KB: 40 s at 15 KB a second
+    (project / "huge.py").write_text("# padding\n" * 499_000)  # 5 MB (past the size limit): capped
+    assert engine.file_time_limit(str(project / "small.py")) == engine.FILE_TIME_LIMIT
+    assert engine.file_time_limit(str(project / "generated.py")) == pytest.approx(40.0)
+    assert engine.file_time_limit(str(project / "huge.py")) == 10 * engine.FILE_TIME_LIMIT
+    assert engine.file_time_limit(str(project / "generated.py"), base=2) == 20  # ten times a base of 2
+    (project / "outputs.ipynb").write_text("{}" + " " * 1_000_000)  # a notebook's bytes are mostly outputs
+    assert engine.file_time_limit(str(project / "outputs.ipynb")) == engine.FILE_TIME_LIMIT

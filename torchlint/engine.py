@@ -38,6 +38,10 @@ _KNOWN_CODES = frozenset(rule.code for rule in all_rules())
 
 # Seconds one file may take (its parse, rules and fixes); a file that takes longer is TL902.
 FILE_TIME_LIMIT = 30.0
+# The slowest pace a file is checked at (bytes of source a second), and the most a large file's
+# time limit may grow: 30 s covers 450 KB, a 4 MB file gets at most 300 s.
+_CHECKED_BYTES_PER_SECOND = 15_000
+_MAX_LIMIT_FACTOR = 10
 # CPython refuses more than 200 nested brackets; libcst's native parser overflows its stack (a
 # segmentation fault) somewhere above 1000, so deeper text goes to CPython's parser first.
 _MAX_NESTING = 200
@@ -411,10 +415,25 @@ def _check_one(job: tuple[str, str, Settings, bool]) -> tuple[list[Diagnostic], 
 
 def map_files(worker, work: list, jobs: int | None, lost, time_limit: float = FILE_TIME_LIMIT,
               on_done: Callable[[], None] | None = None) -> list:
-    """`worker` over each item of `work`, in order, in `jobs` worker processes (default: one per
-    core). An item that takes longer than `time_limit` or crashes its worker gets `lost(item, why)`;
-    `on_done()` after each item."""
-    return map_bounded(worker, work, jobs or os.cpu_count() or 1, time_limit, lost, on_done)
+    """`worker` over each item of `work` (its first element a file's path), in order, in `jobs`
+    worker processes (default: one per core). An item that takes longer than its time limit
+    (`time_limit`, more for a large file: `file_time_limit`) or crashes its worker gets
+    `lost(item, why)`; `on_done()` after each item."""
+    return map_bounded(worker, work, jobs or os.cpu_count() or 1, lambda job: file_time_limit(job[0], time_limit),
+                       lost, on_done)
+
+
+def file_time_limit(path: str, base: float = FILE_TIME_LIMIT) -> float:
+    """A file's CPU time limit: `base`, or more for a large Python file, in proportion to its size
+    (a generated 50,000-line module checks at about 25 KB a second), up to ten times `base`. A
+    notebook's size is mostly its outputs: it gets `base`."""
+    if path.endswith(".ipynb"):
+        return base
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return base
+    return min(max(base, size / _CHECKED_BYTES_PER_SECOND), _MAX_LIMIT_FACTOR * base)
 
 
 def lost_file_error(display_name: str, why: str) -> Diagnostic:

@@ -73,7 +73,7 @@ def _limit_memory(limit: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
-def _serve(connection: Connection, worker: Callable, time_limit: float, memory_limit: int) -> None:
+def _serve(connection: Connection, worker: Callable, memory_limit: int) -> None:
     if resource is not None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file in the project
     _limit_memory(memory_limit)
@@ -84,7 +84,7 @@ def _serve(connection: Connection, worker: Callable, time_limit: float, memory_l
             return
         if message is None:
             return
-        index, job = message
+        index, job, time_limit = message
         _limit_cpu_time(time_limit)
         try:
             result = worker(job)
@@ -94,26 +94,26 @@ def _serve(connection: Connection, worker: Callable, time_limit: float, memory_l
 
 
 class _Worker:
-    def __init__(self, context, worker: Callable, time_limit: float) -> None:
+    def __init__(self, context, worker: Callable) -> None:
         self.memory_limit = MEMORY_LIMIT
         self.connection, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, worker, time_limit, self.memory_limit),
-                                       daemon=True)
+        self.process = context.Process(target=_serve, args=(child, worker, self.memory_limit), daemon=True)
         self.process.start()
         child.close()
         self.index: int | None = None  # the item it is working on
         self.deadline = 0.0
+        self.time_limit = 0.0  # its CPU time limit
 
     def give(self, index: int, job, time_limit: float) -> None:
         backstop = time_limit * (_WALL_CLOCK_FACTOR if resource is not None else 1)
-        self.index, self.deadline = index, time.monotonic() + backstop
-        self.connection.send((index, job))
+        self.index, self.deadline, self.time_limit = index, time.monotonic() + backstop, time_limit
+        self.connection.send((index, job, time_limit))
 
-    def why_stopped(self, time_limit: float) -> str:
+    def why_stopped(self) -> str:
         """Why the worker's process ended while it worked on a file."""
         self.process.join(timeout=1)
         if self.process.exitcode == -getattr(signal, "SIGXCPU", -1):
-            return f"it took longer than {time_limit:g} s to check"
+            return f"it took longer than {self.time_limit:g} s to check"
         memory = f"{self.memory_limit >> 20} MB of memory"
         if self.process.exitcode == _OUT_OF_MEMORY:
             return f"it needed more than {memory} to check"
@@ -143,22 +143,22 @@ def _context():
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
 
-def map_bounded(worker: Callable, work: list, processes: int, time_limit: float,
+def map_bounded(worker: Callable, work: list, processes: int, time_limit: Callable[[object], float],
                 lost: Callable[[object, str], object], on_done: Callable[[], None] | None = None) -> list:
     """`worker` over each item of `work` (results in order) in `processes` worker processes.
-    An item whose worker takes longer than `time_limit` seconds or dies gets `lost(item, why)`;
-    `on_done()` after each item (a progress meter)."""
+    An item whose worker takes longer than `time_limit(item)` seconds or dies gets
+    `lost(item, why)`; `on_done()` after each item (a progress meter)."""
     context = _context()
     results: list = [None] * len(work)
     pending = deque(enumerate(work))
-    idle = [_Worker(context, worker, time_limit) for _ in range(min(processes, len(work)))]
+    idle = [_Worker(context, worker) for _ in range(min(processes, len(work)))]
     busy: list[_Worker] = []
     try:
         while pending or busy:
             while idle and pending:
                 index, job = pending.popleft()
                 chosen = idle.pop()
-                chosen.give(index, job, time_limit)
+                chosen.give(index, job, time_limit(job))
                 busy.append(chosen)
             timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
             ready = set(wait([w.connection for w in busy] + [w.process.sentinel for w in busy], timeout))
@@ -174,11 +174,11 @@ def map_bounded(worker: Callable, work: list, processes: int, time_limit: float,
                             on_done()
                         continue
                     except (EOFError, OSError):
-                        why = current.why_stopped(time_limit)
+                        why = current.why_stopped()
                 elif current.process.sentinel in ready:
-                    why = current.why_stopped(time_limit)
+                    why = current.why_stopped()
                 elif time.monotonic() >= current.deadline:
-                    why = f"it took longer than {time_limit:g} s to check"
+                    why = f"it took longer than {current.time_limit:g} s to check"
                 if why is not None:
                     results[current.index] = lost(work[current.index], why)
                     if on_done is not None:
@@ -186,7 +186,7 @@ def map_bounded(worker: Callable, work: list, processes: int, time_limit: float,
                     current.kill()
                     busy.remove(current)
                     if pending:
-                        idle.append(_Worker(context, worker, time_limit))
+                        idle.append(_Worker(context, worker))
     finally:
         for current in idle:
             current.stop()
