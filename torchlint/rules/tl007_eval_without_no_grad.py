@@ -1,8 +1,10 @@
 from __future__ import annotations
 
-import libcst as cst
-
+import os
+import re
 from collections.abc import Iterator
+
+import libcst as cst
 
 from torchlint.analysis.grad_mode import GradState
 from torchlint.analysis.loops import Loop, enclosing_loops
@@ -12,6 +14,8 @@ from torchlint.reports import RelatedNode
 from torchlint.rule import Rule
 from torchlint.walker import child_nodes
 
+# pytest's and unittest's test files.
+_TEST_FILE = re.compile(r"test_.*\.py|.*_test\.py")
 # How deep the helpers an evaluation loop calls are followed to the model they run.
 _HELPER_DEPTH = 2
 
@@ -54,7 +58,9 @@ class EvalWithoutNoGrad(Rule):
     (as a `with` block, a decorator of the function, or a `set_grad_enabled(False)` statement).
     Loops that want gradients (they call `backward()`, `torch.autograd.grad`, `requires_grad_()`:
     saliency maps, adversarial examples) are left alone, and so are functions that freeze the
-    parameters (`p.requires_grad = False`), where autograd records nothing anyway.
+    parameters (`p.requires_grad = False`), where autograd records nothing anyway. Test functions
+    (`def test_...` in a `test_*.py` or `*_test.py` file) are left alone too: a test's calibration
+    or smoke loop over a toy model loses nothing to autograd.
 
     The model may run in a function of the same file that the loop calls (two calls deep): a
     method of the class called on `self` (`self._eval_step(batch)` running `self.model(x)`), or a
@@ -94,9 +100,13 @@ class EvalWithoutNoGrad(Rule):
         super().__init__(ctx)
         self._frames = [_Frame()]
         self._reported: set[int] = set()
+        self._test_file = _TEST_FILE.fullmatch(os.path.basename(ctx.path)) is not None
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._frames.append(_Frame())
+        frame = _Frame()
+        # A test's loop over a toy model (calibration, a smoke run): its graphs cost nothing.
+        frame.frozen = self._frames[-1].frozen or (self._test_file and node.name.value.startswith("test"))
+        self._frames.append(frame)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._frames.pop()
