@@ -18,7 +18,7 @@ from torchlint.analysis.loops import LoopAnalysis
 from torchlint.analysis.modules import ModuleClasses
 from torchlint.analysis.tensor_facts.model import TensorModel
 from torchlint.analysis.values import ValueKinds
-from torchlint.diagnostics import Related
+from torchlint.diagnostics import Related, Severity
 from torchlint.reports import FixSpec, PendingReport, RelatedNode, ReportingRule
 from torchlint.project.index import ProjectView
 
@@ -127,6 +127,6 @@ class FileContext:
 
     def report(
         self, rule: ReportingRule, node: cst.CSTNode, message: str, fix: FixSpec | None,
-        related: tuple[RelatedNode | Related, ...] = (),
+        related: tuple[RelatedNode | Related, ...] = (), severity: Severity | None = None,
     ) -> None:
-        self.pending.append(PendingReport(rule, node, message, fix, tuple(self.ancestors), related))
+        self.pending.append(PendingReport(rule, node, message, fix, tuple(self.ancestors), related, severity))

@@ -175,7 +175,7 @@ def _resolve(
             Diagnostic(
                 code=rule.code, name=rule.name, message=report.message, filename=filename,
                 location=start, end_location=Location(span.end.line, span.end.column + 1),
-                severity=rule.severity,
+                severity=report.severity or rule.severity,
                 fix=_to_edits(report.fix, positions, report.chain, newlines) if report.fix else None,
                 noqa_row=suppressions.noqa_row(start.row),
                 related=tuple(_located(note, positions, filename) for note in report.related),

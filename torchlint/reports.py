@@ -54,3 +54,4 @@ class PendingReport:
     chain: tuple[cst.CSTNode, ...]
     # Notes on other places, in the order a reader follows them.
     related: tuple[RelatedNode | Related, ...] = ()
+    severity: Severity | None = None  # None: the rule's

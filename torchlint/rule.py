@@ -41,11 +41,12 @@ class Rule:
 
     def report(
         self, node: cst.CSTNode, message: str, *, fix: FixSpec | None = None,
-        related: Sequence[RelatedNode | Related] = (),
+        related: Sequence[RelatedNode | Related] = (), severity: Severity | None = None,
     ) -> None:
         """Report a finding at `node`; `related` names the other places it rests on, each shown
-        as a note (a `RelatedNode` in this file, or a `Related` already located elsewhere)."""
-        self.ctx.report(self, node, message, fix, tuple(related))
+        as a note (a `RelatedNode` in this file, or a `Related` already located elsewhere);
+        `severity`, where this finding is less (or more) than the rule's usual one."""
+        self.ctx.report(self, node, message, fix, tuple(related), severity)
 
     @classmethod
     def doc(cls) -> str:

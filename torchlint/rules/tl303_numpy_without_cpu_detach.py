@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+from functools import cached_property
+
 import libcst as cst
 
 from torchlint.analysis.names import dotted_name
+from torchlint.analysis.tensor_evidence import places_on_accelerator
 from torchlint.analysis.tensor_facts.domain import Device, TensorFacts
 from torchlint.analysis.torch_api import PASSED_BY_A_CALLER, passed_here
 from torchlint.diagnostics import Applicability, Severity
@@ -37,7 +40,10 @@ class NumpyWithoutCpuDetach(Rule):
     (also through local variables and branches, and by a CPU tensor type:
     `.type(torch.FloatTensor)`), tensors whose device or grad state is unknown,
     and tensors on the device of an input of unknown placement (`device=x.device` for an `x`
-    that may come from numpy) are not reported. Notebooks are checked like scripts.
+    that may come from numpy) are not reported. Notebooks are checked like scripts. In a file
+    that never moves a model or tensor to an accelerator, a model's output is on the CPU: its
+    `.numpy()` fails only for requiring grad, and otherwise is a warning about portability (it
+    fails once the model runs on a GPU).
 
     ## Why is this bad?
     `.numpy()` shares memory with the tensor, so it only works for CPU tensors outside autograd:
@@ -88,6 +94,18 @@ class NumpyWithoutCpuDetach(Rule):
         missing = ".detach().cpu()" if on_accelerator and needs_detach else (".cpu()" if on_accelerator else ".detach()")
         written = dotted_name(receiver) or self._short_item(receiver)
         subject = f"`{written}`" if written else "the tensor"
+        fix = FixSpec(f"Insert `{missing}` before `.numpy()`", ((func.attr, f"{missing[1:]}.numpy"),), Applicability.SAFE)
+        use = f"use `{written or 'x'}{missing}.numpy()`"
+        if facts.device is Device.MODULE and not self._places_on_accelerator:
+            # The model stays on the CPU in this file: only a run on a GPU would fail.
+            if needs_detach:
+                self.report(node, f"`.numpy()` fails because {subject} requires grad (and would be on the GPU once "
+                            f"the model is moved there); {use}", fix=fix)
+            else:
+                self.report(node, f"`.numpy()` of {subject}, computed by the model, works only while the model stays "
+                            f"on the CPU, as it does in this file; {use} so that it also runs on a GPU",
+                            fix=fix, severity=Severity.WARNING)
+            return
         place = _place(facts) if on_accelerator else None
         reason = (
             f"is {place} and requires grad" if on_accelerator and needs_detach
@@ -95,12 +113,11 @@ class NumpyWithoutCpuDetach(Rule):
         )
         # A parameter passed on the GPU by a caller: the call is the evidence.
         related = passed_here(self.ctx, facts) if on_accelerator else ()
-        self.report(
-            node,
-            f"`.numpy()` fails because {subject} {reason}; use `{written or 'x'}{missing}.numpy()`",
-            related=related,
-            fix=FixSpec(f"Insert `{missing}` before `.numpy()`", ((func.attr, f"{missing[1:]}.numpy"),), Applicability.SAFE),
-        )
+        self.report(node, f"`.numpy()` fails because {subject} {reason}; {use}", related=related, fix=fix)
+
+    @cached_property
+    def _places_on_accelerator(self) -> bool:
+        return places_on_accelerator(self.ctx.source)
 
     def _short_item(self, receiver: cst.BaseExpression) -> str | None:
         """`imgs[i]` as written, when the receiver is a short one-line subscript."""
