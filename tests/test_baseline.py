@@ -30,7 +30,7 @@ def test_a_baseline_survives_edits_above_and_reports_new_findings(project) -> No
     result = run_torchlint("check", "--baseline", "baseline.json", "--output-format", "json", cwd=project)
     # The second identical row is a second occurrence: new, as is z; y's entry is gone.
     assert findings(result) == [("a.py", 4, "TL102"), ("a.py", 5, "TL102")]
-    assert "1 baseline entries no longer occur" in result.stderr
+    assert "torchlint: 1 baseline entry no longer occurs (fixed or changed)" in result.stderr
 
 
 def test_a_baseline_that_is_not_one_is_a_usage_error(project) -> None:

@@ -293,8 +293,9 @@ def _narrow(diagnostics: list[Diagnostic], baseline, write_baseline, diff_base) 
     if baseline:
         result = apply_baseline(diagnostics, baseline)
         if result.gone:
-            click.echo(f"torchlint: {result.gone} baseline entries no longer occur (fixed or changed): "
-                       f"refresh {baseline} with --write-baseline", err=True)
+            entries = "1 baseline entry no longer occurs" if result.gone == 1 else \
+                f"{result.gone} baseline entries no longer occur"
+            click.echo(f"torchlint: {entries} (fixed or changed): refresh {baseline} with --write-baseline", err=True)
         diagnostics = result.new
     return diagnostics
 

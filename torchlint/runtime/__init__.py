@@ -107,7 +107,8 @@ def run_script(
     finding in the files the run loaded a verdict."""
     if not _torch_installed():
         raise RuntimeUnavailable(
-            "runtime mode needs PyTorch, which is not importable here: pip install torchlint[runtime]"
+            "runtime mode needs PyTorch, which is not importable here: pip install torch "
+            "(the CPU build is enough)"
         )
     resolved = resolve_device(device)
     from torchlint.runtime.child import CONFIG_VARIABLE, SITECUSTOMIZE
