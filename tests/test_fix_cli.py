@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from torchlint.cli import cli
 from torchlint.fix import unified_diff
+from tests.conftest import run_torchlint
 from tests.test_fix import ALL_FIXED, SAFE_FIXED, SOURCE, _patch_tl102_fix
 
 
@@ -239,3 +240,17 @@ def test_fix_reads_the_cache_for_files_with_nothing_to_fix(in_tmp, monkeypatch) 
     assert calls() == ["head.py"]
     assert (in_tmp / "head.py").read_text() == ALL_FIXED
     assert result.exit_code == 0
+
+
+def test_diff_of_stdin_is_the_diff_of_the_same_file_by_path(project) -> None:
+    """Editor wrappers pipe the buffer: `check - --diff` shows what `check FILE --diff` shows."""
+    source = "import torch\nx = torch.Tensor([3.0])\n"
+    (project / "m.py").write_text(source)
+    by_path = run_torchlint("check", "--diff", "m.py", cwd=project)
+    piped = run_torchlint("check", "-", "--diff", "--stdin-filename", "m.py", cwd=project, stdin=source)
+    assert by_path.returncode == piped.returncode == 1
+    assert piped.stdout == by_path.stdout and "+x = torch.tensor([3.0], dtype=torch.float32)" in piped.stdout
+    assert piped.stderr.strip() == "Would fix 1 finding."
+    clean = run_torchlint("check", "-", "--diff", cwd=project, stdin="x = 1\n")
+    assert (clean.returncode, clean.stdout, clean.stderr.strip()) == (0, "", "No fixes would be applied.")
+    assert (project / "m.py").read_text() == source

@@ -11,12 +11,12 @@ import click
 from torchlint import __version__
 from torchlint.add_noqa import add_noqa_files
 from torchlint.baseline import apply_baseline, write_baseline as write_baseline_file
-from torchlint.config import ConfigError, Options, SettingsResolver, describe
+from torchlint.config import ConfigError, Options, Settings, SettingsResolver, describe
 from torchlint.diagnostics import Diagnostic
 from torchlint.docs import rule_page
 from torchlint.discovery import Discovery, PathError, display_name
 from torchlint.engine import check_files, check_source, file_error
-from torchlint.fix import fix_files, fix_text
+from torchlint.fix import fix_files, fix_text, unified_diff
 from torchlint.git_diff import changed_rows
 from torchlint.progress import Progress
 from torchlint.output import OutputContext, format_names, render
@@ -198,7 +198,10 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
         if add_noqa:
             _add_noqa(named, resolver, jobs, list(paths) or ["."])
         if diff:
-            changed = _diff(named, resolver, jobs, unsafe_fixes, show_fixes, quiet)
+            if paths == ("-",):
+                changed = _diff_stdin(stdin_filename, resolver, unsafe_fixes, quiet)
+            else:
+                changed = _diff(named, resolver, jobs, unsafe_fixes, show_fixes, quiet)
             sys.exit(1 if changed and not exit_zero else 0)
         if paths == ("-",):
             diagnostics = _check_stdin(stdin_filename, resolver, fix, unsafe_fixes)
@@ -240,15 +243,41 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
     sys.exit(1 if failed and not exit_zero else 0)
 
 
-def _check_stdin(stdin_filename: str | None, resolver: SettingsResolver, fix: bool, unsafe: bool) -> list[Diagnostic]:
-    """`torchlint check -`: the code on stdin, with the settings of `--stdin-filename`. With
-    `--fix`, the fixed code goes to stdout and the findings left to stderr (as ruff)."""
+def _read_stdin(stdin_filename: str | None, resolver: SettingsResolver) -> tuple[str, Settings, str | Diagnostic]:
+    """The name, settings and text of the code on stdin (the TL902 finding when it cannot be read)."""
     name = stdin_filename or "-"
     settings = resolver.for_file(stdin_filename) if stdin_filename else resolver.default
     try:
-        text = decode_source(sys.stdin.buffer.read()).text
+        return name, settings, decode_source(sys.stdin.buffer.read()).text
     except UnreadableFile as error:
-        return [file_error("TL902", name, f"cannot read stdin: {error}")]
+        return name, settings, file_error("TL902", name, f"cannot read stdin: {error}")
+
+
+def _diff_stdin(stdin_filename: str | None, resolver: SettingsResolver, unsafe: bool, quiet: bool) -> bool:
+    """`torchlint check - --diff`: what `--fix` would change in the code on stdin, as for a path
+    (editor wrappers pipe buffers); True when something would change."""
+    name, settings, text = _read_stdin(stdin_filename, resolver)
+    if isinstance(text, Diagnostic):
+        click.echo(f"{name}: {text.message}", err=True)
+        return False
+    outcome = fix_text(text, name, settings, unsafe)
+    for problem in outcome.problems:
+        click.echo(problem, err=True)
+    would_fix = sum(outcome.fixed.values())
+    if outcome.text != text:
+        click.echo(unified_diff(text, outcome.text, name), nl=False)
+    if not quiet:
+        click.echo(f"Would fix {would_fix} finding{'s' if would_fix != 1 else ''}." if would_fix
+                   else "No fixes would be applied.", err=True)
+    return outcome.text != text
+
+
+def _check_stdin(stdin_filename: str | None, resolver: SettingsResolver, fix: bool, unsafe: bool) -> list[Diagnostic]:
+    """`torchlint check -`: the code on stdin, with the settings of `--stdin-filename`. With
+    `--fix`, the fixed code goes to stdout and the findings left to stderr (as ruff)."""
+    name, settings, text = _read_stdin(stdin_filename, resolver)
+    if isinstance(text, Diagnostic):
+        return [text]
     if not fix:
         return settings.fix_policy.applied(check_source(text, name, settings))
     outcome = fix_text(text, name, settings, unsafe)
