@@ -45,3 +45,18 @@ def test_flake8_findings_equal_torchlint_check(project: Path) -> None:
     assert reported == expected
     assert {code for *_, code in expected} >= {"TL102"} and "TL202" not in {code for *_, code in expected}
     assert ("suppressed.py", 3, 5, "TL102") in reported and ("suppressed.py", 2, 5, "TL102") not in reported
+
+
+def test_flake8_selection_turns_on_a_rule_that_is_off_by_default(project: Path) -> None:
+    (project / "train.py").write_text("import torch\nx = torch.ones(3).cuda()\ny = torch.Tensor(3)\n")
+    (project / ".flake8").write_text(LOCAL_PLUGIN)
+    environment = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def codes(*args: str) -> list[str]:
+        run = subprocess.run([sys.executable, "-m", "flake8", *args, "train.py"], cwd=project, env=environment,
+                             capture_output=True, text=True, timeout=300)
+        return sorted(match["code"] for match in map(_FLAKE8_LINE.match, run.stdout.splitlines()) if match)
+
+    assert codes() == ["TL102"]  # the bare prefix: torchlint's defaults, where TL305 is off
+    assert codes("--select", "TL305") == ["TL305"]
+    assert codes("--extend-select", "TL3") == ["TL102", "TL305"]
