@@ -136,3 +136,26 @@ def test_the_action_annotates_findings_writes_sarif_and_fails_on_usage_errors(in
     *_, failed = _run_action(installed, tmp_path, {"args": "--select TL999", "sarif-file": "torchlint.sarif"})
     assert failed.returncode == 2 and "unknown rule selector 'TL999'" in failed.stderr
     assert not (tmp_path / "torchlint.sarif").exists()  # no empty SARIF file that looks like success
+
+
+def test_the_action_splits_its_args_as_a_shell_does(installed, tmp_path) -> None:
+    (tmp_path / "src dir").mkdir()
+    (tmp_path / "src dir" / "train.py").write_text(
+        "import torch\nimport torch.nn.functional as F\nx = torch.Tensor(3)\ny = F.softmax(x)\n")
+    results = _run_action(installed, tmp_path, {"args": "--config 'select = [\"TL2\"]'", "src": "'src dir'"})
+    check = results[-1]
+    assert check.returncode == 1, check.stderr
+    assert [line.split(" ", 2)[1] for line in check.stdout.splitlines()] == ["title=torchlint"]
+    assert "(TL202)" in check.stdout and "(TL102)" not in check.stdout
+
+
+def test_the_readme_workflow_is_a_complete_workflow_using_the_actions_inputs() -> None:
+    readme = (REPO / "README.md").read_text()
+    snippet = next(block for block in re.findall(r"```yaml\n(.*?)```", readme, re.S) if "torchlint/torchlint@" in block)
+    workflow = yaml.safe_load(snippet)
+    inputs = set(yaml.safe_load((REPO / "action.yml").read_text())["inputs"])
+    (job,) = workflow["jobs"].values()
+    assert workflow[True] == ["push", "pull_request"]  # YAML 1.1 reads the key `on` as true
+    assert job["runs-on"] and workflow["permissions"]["security-events"] == "write"
+    step = next(step for step in job["steps"] if step.get("uses", "").startswith("torchlint/torchlint@"))
+    assert set(step.get("with", {})) <= inputs
