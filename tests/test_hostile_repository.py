@@ -487,3 +487,15 @@ def test_a_large_file_gets_a_time_limit_in_proportion_to_its_size(project):
     assert engine.file_time_limit(str(project / "generated.py"), base=2) == 20  # ten times a base of 2
     (project / "outputs.ipynb").write_text("{}" + " " * 1_000_000)  # a notebook's bytes are mostly outputs
     assert engine.file_time_limit(str(project / "outputs.ipynb")) == engine.FILE_TIME_LIMIT
+
+
+@pytest.mark.parametrize("plant", ["zero", "fifo"])
+def test_a_baseline_that_is_a_device_or_fifo_is_a_usage_error(project, plant):
+    if plant == "zero":
+        os.symlink("/dev/zero", project / "baseline.json")
+    else:
+        os.mkfifo(project / "baseline.json")
+    (project / "ok.py").write_text(BAD)
+    result = _bounded_check(project, "--baseline", "baseline.json")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "torchlint: error: cannot read baseline baseline.json: not a regular file"

@@ -17,8 +17,11 @@ from dataclasses import dataclass
 from torchlint.config import ConfigError
 from torchlint.diagnostics import Diagnostic
 from torchlint.output.text import source_lines
+from torchlint.sources import UnreadableFile, read_regular_file
 
 FORMAT_VERSION = 1
+# A baseline holds a line per finding: tens of megabytes at most for the largest code bases.
+MAX_BASELINE_BYTES = 64_000_000
 Key = tuple[str, str, str, int]
 
 
@@ -68,12 +71,11 @@ class BaselineResult:
 
 def _read(path: str) -> Counter:
     try:
-        with open(path, encoding="utf-8") as handle:
-            document = json.load(handle)
+        document = json.loads(read_regular_file(path, MAX_BASELINE_BYTES).decode("utf-8"))
         return Counter((e["code"], e["file"], _without_blanks(e["line"]), e["index"]) for e in document["findings"])
-    except OSError as error:
-        raise ConfigError(f"cannot read baseline {path}: {error.strerror}") from None
-    except (ValueError, KeyError, TypeError):
+    except UnreadableFile as error:
+        raise ConfigError(f"cannot read baseline {path}: {error}") from None
+    except (ValueError, KeyError, TypeError, RecursionError):
         raise ConfigError(f"{path} is not a torchlint baseline (write one with --write-baseline)") from None
 
 
