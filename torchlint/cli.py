@@ -263,13 +263,17 @@ def _diff_stdin(stdin_filename: str | None, resolver: SettingsResolver, unsafe: 
     outcome = fix_text(text, name, settings, unsafe)
     for problem in outcome.problems:
         click.echo(problem, err=True)
-    would_fix = sum(outcome.fixed.values())
     if outcome.text != text:
         click.echo(unified_diff(text, outcome.text, name), nl=False)
     if not quiet:
-        click.echo(f"Would fix {would_fix} finding{'s' if would_fix != 1 else ''}." if would_fix
-                   else "No fixes would be applied.", err=True)
+        _echo_would_fix(sum(outcome.fixed.values()))
     return outcome.text != text
+
+
+def _echo_would_fix(count: int) -> None:
+    """`--diff`'s closing line on stderr."""
+    click.echo(f"Would fix {count} finding{'s' if count != 1 else ''}." if count else "No fixes would be applied.",
+               err=True)
 
 
 def _check_stdin(stdin_filename: str | None, resolver: SettingsResolver, fix: bool, unsafe: bool) -> list[Diagnostic]:
@@ -370,10 +374,7 @@ def _diff(named, resolver, jobs, unsafe_fixes: bool, show_fixes: bool, quiet: bo
     if show_fixes and would_fix:
         click.echo(fix_listing([(result.filename, result.fixed) for result in results], "Would fix"), err=True)
     if not quiet:
-        if would_fix:
-            click.echo(f"Would fix {would_fix} finding{'s' if would_fix != 1 else ''}.", err=True)
-        else:
-            click.echo("No fixes would be applied.", err=True)
+        _echo_would_fix(would_fix)
     _exit_on_internal_errors([result.internal_error for result in results if result.internal_error])
     return any(result.diff for result in results)
 

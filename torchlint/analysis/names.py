@@ -100,6 +100,15 @@ def suite_statements(suite: cst.BaseSuite) -> list[cst.CSTNode]:
     return list(suite.body) if isinstance(suite, cst.IndentedBlock) else [suite]
 
 
+def assigns_name(suite: cst.BaseSuite, name: str, value) -> bool:
+    """The block itself (not a nested one) holds `name = <v>` with `value(v)` true."""
+    return any(
+        isinstance(small, cst.Assign) and value(small.value)
+        and any(isinstance(target.target, cst.Name) and target.target.value == name for target in small.targets)
+        for line in suite_statements(suite) if isinstance(line, cst.SimpleStatementLine) for small in line.body
+    )
+
+
 def nested_statement_lists(statement: cst.CSTNode) -> list[list[cst.CSTNode]]:
     """The statement lists nested in a compound statement: its body, `else`, `finally`, handlers
     and match cases. An `elif` comes as a one-item list holding its `If`."""

@@ -16,6 +16,8 @@ SIGMOID_FUNCTIONS = frozenset(
     {"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit", "torch.Tensor.sigmoid"}
 )
 LOG_FUNCTIONS = frozenset({"torch.log", "torch.Tensor.log"})
+# Layers whose output is an activation, and which one.
+ACTIVATION_LAYERS = {"torch.nn.Softmax": "softmax", "torch.nn.LogSoftmax": "log_softmax", "torch.nn.Sigmoid": "sigmoid"}
 
 
 def call_matches(ctx, call: cst.Call, functions: frozenset[str], method: str | None) -> bool:

@@ -17,7 +17,7 @@ from torchlint.analysis.loops import Role, role_from_name, role_of_constructor
 from torchlint.analysis.modules import is_model_factory, is_torch_module_class
 from torchlint.analysis.top_level import DEFINITION, top_level_pieces
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS
-from torchlint.analysis.torch_api import SIGMOID_FUNCTIONS, SOFTMAX_FUNCTIONS
+from torchlint.analysis.torch_api import ACTIVATION_LAYERS, SIGMOID_FUNCTIONS, SOFTMAX_FUNCTIONS
 from torchlint.analysis.values import DATA_FACTORIES, SIZE_FACTORIES
 
 # Returned-value kinds a function summary can hold.
@@ -316,7 +316,8 @@ def _class(classdef: ast.ClassDef, imports: dict[str, str], offset: int) -> Clas
 
 
 _ACTIVATION_FUNCTIONS = {**dict.fromkeys(SOFTMAX_FUNCTIONS, "softmax"), **dict.fromkeys(SIGMOID_FUNCTIONS, "sigmoid")}
-_ACTIVATION_LAYERS = {"torch.nn.Softmax": "softmax", "torch.nn.Sigmoid": "sigmoid"}
+# A class's output kind is what a loss that wants logits must not be given: not log-probabilities.
+_ACTIVATION_LAYERS = {layer: kind for layer, kind in ACTIVATION_LAYERS.items() if kind != "log_softmax"}
 
 
 def _output_activation(forward: ast.FunctionDef, attributes: dict[str, str], imports: dict[str, str],

@@ -8,7 +8,7 @@ import libcst as cst
 
 from torchlint.analysis.grad_mode import GradState
 from torchlint.analysis.loops import Loop, enclosing_loops
-from torchlint.analysis.names import argument, dotted_name, is_constant_true
+from torchlint.analysis.names import argument, dotted_name, is_constant_false, is_constant_true
 from torchlint.diagnostics import Severity
 from torchlint.reports import RelatedNode
 from torchlint.rule import Rule
@@ -18,10 +18,6 @@ from torchlint.walker import child_nodes
 _TEST_FILE = re.compile(r"test_.*\.py|.*_test\.py")
 # How deep the helpers an evaluation loop calls are followed to the model they run.
 _HELPER_DEPTH = 2
-
-def _is_false(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "False"
-
 
 def _model_key(expr: cst.BaseExpression) -> str | None:
     """The model a call or a mode switch names: `model`, `self.net`, or `self.models[]` for the
@@ -122,7 +118,7 @@ class EvalWithoutNoGrad(Rule):
             if method == "set_grad_enabled":
                 self._grad_switch(node, frame)
                 return
-            if method == "requires_grad_" and node.args and _is_false(node.args[0].value):
+            if method == "requires_grad_" and node.args and is_constant_false(node.args[0].value):
                 frame.frozen = True
                 return
         elif isinstance(func, cst.Name) and func.value == "set_grad_enabled":
@@ -236,7 +232,7 @@ class EvalWithoutNoGrad(Rule):
         return bound
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if _is_false(node.value) and any(
+        if is_constant_false(node.value) and any(
             isinstance(t.target, cst.Attribute) and t.target.attr.value == "requires_grad" for t in node.targets
         ):
             self._frames[-1].frozen = True

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.module_attributes import in_module_method
-from torchlint.analysis.names import argument, has_star_args, keyword_arg, positional_args, suite_statements
+from torchlint.analysis.names import argument, assigns_name, has_star_args, keyword_arg, positional_args
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
@@ -28,11 +28,7 @@ def _zeroed_in_eval(statement: cst.If, name: str) -> bool:
         eval_branch = statement.orelse.body
     else:
         return False
-    return any(
-        isinstance(small, cst.Assign) and _is_zero(small.value)
-        and any(isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets)
-        for line in suite_statements(eval_branch) if isinstance(line, cst.SimpleStatementLine) for small in line.body
-    )
+    return assigns_name(eval_branch, name, _is_zero)
 
 
 def _tests_training(test: cst.BaseExpression) -> bool:

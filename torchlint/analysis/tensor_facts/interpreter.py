@@ -23,7 +23,9 @@ from torchlint.analysis.dataflow import target_names
 from torchlint.analysis.layouts import Layout, arg_code, int_value, shape_args
 from torchlint.analysis.module_attributes import registration_of
 from torchlint.analysis.modules import is_torch_module_class
-from torchlint.analysis.names import isinstance_check, keyword_arg, positional_args, suite_statements
+from torchlint.analysis.names import (
+    assigns_name, is_constant_false, isinstance_check, keyword_arg, positional_args, suite_statements,
+)
 from torchlint.analysis.tensor_facts.domain import (
     NOTHING, NUMBER, UNKNOWN, Collected, Device, DeviceValue, DtypeValue, Iterable, ModuleValue, Number, Sequence,
     TensorFacts, Value,
@@ -34,6 +36,7 @@ from torchlint.analysis.tensor_facts.ops import (
     Rule,
 )
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS, PARAMETER_CLASSES, requires_grad_true
+from torchlint.analysis.torch_api import ACTIVATION_LAYERS
 from torchlint.walker import child_nodes
 from torchlint.analysis.values import (
     DATA_FACTORIES, DTYPE_NAMES, LIKE_FACTORIES, MODULE_FLUENT_METHODS, NOT_TENSOR_FUNCTIONS, SIZE_FACTORIES, TENSOR_NAMESPACES,
@@ -60,7 +63,6 @@ _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloade
 _VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 _TENSOR_ONLY_METHODS = frozenset({"contiguous", "permute", "unsqueeze", "movedim"})
 _ACTIVATIONS = {"softmax": "softmax", "log_softmax": "log_softmax", "sigmoid": "sigmoid"}
-_ACTIVATION_LAYERS = {"torch.nn.Softmax": "softmax", "torch.nn.LogSoftmax": "log_softmax", "torch.nn.Sigmoid": "sigmoid"}
 # Ops whose result holds values of the receiver, so a softmax's probabilities stay probabilities.
 _KEEPS_VALUES = frozenset(
     "view view_as reshape reshape_as unsqueeze squeeze permute transpose t contiguous clone detach to cuda cpu "
@@ -151,13 +153,7 @@ def _first_iteration_tests(loop: cst.For | cst.While) -> list[int]:
         if not (isinstance(statement, cst.If) and isinstance(statement.test, cst.Name)
                 and isinstance(statement.orelse, cst.Else)):
             continue
-        flag = statement.test.value
-        if any(
-            isinstance(small, cst.Assign) and isinstance(small.value, cst.Name) and small.value.value == "False"
-            and any(isinstance(t.target, cst.Name) and t.target.value == flag for t in small.targets)
-            for line in suite_statements(statement.body) if isinstance(line, cst.SimpleStatementLine)
-            for small in line.body
-        ):
+        if assigns_name(statement.body, statement.test.value, is_constant_false):
             found.append(id(statement))
     return found
 
@@ -980,8 +976,8 @@ class Interpreter:
         """The activation a module's output holds, and where it is taken: an `nn.Softmax` or
         `nn.Sigmoid` layer (at its call), or a Module class whose `forward` returns one on every
         path (in that `forward`: a node of this file, or a project Note for another file's)."""
-        if kind in _ACTIVATION_LAYERS:
-            return _ACTIVATION_LAYERS[kind], call
+        if kind in ACTIVATION_LAYERS:
+            return ACTIVATION_LAYERS[kind], call
         if "." in kind and not kind.startswith("torch."):
             fact = self.ctx.project.lookup(kind)
             return fact.output if fact is not None and fact.output is not None else (None, None)
