@@ -9,8 +9,9 @@ others come and go), and appends those not yet judged to the judged file with th
 Judge them by reading the code: `true` (a real problem an expert would fix), `false` (wrong in
 this context) or `debatable` (true, but no expert would change the code), with a line of why.
 
-It prints, per rule and overall, the findings, the judged ones still found, and
-precision = true / (true + false), with the debatable share beside it. Judged findings that the
+It prints, per rule and overall, the findings (and how many of them are notes), the judged ones
+still found, and precision = true / (true + false), with the debatable share beside it; the
+last row counts the alarms alone (errors and warnings), leaving out the notes. Judged findings that the
 current version no longer reports are counted as gone (a false one that went is a fixed false alarm).
 """
 
@@ -44,6 +45,7 @@ class Finding:
     place: str  # path:row inside the unpacked wheel
     code: str
     message: str
+    severity: str = "warning"
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -60,7 +62,7 @@ def findings_of(library: str, root: Path) -> list[Finding]:
         raise SystemExit(f"torchlint failed on {library}: {completed.stderr.strip()[-500:]}")
     return [
         Finding(library, f"{Path(item['filename']).resolve().relative_to(root.resolve())}:{item['location']['row']}",
-                item["code"], item["message"])
+                item["code"], item["message"], item["severity"])
         for item in json.loads(completed.stdout)
     ]
 
@@ -99,32 +101,39 @@ def append_unjudged(path: Path, chosen: list[Finding], judged: dict) -> int:
 
 
 def report(findings: list[Finding], judged: dict) -> None:
+    """Per rule, then for all findings and for the alarms alone (errors and warnings: notes are
+    advice about working code, shown but never failing a run)."""
     found = Counter(finding.code for finding in findings)
-    current = {finding.key for finding in findings}
+    notes = Counter(finding.code for finding in findings if finding.severity == "note")
+    severity = {finding.key: finding.severity for finding in findings}
     verdicts: dict[str, Counter] = defaultdict(Counter)
+    alarms: Counter = Counter()
     gone: Counter = Counter()
     for key, (verdict, _) in judged.items():
-        if key in current:
+        if key in severity:
             verdicts[key[2]][verdict] += 1
+            if severity[key] != "note":
+                alarms[verdict] += 1
         elif verdict in VERDICTS:
             gone[f"{key[2]} {verdict}"] += 1
-    print(f"{'code':7} {'found':>6} {'judged':>7} {'true':>5} {'false':>6} {'debat.':>7} {'precision':>10}")
+    print(f"{'code':7} {'found':>6} {'notes':>6} {'judged':>7} {'true':>5} {'false':>6} {'debat.':>7} {'precision':>10}")
     total: Counter = Counter()
     for code in sorted(found):
         counts = verdicts[code]
         total.update(counts)
-        _row(code, found[code], counts)
-    _row("all", sum(found.values()), total)
+        _row(code, found[code], notes[code], counts)
+    _row("all", sum(found.values()), sum(notes.values()), total)
+    _row("alarms", sum(found.values()) - sum(notes.values()), 0, alarms)
     if gone:
         print("judged findings no longer reported: " + ", ".join(f"{n} {k}" for k, n in sorted(gone.items())))
 
 
-def _row(code: str, found: int, counts: Counter) -> None:
+def _row(code: str, found: int, notes: int, counts: Counter) -> None:
     judged = sum(counts[v] for v in VERDICTS)
     decided = counts["true"] + counts["false"]
     precision = f"{counts['true'] / decided:.2f}" if decided else "-"
     debatable = f" ({counts['debatable'] / judged:.0%} debatable)" if judged else ""
-    print(f"{code:7} {found:6} {judged:7} {counts['true']:5} {counts['false']:6} {counts['debatable']:7} "
+    print(f"{code:7} {found:6} {notes:6} {judged:7} {counts['true']:5} {counts['false']:6} {counts['debatable']:7} "
           f"{precision:>10}{debatable}" + (f"  {counts['?']} to judge" if counts["?"] else ""))
 
 

@@ -28,12 +28,12 @@ def test_findings_exit_one_with_ruff_like_text(project):
     result = run_torchlint("check", "--no-color", cwd=project)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("bad.py:4:5: TL102 [*] `torch.Tensor(...)` is a legacy constructor")
+    assert lines[0].startswith("bad.py:4:5: TL102 [*] [note] `torch.Tensor(...)` builds a tensor of these values")
     assert "4 | x = torch.Tensor([3, 4])" in lines
     assert "  |     ^^^^^^^^^^^^^^^^^^^^ TL102" in lines
     assert "  = help: Replace with `torch.tensor(...)`" in lines
     # The TL202 fix is unsafe: counted apart, as `--unsafe-fixes` would offer it.
-    assert lines[-1] == "Found 2 findings (1 fixable; 1 more with `--unsafe-fixes`)."
+    assert lines[-1] == "Found 2 findings (1 note, 1 fixable; 1 more with `--unsafe-fixes`)."
 
 
 def test_concise_quiet_and_exit_zero(project):

@@ -41,7 +41,7 @@ def test_safe_fixes_are_marked_and_hidden_unsafe_ones_counted(in_tmp) -> None:
         ["TL201", "[*]"], ["TL202", "`F.softmax`"], ["TL201", "[*]"], ["TL202", "`F.softmax`"],
         ["TL102", "[*]"], ["TL201", "[*]"],
     ]
-    assert lines[-1] == "Found 6 findings (4 fixable; 2 more with `--unsafe-fixes`)."
+    assert lines[-1] == "Found 6 findings (1 note, 4 fixable; 2 more with `--unsafe-fixes`)."
     assert result.exit_code == 1
 
 
@@ -49,7 +49,7 @@ def test_unsafe_fixes_without_fix_marks_them_available(in_tmp) -> None:
     result = run("head.py", "--output-format", "concise", "--unsafe-fixes")
     lines = result.stdout.splitlines()
     assert all(line.split()[2] == "[*]" for line in lines[:-1])
-    assert lines[-1] == "Found 6 findings (6 fixable)."
+    assert lines[-1] == "Found 6 findings (1 note, 6 fixable)."
     assert (in_tmp / "head.py").read_text() == SOURCE
 
 
@@ -169,11 +169,11 @@ def test_invalid_fix_is_reported_on_one_line_and_the_file_left_as_it_was(in_tmp,
     _patch_tl102_fix(monkeypatch, lambda fixed, old: fixed[:-1])
     path = in_tmp / "head.py"
     path.write_text("import torch\nc = torch.Tensor([1, 2])\n")
-    result = run("head.py", "--fix", "--output-format", "concise")
+    result = run("head.py", "--fix", "--output-format", "concise", "--fail-on", "note")
     assert path.read_text() == "import torch\nc = torch.Tensor([1, 2])\n"
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith("torchlint: error: head.py:2:5: the TL102 fix was not applied: ")
-    assert result.stdout.splitlines()[-1] == "Found 1 finding (1 fixable)."
+    assert result.stdout.splitlines()[-1] == "Found 1 finding (1 note, 1 fixable)."
     assert result.exit_code == 1
 
 

@@ -25,7 +25,7 @@ from torchlint.cache import cache_key, project_directory
 from torchlint.config import Options, resolve_settings
 from torchlint.fix import fix_files
 
-BAD = "import torch\nx = torch.Tensor([3.0])\n"  # a TL102 with a safe fix
+BAD = "import torch\nx = torch.Tensor([3.0])\n"  # a TL102 note with a safe fix
 FIXED = "import torch\nx = torch.tensor([3.0], dtype=torch.float32)\n"
 
 
@@ -338,12 +338,13 @@ def run_torchlint_audited(script: Path, audit: Path, arguments, cwd: Path):
 
 
 def _bounded_check(project: Path, *args: str) -> subprocess.CompletedProcess:
-    """`torchlint check` of the project under a memory limit; the time limit is run_torchlint's."""
+    """`torchlint check` of the project under a memory limit; the time limit is run_torchlint's.
+    Every finding fails it, notes too (`BAD` is one): exit status 1 says the file was checked."""
     limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
     environment = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(
         [sys.executable, "-c", limit + "from torchlint.__main__ import main; main()", "check", "--no-cache",
-         "--output-format", "json", *args, "."],
+         "--output-format", "json", "--fail-on", "note", *args, "."],
         cwd=project, env=environment, capture_output=True, text=True, timeout=60,
     )
 

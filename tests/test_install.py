@@ -138,6 +138,14 @@ def test_the_action_annotates_findings_writes_sarif_and_fails_on_usage_errors(in
     assert not (tmp_path / "torchlint.sarif").exists()  # no empty SARIF file that looks like success
 
 
+def test_the_action_annotates_notes_as_notices_that_fail_only_under_its_fail_on(installed, tmp_path) -> None:
+    (tmp_path / "train.py").write_text("import torch\nlengths = torch.LongTensor([3, 4])\n")
+    check = _run_action(installed, tmp_path, {})[-1]
+    assert check.returncode == 0, check.stderr
+    assert check.stdout.startswith("::notice title=torchlint (TL102),file=train.py,line=2,")
+    assert _run_action(installed, tmp_path, {"fail-on": "note"})[-1].returncode == 1
+
+
 def test_the_action_splits_its_args_as_a_shell_does(installed, tmp_path) -> None:
     (tmp_path / "src dir").mkdir()
     (tmp_path / "src dir" / "train.py").write_text(

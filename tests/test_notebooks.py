@@ -123,7 +123,7 @@ def test_github_names_the_cell_and_points_at_its_json_row(project_notebook) -> N
     result = run_torchlint("check", "nb.ipynb", "--output-format", "github", cwd=project_notebook)
     first, second = result.stdout.splitlines()
     rows = _legacy_rows(project_notebook)
-    assert first.startswith(f"::warning title=torchlint (TL102) in cell 2,file=nb.ipynb,line={rows[0]},"
+    assert first.startswith(f"::notice title=torchlint (TL102) in cell 2,file=nb.ipynb,line={rows[0]},"
                             f"endLine={rows[0]}::TL102 ")
     assert first.endswith("(cell 2, row 5, column 5)")
     assert f"in cell 3,file=nb.ipynb,line={rows[1]}," in second and second.endswith("(cell 3, row 2, column 5)")

@@ -46,10 +46,11 @@ def test_json_is_an_empty_array_when_clean(project):
 
 def test_github_annotations(repo):
     lines = run_torchlint("check", "--output-format", "github", cwd=repo).stdout.splitlines()
+    # A note (legacy spelling of working code) is a notice: annotated, never a failure's colour.
     assert lines[0] == (
-        "::warning title=torchlint (TL102),file=src/bad%2Cname.py,line=4,col=5,endLine=4,endColumn=25::"
-        "TL102 `torch.Tensor(...)` is a legacy constructor (integers become a shape, tensors are aliased); "
-        "use `torch.tensor(...)` for data or `torch.empty(...)` for a shape"
+        "::notice title=torchlint (TL102),file=src/bad%2Cname.py,line=4,col=5,endLine=4,endColumn=25::"
+        "TL102 `torch.Tensor(...)` builds a tensor of these values through a legacy constructor; "
+        "`torch.tensor(..., dtype=...)` says the same"
     )
     # A finding over several lines leaves out the columns (GitHub rejects them).
     assert lines[1].startswith("::error title=torchlint (TL202),file=src/bad%2Cname.py,line=5,endLine=7::TL202 ")
@@ -73,7 +74,7 @@ def test_sarif_validates_and_has_what_code_scanning_needs(repo):
     assert rule["defaultConfiguration"]["level"] == "warning"
     assert "## What it does" in rule["help"]["markdown"] and rule["helpUri"].endswith("TL102.md")
     first = run["results"][0]
-    assert first["ruleId"] == "TL102" and first["level"] == "warning"
+    assert first["ruleId"] == "TL102" and first["level"] == "note"  # working code in a legacy spelling
     location = first["locations"][0]["physicalLocation"]
     assert location["artifactLocation"]["uri"] == "src/bad,name.py"
     assert location["region"] == {"startLine": 4, "startColumn": 5, "endLine": 4, "endColumn": 25}

@@ -38,7 +38,11 @@ def render_findings(source: str, code: str, filename: str) -> str:
     diagnostics = check_source(source, filename, Settings(rules=(get_rule(code),)))
     lines = []
     for d in diagnostics:
-        lines.append(f"{d.location.row}:{d.location.column}-{d.end_location.row}:{d.end_location.column} {d.code} {d.message}")
+        # A finding less or more severe than its rule says so; the usual severity is implied.
+        severity = "" if d.severity == get_rule(code).severity else f"[{d.severity.value}] "
+        lines.append(
+            f"{d.location.row}:{d.location.column}-{d.end_location.row}:{d.end_location.column} {d.code} {severity}{d.message}"
+        )
         for note in d.related:
             where = "" if note.filename == filename else f"{note.filename}:"
             lines.append(

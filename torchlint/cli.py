@@ -12,7 +12,7 @@ from torchlint import __version__
 from torchlint.add_noqa import add_noqa_files
 from torchlint.baseline import apply_baseline, write_baseline as write_baseline_file
 from torchlint.config import ConfigError, Options, Settings, SettingsResolver, describe
-from torchlint.diagnostics import Diagnostic
+from torchlint.diagnostics import Diagnostic, Severity
 from torchlint.docs import rule_page
 from torchlint.discovery import Discovery, PathError, display_name
 from torchlint.engine import check_files, check_source, file_error
@@ -138,9 +138,10 @@ class _CheckCommand(click.Command):
               help="Run the script (the single PATH; its arguments after `--`) instrumented and give each finding a verdict.")
 @click.option("-m", "--module", "module", metavar="MODULE",
               help="With --runtime: run `python -m MODULE` (e.g. pytest) instead of a script; its arguments after `--`.")
-@click.option("--fail-on", "fail_on", metavar="VERDICTS",
-              help="With --runtime: only findings with these verdicts fail the run (comma-separated: "
-                   "confirmed, refuted, not-observed, not-reached, not-checked). Default: every finding.")
+@click.option("--fail-on", "fail_on", metavar="LEVEL,VERDICTS",
+              help="The least severe finding that fails the run: error, warning (the default: notes never "
+                   "fail) or note. With --runtime, also the verdicts that fail it (comma-separated: confirmed, "
+                   "refuted, not-observed, not-reached, not-checked; default: every verdict).")
 @click.option("--run-record", "run_record", type=click.Path(dir_okay=False), metavar="FILE",
               help="With --runtime: write the run record (script, arguments, exit status, timed out, device, verdict counts) as JSON to FILE.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps", "logical:cuda", "logical:mps"]),
@@ -165,6 +166,7 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
         shown = resolver.for_directory(paths[0]) if os.path.isdir(paths[0]) else resolver.for_file(paths[0])
         click.echo(describe(shown), nl=False)
         return
+    threshold, verdicts = _fail_on(fail_on, settings.fail_on, runtime)
     # `fix = true` in the configuration applies to checks, never to a --runtime run.
     fix = settings.fix and not runtime if fix is None else fix
     unsafe_fixes = settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
@@ -188,8 +190,8 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
             with open(run_record, "w", encoding="utf-8") as handle:
                 json.dump(run, handle, indent=2)
     else:
-        if device != "auto" or timeout is not None or module or fail_on or run_record:
-            raise click.UsageError("--device, --timeout, -m, --fail-on and --run-record need --runtime")
+        if device != "auto" or timeout is not None or module or run_record:
+            raise click.UsageError("--device, --timeout, -m and --run-record need --runtime")
         paths = (*paths, *(script_args or ()))  # without --runtime, `--` only ends the options
         files = [] if paths == ("-",) else _discover(discovery, list(paths) or ["."])
         if not files and paths != ("-",):
@@ -238,7 +240,7 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
         output = "" if quiet else "No findings in the code that ran, but the script did not finish.\n"
     click.echo(output, nl=False, color=context.color)  # click strips colour off a pipe otherwise
     _exit_on_internal_errors(internal_errors)
-    failing = diagnostics if not runtime else [d for d in diagnostics if d.runtime in _fail_verdicts(fail_on)]
+    failing = [d for d in diagnostics if d.severity.at_least(threshold) and (not runtime or d.runtime in verdicts)]
     failed = bool(failing) or script_failed or (exit_non_zero_on_fix and bool(fixed))
     sys.exit(1 if failed and not exit_zero else 0)
 
@@ -383,14 +385,22 @@ FAIL_ON = {"confirmed": "confirmed", "refuted": "refuted", "not-observed": "not 
            "not-reached": "not-reached", "not-checked": "not checked at run time"}
 
 
-def _fail_verdicts(fail_on: str | None) -> set[str]:
-    if fail_on is None:
-        return set(FAIL_ON.values())
+def _fail_on(fail_on: str | None, configured: Severity, runtime: bool) -> tuple[Severity, set[str]]:
+    """`--fail-on`: the least severe finding that fails the run (`fail-on` in the configuration
+    otherwise), and with --runtime the verdicts that do (every one unless named)."""
     chosen = _codes(fail_on) or []
-    unknown = [name for name in chosen if name not in FAIL_ON]
+    levels = [Severity(name) for name in chosen if name in Severity._value2member_map_]
+    named_verdicts = [name for name in chosen if name in FAIL_ON]
+    unknown = [name for name in chosen if name not in FAIL_ON and name not in Severity._value2member_map_]
     if unknown:
-        raise click.UsageError(f"--fail-on: unknown verdict {unknown[0]!r}; choose from {', '.join(FAIL_ON)}")
-    return {FAIL_ON[name] for name in chosen}
+        choices = ", ".join([*(level.value for level in Severity), *FAIL_ON])
+        raise click.UsageError(f"--fail-on: unknown level or verdict {unknown[0]!r}; choose from {choices}")
+    if len(levels) > 1:
+        raise click.UsageError("--fail-on: name one level (error, warning or note)")
+    if named_verdicts and not runtime:
+        raise click.UsageError("--fail-on: verdicts need --runtime")
+    verdicts = {FAIL_ON[name] for name in named_verdicts} or set(FAIL_ON.values())
+    return (levels[0] if levels else configured), verdicts
 
 
 def _runtime_target(paths, module, script_args) -> dict:

@@ -15,7 +15,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-from torchlint.diagnostics import Applicability, Diagnostic
+from torchlint.diagnostics import Applicability, Diagnostic, Severity
 from torchlint.rule import Rule
 from torchlint.rules import all_rules
 from torchlint.torch_requirement import MalformedTable, declared_torch_version, metadata_files, metadata_torch_version
@@ -38,6 +38,7 @@ KEY_TYPES = {
     "target-torch-version": 'a version string such as "2.4"',
     "fix": "true or false",
     "unsafe-fixes": "true or false",
+    "fail-on": 'one of "error", "warning", "note"',
 }
 KNOWN_KEYS = frozenset(KEY_TYPES)
 
@@ -84,6 +85,8 @@ class Settings:
     fix: bool = False
     unsafe_fixes: bool = False
     fix_policy: FixPolicy = FixPolicy()
+    # The least severe finding that fails the run: notes are advice and pass by default.
+    fail_on: Severity = Severity.WARNING
     # (setting, where its value came from), for `--show-settings`.
     origins: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
@@ -206,6 +209,8 @@ def _has_type(key: str, value: object) -> bool:
         return isinstance(value, dict) and all(_strings(codes) for codes in value.values())
     if key == "target-torch-version":
         return isinstance(value, str) and re.fullmatch(r"\d+(\.\d+)*", value.strip()) is not None
+    if key == "fail-on":
+        return value in {severity.value for severity in Severity}
     return isinstance(value, bool)
 
 
@@ -274,6 +279,7 @@ def resolve_settings(options: Options, cwd: Path | None = None) -> Settings:
         root=root,
         fix=table.get("fix", False),
         unsafe_fixes=table.get("unsafe-fixes", False),
+        fail_on=Severity(table.get("fail-on", Severity.WARNING.value)),
         fix_policy=FixPolicy(*(frozenset(_codes(table, key, origin)) for key in (
             "unfixable", "extend-safe-fixes", "extend-unsafe-fixes"))),
         origins=tuple(sorted(origins.items())),
@@ -348,6 +354,7 @@ def describe(settings: Settings) -> str:
         f"  # {origins.get('target-torch-version', 'not set')}",
         f"fix = {str(settings.fix).lower()}  # {origins.get('fix', 'defaults')}",
         f"unsafe-fixes = {str(settings.unsafe_fixes).lower()}  # {origins.get('unsafe-fixes', 'defaults')}",
+        f'fail-on = "{settings.fail_on.value}"  # {origins.get("fail-on", "defaults")}',
     ]
     for key, codes in (("unfixable", settings.fix_policy.unfixable), ("extend-safe-fixes", settings.fix_policy.safe),
                        ("extend-unsafe-fixes", settings.fix_policy.unsafe)):

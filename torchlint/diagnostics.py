@@ -7,8 +7,18 @@ from enum import Enum
 
 
 class Severity(str, Enum):
+    """How bad a finding is. A note is advice about code that works (a legacy spelling, a
+    performance hint): shown, but it fails a run only under `fail-on = "note"`."""
+
     ERROR = "error"
     WARNING = "warning"
+    NOTE = "note"
+
+    def at_least(self, threshold: Severity) -> bool:
+        return _RANKS[self] >= _RANKS[threshold]
+
+
+_RANKS = {Severity.NOTE: 0, Severity.WARNING: 1, Severity.ERROR: 2}
 
 
 class Applicability(str, Enum):

@@ -20,6 +20,9 @@ Fields:
 - `removed`: True when calling it raises on current torch.
 - `replacement_since`: the torch version that introduced the replacement; with a configured
   `target-torch-version` below it, the old API is the only choice and is not reported.
+- `silent`: True when current torch neither warns nor raises on a call (a deprecation in the
+  documentation only, `torch.norm`): working code that could be modernised, so TL504 reports it
+  as a note, not a warning. `scripts/check_deprecated_table.py` checks the flag against torch.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class DeprecatedApi:
     removed: bool = False
     replacement_since: Version | None = None
     note: str = ""
+    silent: bool = False
 
     @property
     def last_segment(self) -> str:
@@ -101,16 +105,18 @@ DEPRECATED_APIS: tuple[DeprecatedApi, ...] = (
                   note="`upper=True` becomes `.mH`"),
     DeprecatedApi("torch.chain_matmul", (1, 9), "torch.linalg.multi_dot([a, b, c])", W, "torch.linalg.multi_dot"),
     DeprecatedApi("torch.svd", (1, 9), "torch.linalg.svd",
-                  note="it returns Vh, not V; `some` becomes `full_matrices`"),
-    DeprecatedApi("torch.norm", (1, 9), "torch.linalg.vector_norm`, `torch.linalg.matrix_norm` or `torch.linalg.norm"),
-    DeprecatedApi("torch.ger", (1, 9), "torch.outer", R, "torch.outer"),
+                  note="it returns Vh, not V; `some` becomes `full_matrices`", silent=True),
+    DeprecatedApi("torch.norm", (1, 9), "torch.linalg.vector_norm`, `torch.linalg.matrix_norm` or `torch.linalg.norm",
+                  silent=True),
+    DeprecatedApi("torch.ger", (1, 9), "torch.outer", R, "torch.outer", silent=True),
     DeprecatedApi("torch.lu", (1, 13), "torch.linalg.lu_factor"),
     DeprecatedApi("torch.lu_solve", (1, 13), "torch.linalg.lu_solve(LU, pivots, B)", note="arguments reordered"),
     DeprecatedApi("torch.triangular_solve", (1, 13), "torch.linalg.solve_triangular", note="arguments reordered"),
     DeprecatedApi("torch.range", None, "torch.arange(start, end + step, step)", note="`torch.arange` excludes its end"),
     # torch.nn
-    DeprecatedApi("torch.nn.UpsamplingNearest2d", None, "torch.nn.Upsample(mode=\"nearest\")"),
-    DeprecatedApi("torch.nn.UpsamplingBilinear2d", None, "torch.nn.Upsample(mode=\"bilinear\", align_corners=True)"),
+    DeprecatedApi("torch.nn.UpsamplingNearest2d", None, "torch.nn.Upsample(mode=\"nearest\")", silent=True),
+    DeprecatedApi("torch.nn.UpsamplingBilinear2d", None, "torch.nn.Upsample(mode=\"bilinear\", align_corners=True)",
+                  silent=True),
     DeprecatedApi("torch.nn.functional.upsample", None, "torch.nn.functional.interpolate", R,
                   "torch.nn.functional.interpolate"),
     DeprecatedApi("torch.nn.functional.upsample_nearest", None,
@@ -165,7 +171,8 @@ DEPRECATED_APIS: tuple[DeprecatedApi, ...] = (
                   U, "torch.utils._pytree.register_pytree_node", replacement_since=(2, 2)),
     DeprecatedApi("torch.library.impl_abstract", (2, 4), "torch.library.register_fake", R,
                   "torch.library.register_fake", replacement_since=(2, 4)),
-    DeprecatedApi("torch.autograd.Variable", None, "torch.tensor(..., requires_grad=True)", note="a Variable is a plain tensor"),
+    DeprecatedApi("torch.autograd.Variable", None, "torch.tensor(..., requires_grad=True)", note="a Variable is a plain tensor",
+                  silent=True),
 )
 
 # Keyword arguments that were removed and are now silently ignored, with what to write instead.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchlint.diagnostics import Diagnostic
+from torchlint.diagnostics import Diagnostic, Severity
 from torchlint.output import OutputContext, repository_path, repository_root
 from torchlint.output.notebooks import cell_label, json_rows
 
@@ -16,8 +16,10 @@ def _escape_property(text: str) -> str:
 
 
 def _level(diagnostic: Diagnostic) -> str:
-    """A finding the run proved wrong is a notice, not an error or a warning."""
-    return "notice" if diagnostic.runtime == "refuted" else diagnostic.severity.value
+    """A note, or a finding the run proved wrong, is a notice, not an error or a warning."""
+    if diagnostic.runtime == "refuted" or diagnostic.severity == Severity.NOTE:
+        return "notice"
+    return diagnostic.severity.value
 
 
 def _message(diagnostic: Diagnostic) -> str:

@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-from torchlint.diagnostics import Applicability, Diagnostic, Related
+from torchlint.diagnostics import Applicability, Diagnostic, Related, Severity
 from torchlint.notebook import cell_rows
 from torchlint.output import OutputContext
 from torchlint.output.notebooks import notebook_at
@@ -72,14 +72,19 @@ def place(finding: Diagnostic | Related) -> str:
     return f"{shown_filename(finding.filename)}:{cell}{finding.location.row}:{finding.location.column}:"
 
 
+_SEVERITY_COLORS = {"error": _RED, "warning": _YELLOW, "note": _CYAN}
+
+
 def headline(diagnostic: Diagnostic, context: OutputContext) -> str:
     where = place(diagnostic)
-    color = _RED if diagnostic.severity.value == "error" else _YELLOW
+    color = _SEVERITY_COLORS[diagnostic.severity.value]
     parts = [_paint(where, _BOLD, context), _paint(diagnostic.code, _BOLD + color, context)]
     if diagnostic.runtime:
         parts.append(f"[{diagnostic.runtime}]")
     if is_fixable(diagnostic, context):
         parts.append(_paint("[*]", _CYAN, context))
+    if diagnostic.severity == Severity.NOTE:
+        parts.append(_paint("[note]", _CYAN, context))
     message = diagnostic.message
     if diagnostic.runtime_detail:
         message += f" ({diagnostic.runtime_detail})"
@@ -98,7 +103,7 @@ def _source_frame(diagnostic: Diagnostic, context: OutputContext) -> list[str]:
     line, start, end = _clipped(line, start, end)
     width = max(end - start, 1)
     gutter = " " * len(str(row))
-    caret = _paint("^" * width + " " + diagnostic.code, _RED if diagnostic.severity.value == "error" else _YELLOW, context)
+    caret = _paint("^" * width + " " + diagnostic.code, _SEVERITY_COLORS[diagnostic.severity.value], context)
     frame = [f"{gutter} |", f"{row} | {line}", f"{gutter} | {' ' * (start - 1)}{caret}", f"{gutter} |"]
     frame += [f"{gutter} = note: {place(note)} {note.message}" for note in diagnostic.related]
     if diagnostic.fix is not None:
@@ -132,7 +137,9 @@ def summary(diagnostics: list[Diagnostic], context: OutputContext) -> str:
     if not diagnostics:
         return "All checks passed!"
     fixable = sum(1 for d in diagnostics if is_fixable(d, context))
-    return f"Found {_findings(len(diagnostics))} ({fixable} fixable{more})."
+    notes = sum(1 for d in diagnostics if d.severity == Severity.NOTE)
+    of_them = f"{notes} {'note' if notes == 1 else 'notes'}, " if notes else ""
+    return f"Found {_findings(len(diagnostics))} ({of_them}{fixable} fixable{more})."
 
 
 def fix_listing(fixed_per_file: list[tuple[str, dict[str, int]]], heading: str) -> str:

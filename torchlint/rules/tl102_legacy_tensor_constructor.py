@@ -34,10 +34,12 @@ def _is_int_literal(expr: cst.BaseExpression) -> bool:
 
 
 def _is_size(expr: cst.BaseExpression) -> bool:
-    """An expression that can be a dimension size (`4`, `n`, `config.hidden_size`, `2 * d`), not
-    data (a list, a tuple, a call that returns an array)."""
+    """An expression that can be a dimension size (`4`, `n`, `config.hidden_size`, `2 * d`,
+    `len(batch)`), not data (a list, a tuple, a call that returns an array)."""
     if isinstance(expr, cst.BinaryOperation):
         return _is_size(expr.left) and _is_size(expr.right)
+    if isinstance(expr, cst.Call):
+        return dotted_name(expr.func) == "len"
     return isinstance(expr, (cst.Integer, cst.Name, cst.Attribute, cst.Subscript))
 
 
@@ -80,6 +82,15 @@ class LegacyTensorConstructor(Rule):
     constructor called through an alias (`Tensor = torch.cuda.FloatTensor if cuda else
     torch.FloatTensor`) and other argument forms get no fix.
 
+    ## Severity
+    A warning where the arguments may be misread: integers that are not shown to be a shape, a
+    name that may hold a tensor (aliased, not copied). Where the code shows what it means, the
+    legacy constructor works as intended and the finding is a note (advice to modernise, failing a
+    run only under `fail-on = "note"`): a shape filled at once (`nn.Parameter(torch.Tensor(n, m))`
+    then `reset_parameters()`, `torch.LongTensor(len(batch), T).zero_()`), or values given as a
+    list (`torch.LongTensor([1, 2])`, a list comprehension, `list(...)`, `range(...)`,
+    `.tolist()`, a name assigned one).
+
     Bug left in place: the `torch.empty` fix keeps uninitialized memory, which is why it is offered
     only where the code fills it. Computation changed: no.
     """
@@ -105,12 +116,13 @@ class LegacyTensorConstructor(Rule):
         written = self.ctx.code_for(node.func)
         plain = all(not arg.keyword and not arg.star for arg in node.args)
         shape_fix = None if aliased or not plain else self._shape_fix(node, name, on_cuda)
-        if shape_fix is not None and all(_is_size(arg.value) for arg in node.args) and self._filled_as_shape(node):
+        sizes = all(_is_size(arg.value) and not self.ctx.kinds.is_tensor(arg.value) for arg in node.args)
+        if not aliased and sizes and self._filled_as_shape(node):
             message = (
                 f"`{written}(...)` allocates uninitialized memory of that shape through a legacy constructor; "
                 "say so with `torch.empty(...)`"
             )
-            self.report(node, message, fix=shape_fix)
+            self.report(node, message, fix=shape_fix, severity=Severity.NOTE)
         elif plain and all(_is_int_literal(arg.value) for arg in node.args):
             shape, values = self._replacements(node, name, on_cuda)
             self.report(
@@ -118,12 +130,29 @@ class LegacyTensorConstructor(Rule):
                 f"`{written}(...)` with integers allocates uninitialized memory of that shape, not a tensor of "
                 f"those values; use `{shape}` (or `torch.zeros`) for a shape, `{values}` for values",
             )
+        elif plain and len(node.args) == 1 and self._holds_values(node.args[0].value):
+            message = (
+                f"`{written}(...)` builds a tensor of these values through a legacy constructor; "
+                "`torch.tensor(..., dtype=...)` says the same"
+            )
+            fix = None if aliased else self._data_fix(node, name, on_cuda)
+            self.report(node, message, fix=fix, severity=Severity.NOTE)
         else:
             message = (
                 f"`{written}(...)` is a legacy constructor (integers become a shape, tensors are aliased); "
                 "use `torch.tensor(...)` for data or `torch.empty(...)` for a shape"
             )
             self.report(node, message, fix=None if aliased else self._data_fix(node, name, on_cuda))
+
+    def _holds_values(self, expr: cst.BaseExpression) -> bool:
+        """A list of values, neither sizes nor a tensor: a list or tuple display, a list
+        comprehension, `list(...)`, `range(...)`, `x.tolist()`, or a name assigned one of these."""
+        value = self.ctx.kinds.resolve(expr) if isinstance(expr, cst.Name) else expr
+        if isinstance(value, (cst.List, cst.Tuple, cst.ListComp)):
+            return True
+        return isinstance(value, cst.Call) and (
+            dotted_name(value.func) in ("list", "range") or method_name(value) == "tolist"
+        )
 
     def _constructor(self, func: cst.BaseExpression) -> tuple[str, bool, bool] | None:
         """(constructor name, on CUDA, reached through an alias) for the called expression:

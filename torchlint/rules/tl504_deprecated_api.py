@@ -78,6 +78,12 @@ class DeprecatedApiUse(Rule):
     `weight_norm`, whose state_dict keys change). Replacements with different arguments get no
     fix. An import is fixed when every name it imports moves to the same new module.
 
+    ## Severity
+    A warning, except for the APIs that current torch still runs without a warning (deprecated in
+    the documentation only: `torch.norm`, `torch.svd`, `torch.ger`, `torch.autograd.Variable`,
+    `nn.UpsamplingNearest2d`, `nn.UpsamplingBilinear2d`): their uses are notes, advice to
+    modernise working code that fails a run only under `fail-on = "note"`.
+
     Bug left in place: no. Computation changed: no for the safe fixes (same function under its
     current name, or a rewrite checked to give identical results); yes for the unsafe renames, as
     described.
@@ -235,7 +241,7 @@ class DeprecatedApiUse(Rule):
             names = ", ".join(f"`{api.name}`" for api in found)
             advice = "; ".join(f"for `{api.last_segment}` {api.advice()}" for api in found)
             message = f"import of deprecated {names}; {advice}"
-        self.report(node, message, fix=fix)
+        self.report(node, message, fix=fix, severity=_severity(*found))
 
     def _check_use(self, node: cst.Name | cst.Attribute) -> None:
         parent = self.ctx.parent
@@ -249,7 +255,8 @@ class DeprecatedApiUse(Rule):
             if call is not None and name == api.name and keyword_arg(call, keyword) is not None:
                 self.report(keyword_arg(call, keyword), advice)
                 return
-        self.report(node, f"`{api.name}` is {api.describe()}; {api.advice()}", fix=self._use_fix(node, api, call))
+        self.report(node, f"`{api.name}` is {api.describe()}; {api.advice()}", fix=self._use_fix(node, api, call),
+                    severity=_severity(api))
 
     @staticmethod
     def _is_value_of(parent: cst.CSTNode, node: cst.CSTNode) -> bool:
@@ -321,6 +328,11 @@ class DeprecatedApiUse(Rule):
             f"Import from `{new_module}`", ((node, self.ctx.code_for(fixed)),),
             Applicability.UNSAFE if unsafe else Applicability.SAFE,
         )
+
+
+def _severity(*apis: DeprecatedApi) -> Severity:
+    """A note where every API still works without a warning (a deprecation in the docs only)."""
+    return Severity.NOTE if all(api.silent for api in apis) else Severity.WARNING
 
 
 def _first_and_flag(ctx, call: cst.Call, flag: str) -> tuple[str, cst.BaseExpression | None] | None:

@@ -21,7 +21,10 @@ from torchlint.sources import LINE_BREAK
 SOURCE = "torchlint"
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.torchlint"
 
-_SEVERITIES = {Severity.ERROR: types.DiagnosticSeverity.Error, Severity.WARNING: types.DiagnosticSeverity.Warning}
+_SEVERITIES = {
+    Severity.ERROR: types.DiagnosticSeverity.Error, Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.NOTE: types.DiagnosticSeverity.Information,
+}
 
 
 def position(rows: list[str], location: Location, codec: PositionCodec) -> types.Position:
