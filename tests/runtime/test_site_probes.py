@@ -84,6 +84,24 @@ def test_log_of_softmax_confirmed_only_when_minus_inf_appears(script):
     assert "underflow" in report.diagnostics[1].runtime_detail
 
 
+def test_a_hand_written_softmax_is_confirmed_where_its_probabilities_are_not_finite(script):
+    path = script("""
+        import torch
+        big = torch.tensor([[1.0, 2.0, 100.0]])
+        small = torch.tensor([[1.0, 2.0, 3.0]])
+        a = torch.exp(big) / torch.exp(big).sum(dim=-1, keepdim=True)
+        b = torch.exp(small) / torch.exp(small).sum(dim=-1, keepdim=True)
+    """)
+    findings = [
+        finding(path, "TL209", "torch.exp(big) / torch.exp(big).sum(dim=-1, keepdim=True)"),
+        finding(path, "TL209", "torch.exp(small) / torch.exp(small).sum(dim=-1, keepdim=True)"),
+    ]
+    report = run_script(str(path), [], findings, device="cpu")
+    # A binary operation is probed through its value, not as a call.
+    assert [d.runtime for d in report.diagnostics] == ["confirmed", "not observed in this run"]
+    assert report.diagnostics[0].runtime_detail == "exp() overflowed: 1 of 3 probabilities are NaN or inf"
+
+
 def test_softmax_without_dim_function_and_module(script):
     path = script("""
         import torch

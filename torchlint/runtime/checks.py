@@ -65,11 +65,15 @@ class Check:
 
     # -- child side: probe hooks at the flagged site -------------------------------------------
     wants_call: ClassVar[bool] = False  # wrap the flagged call (else the probe only marks reached)
+    wants_value: ClassVar[bool] = False  # see the value of a flagged expression that is not a call
 
     def before_call(self, rec, site: int, func, args: tuple, kwargs: dict) -> None:
         pass
 
     def after_call(self, rec, site: int, func, args: tuple, kwargs: dict, result: Any) -> None:
+        pass
+
+    def on_value(self, rec, site: int, value: Any) -> None:
         pass
 
     def on_error(self, rec, site: int, func, args: tuple, kwargs: dict, error: BaseException) -> None:
@@ -373,6 +377,21 @@ class ManualLogSumExp(Check):
         bad = _count_where(result, lambda t: ~t.isfinite())
         if bad:
             rec.confirm(site, f"exp() overflowed: {bad} of {result.numel()} results are not finite")
+
+    def describe_absence(self, events, run):
+        return "no exp() overflowed in this run"
+
+
+@register
+class ManualSoftmax(Check):
+    code = "TL209"
+    wants_value = True
+    data_dependent = True
+
+    def on_value(self, rec, site, value):
+        bad = _count_where(value, lambda t: ~t.isfinite())
+        if bad:
+            rec.confirm(site, f"exp() overflowed: {bad} of {value.numel()} probabilities are NaN or inf")
 
     def describe_absence(self, events, run):
         return "no exp() overflowed in this run"

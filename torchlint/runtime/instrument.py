@@ -49,25 +49,36 @@ class Probe:
 
     def value(self, site: int):
         self.rec.reached.add(site)
-        return _identity
+        check = self.checks.get(site)
+        if check is None or not check.wants_value:
+            return _identity
+
+        def probed(value):
+            self._probe(check.on_value, site, value)
+            return value
+
+        return probed
+
+    def _probe(self, method, *details) -> None:
+        # What a probe does is not the user's: its own syncs (reading a count off a tensor)
+        # are left out of the TL302 accounting.
+        rec = self.rec
+        rec.probing = True
+        try:
+            method(rec, *details)
+        except Exception:  # noqa: BLE001 - a probe never breaks the user's program
+            pass
+        finally:
+            rec.probing = False
 
     def call(self, site: int, func):
         self.rec.reached.add(site)
         check = self.checks.get(site)
         if check is None or not check.wants_call:
             return func
-        rec = self.rec
 
         def hook(method, *details) -> None:
-            # What a probe does is not the user's: its own syncs (reading a count off a tensor)
-            # are left out of the TL302 accounting.
-            rec.probing = True
-            try:
-                method(rec, site, func, *details)
-            except Exception:  # noqa: BLE001 - a probe never breaks the user's program
-                pass
-            finally:
-                rec.probing = False
+            self._probe(method, site, func, *details)
 
         def probed(*args, **kwargs):
             hook(check.before_call, args, kwargs)
