@@ -342,6 +342,8 @@ class _Index:
         self.loops: list[Loop] = []
         self.functions: list[cst.FunctionDef] = []
         self.roles: dict[str, set[Role | None]] = {}
+        # Written name -> (the function it is assigned in, or None, the call assigned to it).
+        self.creations: dict[str, list[tuple[cst.FunctionDef | None, cst.Call]]] = {}
         # Names bound to an instance of a class of another project file (`trainer = Trainer(...)`):
         # the class's name as the import table writes it (`engine.Trainer`), to ask for its methods.
         self.instances: dict[str, str] = {}
@@ -355,9 +357,9 @@ class _Index:
                 for small in statement.body:
                     if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call):
                         for target in small.targets:
-                            self._record_creation(target.target, small.value)
+                            self._record_creation(target.target, small.value, scope)
                     elif isinstance(small, cst.AnnAssign) and isinstance(small.value, cst.Call):
-                        self._record_creation(small.target, small.value)
+                        self._record_creation(small.target, small.value, scope)
                 continue
             if isinstance(statement, cst.FunctionDef):
                 if classdef is not None:
@@ -380,7 +382,7 @@ class _Index:
             for block in nested_statement_lists(statement):
                 self._statements(block, scope, classdef)
 
-    def _record_creation(self, target: cst.BaseExpression, call: cst.Call) -> None:
+    def _record_creation(self, target: cst.BaseExpression, call: cst.Call, scope: _Scope) -> None:
         written = dotted_name(target)
         if written is None:
             return
@@ -389,6 +391,7 @@ class _Index:
         if fact is not None and fact.kind in ("class", "module class"):
             self.instances[written] = qualified
         self.roles.setdefault(written, set()).add(_created_role(call.func, qualified, fact))
+        self.creations.setdefault(written, []).append((scope.node, call))
 
     def role_of_call(self, call: cst.Call) -> Role | None:
         """What `call` creates: from the callee's name, else from what a project function (or a
@@ -547,6 +550,16 @@ class LoopAnalysis:
                     if called is not None:
                         self._step_calls.setdefault(id(called), []).append((loop, call))
         return self._step_calls.get(id(function), [])
+
+    def creation(self, expr: cst.BaseExpression | None, loop: Loop) -> cst.Call | None:
+        """The call assigned to this name in the function that runs `loop`, else the one call the
+        file assigns to it anywhere (`scheduler = StepLR(...)` in `main` for `scheduler.step()` in
+        a training function); None when that is not one call."""
+        found = self.index.creations.get(_text(expr) or "", [])
+        scope = self.index.scope_of_loop.get(id(loop))
+        here = [call for function, call in found if scope is not None and function is scope.node]
+        calls = here or [call for _, call in found]
+        return calls[0] if len(calls) == 1 else None
 
     def role(self, expr: cst.BaseExpression | None) -> Role | None:
         """Optimizer, scheduler or GradScaler: from how the name was created, else from the name."""
