@@ -538,6 +538,46 @@ def test_class_summaries_know_the_activation_forward_ends_in():
     assert (classes["Network"].output, classes["Scores"].output) == (("softmax", 12, 15), None)
 
 
+LOGITS_NETWORK = '''\
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden = nn.Linear(784, 128)
+        self.out = nn.Linear(128, 10)
+
+    def forward(self, x):
+        return self.out(F.relu(self.hidden(x)))
+'''
+
+NLL_TRAINING = '''\
+import torch.nn.functional as F
+from classifier import Classifier
+
+model = Classifier()
+
+
+def step(x, y):
+    return F.nll_loss(model(x), y)
+
+
+def step_right(x, y):
+    return F.nll_loss(F.log_softmax(model(x), dim=1), y)
+'''
+
+
+def test_raw_scores_of_a_module_class_of_another_file_reach_nll_loss(project):
+    """TL210 knows a class of another file returns a Linear's output, and points at it there."""
+    _write(project, {"classifier.py": LOGITS_NETWORK, "train.py": NLL_TRAINING})
+    settings = resolve_settings(Options(select=["TL210"]), cwd=project)
+    found = engine.check_files([(str(project / "train.py"), "train.py")], settings, 1)
+    assert [(d.location.row, [(r.filename, r.location.row) for r in d.related]) for d in found] == [
+        (8, [("classifier.py", 12)])]
+
+
 PRIOR_BOX = '''\
 import torch
 

@@ -18,6 +18,8 @@ SIGMOID_FUNCTIONS = frozenset(
 LOG_FUNCTIONS = frozenset({"torch.log", "torch.Tensor.log"})
 # Layers whose output is an activation, and which one.
 ACTIVATION_LAYERS = {"torch.nn.Softmax": "softmax", "torch.nn.LogSoftmax": "log_softmax", "torch.nn.Sigmoid": "sigmoid"}
+# Layers whose output are raw scores: a model ending in one returns logits, the values "logits".
+SCORE_LAYERS = frozenset({"torch.nn.Linear", "torch.nn.LazyLinear", "torch.nn.Bilinear"})
 
 
 def call_matches(ctx, call: cst.Call, functions: frozenset[str], method: str | None) -> bool:
@@ -147,12 +149,13 @@ def holds_activation(ctx, expr: cst.BaseExpression, activation: str) -> bool:
     return getattr(ctx.tensors.facts(expr), "activation", None) == activation
 
 
-def taken_here(ctx, expr: cst.BaseExpression, activation: str) -> tuple:
-    """A finding's evidence: where the `activation` whose values `expr` holds was taken."""
+def taken_here(ctx, expr: cst.BaseExpression, activation: str, message: str | None = None) -> tuple:
+    """A finding's evidence: where the `activation` whose values `expr` holds was taken (said
+    with `message`, else "`softmax` taken here")."""
     site = getattr(ctx.tensors.facts(expr), "activated_by", None)
     if isinstance(site, Note):  # in a Module class of another file
         return ctx.project.related((site,), ctx.path)
-    return (RelatedNode(site, f"`{activation}` taken here"),) if site is not None else ()
+    return (RelatedNode(site, message or f"`{activation}` taken here"),) if site is not None else ()
 
 
 # Where a parameter is that a call in the project passes a tensor on the GPU.

@@ -17,7 +17,7 @@ from torchlint.analysis.loops import Role, role_from_name, role_of_constructor
 from torchlint.analysis.modules import is_model_factory, is_torch_module_class
 from torchlint.analysis.top_level import DEFINITION, top_level_pieces
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS
-from torchlint.analysis.torch_api import ACTIVATION_LAYERS, SIGMOID_FUNCTIONS, SOFTMAX_FUNCTIONS
+from torchlint.analysis.torch_api import ACTIVATION_LAYERS, SCORE_LAYERS, SIGMOID_FUNCTIONS, SOFTMAX_FUNCTIONS
 from torchlint.analysis.values import DATA_FACTORIES, SIZE_FACTORIES
 
 # Returned-value kinds a function summary can hold.
@@ -316,14 +316,18 @@ def _class(classdef: ast.ClassDef, imports: dict[str, str], offset: int) -> Clas
 
 
 _ACTIVATION_FUNCTIONS = {**dict.fromkeys(SOFTMAX_FUNCTIONS, "softmax"), **dict.fromkeys(SIGMOID_FUNCTIONS, "sigmoid")}
-# A class's output kind is what a loss that wants logits must not be given: not log-probabilities.
-_ACTIVATION_LAYERS = {layer: kind for layer, kind in ACTIVATION_LAYERS.items() if kind != "log_softmax"}
+# A class's output kind is what a loss must not be given: probabilities where it wants logits,
+# raw scores ("logits") where it wants log-probabilities. Never log-probabilities themselves.
+_ACTIVATION_LAYERS = {
+    **{layer: kind for layer, kind in ACTIVATION_LAYERS.items() if kind != "log_softmax"},
+    **dict.fromkeys(SCORE_LAYERS, "logits"),
+}
 
 
 def _output_activation(forward: ast.FunctionDef, attributes: dict[str, str], imports: dict[str, str],
                        offset: int) -> tuple[str, int, int] | None:
     """What every `return` of `forward` ends in: `F.softmax(x, 1)`, `x.sigmoid()`, a
-    `self.softmax = nn.Softmax(1)` layer, or a local last assigned one of these in the function's
+    `self.softmax = nn.Softmax(1)` layer, a `self.fc = nn.Linear(...)` layer (raw scores), or a local last assigned one of these in the function's
     own straight-line statements (`out = F.softmax(out, dim=1)` then `return out`)."""
     last: dict[str, ast.expr] = {}
     found: set[str] = set()

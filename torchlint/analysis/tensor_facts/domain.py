@@ -84,7 +84,8 @@ class TensorFacts:
     # A batch from a DataLoader whose dataset and collate function place nothing: on the CPU as
     # loaded (with `device` DEFAULT until the code moves it).
     loaded: bool = False
-    # The tensor holds the values of this activation ("softmax", "log_softmax", "sigmoid"):
+    # The tensor holds the values of this activation ("softmax", "log_softmax", "sigmoid", or
+    # "logits": the raw scores of a final `nn.Linear`):
     # made by it, or by ops that keep values (indexing, views, gather, moves), also when a
     # helper, a method or a model's `forward` of this file returns it.
     activation: str | None = None

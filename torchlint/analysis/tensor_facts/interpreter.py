@@ -36,7 +36,7 @@ from torchlint.analysis.tensor_facts.ops import (
     Rule,
 )
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS, PARAMETER_CLASSES, requires_grad_true
-from torchlint.analysis.torch_api import ACTIVATION_LAYERS
+from torchlint.analysis.torch_api import ACTIVATION_LAYERS, SCORE_LAYERS
 from torchlint.walker import child_nodes
 from torchlint.analysis.values import (
     DATA_FACTORIES, DTYPE_NAMES, LIKE_FACTORIES, MODULE_FLUENT_METHODS, NOT_TENSOR_FUNCTIONS, SIZE_FACTORIES, TENSOR_NAMESPACES,
@@ -974,10 +974,12 @@ class Interpreter:
 
     def _output_activation(self, kind: str, call: cst.Call) -> tuple[str | None, cst.CSTNode | None]:
         """The activation a module's output holds, and where it is taken: an `nn.Softmax` or
-        `nn.Sigmoid` layer (at its call), or a Module class whose `forward` returns one on every
+        `nn.Sigmoid` layer (at its call), raw scores ("logits") of an `nn.Linear`, or a Module class whose `forward` returns one on every
         path (in that `forward`: a node of this file, or a project Note for another file's)."""
         if kind in ACTIVATION_LAYERS:
             return ACTIVATION_LAYERS[kind], call
+        if kind in SCORE_LAYERS:
+            return "logits", call
         if "." in kind and not kind.startswith("torch."):
             fact = self.ctx.project.lookup(kind)
             return fact.output if fact is not None and fact.output is not None else (None, None)
