@@ -35,7 +35,9 @@ from torchlint.analysis.tensor_facts.ops import (
     EINOPS_FUNCTIONS, FUNCTION_OPS, METHOD_OPS, NOT_TENSOR_METHODS, NUMBER_ATTRIBUTES, RANK_PRESERVING_LAYERS, TENSOR_ATTRIBUTES, Op,
     Rule,
 )
-from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS, PARAMETER_CLASSES, requires_grad_true
+from torchlint.analysis.tensors import (
+    LEGACY_CONSTRUCTOR_DTYPES, LEGACY_CONSTRUCTORS, PARAMETER_CLASSES, requires_grad_true,
+)
 from torchlint.analysis.torch_api import ACTIVATION_LAYERS, SCORE_LAYERS
 from torchlint.walker import child_nodes
 from torchlint.analysis.values import (
@@ -62,6 +64,8 @@ _OPERAND_KEYWORDS = frozenset(
 _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 _VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 _TENSOR_ONLY_METHODS = frozenset({"contiguous", "permute", "unsqueeze", "movedim"})
+# Conversions to an integer or bool dtype: a module converts only to floating-point ones.
+_TENSOR_ONLY_CONVERSIONS = frozenset({"byte", "char", "short", "int", "long", "bool"})
 _ACTIVATIONS = {"softmax": "softmax", "log_softmax": "log_softmax", "sigmoid": "sigmoid"}
 # Ops whose result holds values of the receiver, so a softmax's probabilities stay probabilities.
 _KEEPS_VALUES = frozenset(
@@ -1135,9 +1139,11 @@ class Interpreter:
                     return receiver
                 return UNKNOWN
             return self.apply(call, op, name, receiver_node, receiver, args)
-        if op is not None and op.rule in (Rule.REORDER, Rule.VIEW, Rule.RESHAPE, Rule.CONTIGUOUS, Rule.UNSQUEEZE, Rule.SQUEEZE, Rule.MOVE):
-            # Of unknown kind: followed for its layout and device; a tensor for sure where no
-            # other common type has the method (a NumPy array has `view` and `reshape`, a module `to`).
+        if op is not None and (op.rule in (Rule.REORDER, Rule.VIEW, Rule.RESHAPE, Rule.CONTIGUOUS, Rule.UNSQUEEZE,
+                                           Rule.SQUEEZE, Rule.MOVE) or name in _TENSOR_ONLY_CONVERSIONS):
+            # Of unknown kind: followed for its layout, device and dtype (`mask.byte()`); a tensor
+            # for sure where no other common type has the method (a NumPy array has `view` and
+            # `reshape`, a module `to` and `float`).
             maybe = name not in _TENSOR_ONLY_METHODS
             return self.apply(call, op, name, receiver_node, TensorFacts(maybe=maybe), args)
         if isinstance(receiver, (Iterable, Sequence)) and name in ("values", "items"):
@@ -1407,7 +1413,9 @@ class Interpreter:
         elif qualified in LEGACY_CONSTRUCTORS and all(isinstance(value, cst.Integer) for value in sizes):
             # `torch.Tensor(32, 1, 28, 28)`: sizes (Lightning's documented `example_input_array`).
             layout = Layout(len(sizes), tuple(arg_code(self.ctx, value) for value in sizes), ())
-        facts = TensorFacts(layout=layout, scalar=scalar, dtype=self._dtype_kwarg(call), requires_grad=requires_grad_true(call))
+        dtype = LEGACY_CONSTRUCTOR_DTYPES[qualified.removeprefix("torch.")] if qualified in LEGACY_CONSTRUCTORS else (
+            self._dtype_kwarg(call))
+        facts = TensorFacts(layout=layout, scalar=scalar, dtype=dtype, requires_grad=requires_grad_true(call))
         if device is not None:
             return replace(facts, device=device, origin=call if device is Device.CPU else None)
         return self._on_default_device(call, facts)
@@ -1418,8 +1426,13 @@ class Interpreter:
         return replace(facts, device=Device.DEFAULT, origin=call)
 
     def _dtype_kwarg(self, call: cst.Call) -> str | None:
+        """`uint8` for `dtype=torch.uint8` (the dtype names `.byte()` and the legacy constructors give)."""
         arg = keyword_arg(call, "dtype")
-        return self.ctx.qualified_name(arg.value) if arg is not None else None
+        return self._dtype_name(arg.value) if arg is not None else None
+
+    def _dtype_name(self, expr: cst.BaseExpression) -> str | None:
+        qualified = self.ctx.qualified_name(expr) or ""
+        return qualified.removeprefix("torch.") if qualified.startswith("torch.") else None
 
     def _explicit_device(self, call: cst.Call) -> Device | None:
         arg = keyword_arg(call, "device")
@@ -1490,12 +1503,15 @@ class Interpreter:
             if arg.star or keyword not in (None, "device", "other", "dtype", "non_blocking", "copy", "memory_format"):
                 unknown = True
                 continue
+            if keyword == "dtype":
+                receiver = replace(receiver, dtype=self._dtype_name(arg.value))
             if keyword in ("dtype", "non_blocking", "copy", "memory_format"):
                 continue
             if isinstance(value, TensorFacts):
                 target = value.device
                 continue
             if keyword is None and self._is_dtype(arg.value, value):
+                receiver = replace(receiver, dtype=self._dtype_name(arg.value))
                 continue
             found = self.device_value(arg.value, value)
             if found is None or found is Device.DEFAULT:

@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.names import argument, method_name, method_receiver, positional_args
+from torchlint.diagnostics import Applicability, Severity
+from torchlint.reports import FixSpec
+from torchlint.rule import Rule
+
+# Mask arguments that raise for a uint8 mask on current torch, by method and function name.
+_RAISING_METHODS = frozenset({"masked_fill", "masked_fill_", "masked_select", "masked_scatter", "masked_scatter_"})
+_RAISING_FUNCTIONS = frozenset({"torch.masked_select", "torch.masked_fill", "torch.masked_scatter"})
+
+
+class Uint8Mask(Rule):
+    """
+    ## What it does
+    Flags a mask of dtype `uint8` used as a mask: to index a tensor (`x[mask]`), in
+    `masked_fill` / `masked_select` / `masked_scatter` (method or function), or as the condition of
+    `torch.where(mask, a, b)`. The dtype comes from the tensor facts: `torch.ByteTensor(...)`,
+    `dtype=torch.uint8`, `.byte()`, `.to(torch.uint8)`, also through local names and what
+    helpers of this file return.
+
+    ## Why is this bad?
+    Masks were uint8 before torch 1.2; they are bool now. `masked_fill`, `masked_select` and
+    `masked_scatter` raise for a uint8 mask (`masked_fill_ only supports boolean masks`).
+    Indexing and `torch.where` still accept one but warn on every call that it is deprecated
+    and will be removed. And a uint8 tensor is ambiguous: `x[idx]` with integer indices stored
+    as uint8 selects by mask, not by index.
+
+    ## Example
+    ```python
+    mask = (lengths > 0).byte()
+    scores = scores.masked_fill(mask, float("-inf"))
+    kept = x[mask]
+    ```
+
+    ## Use instead
+    ```python
+    mask = lengths > 0          # already bool
+    scores = scores.masked_fill(mask, float("-inf"))
+    kept = x[mask]
+    ```
+
+    ## Fix safety
+    The fix writes `mask.bool()` where the mask is used: safe, as uint8 masks select where they
+    are nonzero, exactly what the bool mask selects. For `masked_fill` and its kin, the code
+    raised before and now runs. Better still is to build the mask as bool where it is made.
+
+    Bug left in place: no. Computation changed: no for indexing and `where`; the masked ops
+    raised before.
+    """
+
+    code = "TL106"
+    name = "uint8-mask"
+    summary = "A uint8 mask: masked_fill/masked_select raise, indexing and where warn; use a bool mask"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.SAFE
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+            return
+        self._check_mask(node.slice[0].slice.value, "indexing with a uint8 mask is deprecated and warns on every call")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        callee = self.ctx.callee(node)
+        if callee is None and method_name(node) in _RAISING_METHODS and method_receiver(node) is not None:
+            mask = argument(node, 0, "mask")
+        elif callee in _RAISING_FUNCTIONS:
+            mask = argument(node, 1, "mask")
+        elif callee == "torch.where" and len(positional_args(node)) == 3:
+            self._check_mask(positional_args(node)[0].value, "`torch.where` with a uint8 condition is deprecated and warns")
+            return
+        else:
+            return
+        name = method_name(node) if callee is None else callee.rsplit(".", 1)[-1]
+        self._check_mask(mask, f"`{name}` raises for a uint8 mask (it only supports bool masks)", Severity.ERROR)
+
+    def _check_mask(self, mask: cst.BaseExpression | None, problem: str, severity: Severity | None = None) -> None:
+        if mask is None or getattr(self.ctx.tensors.facts(mask), "dtype", None) != "uint8":
+            return
+        written = self.ctx.code_for(mask)
+        self.report(
+            mask, f"`{written}` is a uint8 mask: {problem}; make it bool (`{written}.bool()`, or build it as bool)",
+            fix=FixSpec("Use `.bool()`", ((mask, f"{written}.bool()" if _atomic(mask) else f"({written}).bool()"),)),
+            severity=severity,
+        )
+
+
+def _atomic(expr: cst.BaseExpression) -> bool:
+    """No parentheses needed before `.bool()`: a name, attribute, call or subscript."""
+    return isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not expr.lpar
