@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchlint.analysis.literals import needs_parentheses
 from torchlint.analysis.names import argument, method_name, method_receiver, positional_args
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
@@ -82,11 +83,7 @@ class Uint8Mask(Rule):
         written = self.ctx.code_for(mask)
         self.report(
             mask, f"`{written}` is a uint8 mask: {problem}; make it bool (`{written}.bool()`, or build it as bool)",
-            fix=FixSpec("Use `.bool()`", ((mask, f"{written}.bool()" if _atomic(mask) else f"({written}).bool()"),)),
+            fix=FixSpec("Use `.bool()`", ((mask, f"({written}).bool()" if needs_parentheses(mask) else f"{written}.bool()"),)),
             severity=severity,
         )
 
-
-def _atomic(expr: cst.BaseExpression) -> bool:
-    """No parentheses needed before `.bool()`: a name, attribute, call or subscript."""
-    return isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not expr.lpar

@@ -4,6 +4,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from torchlint.analysis.literals import needs_parentheses
 from torchlint.analysis.names import dotted_name
 from torchlint.analysis.tensor_evidence import places_on_accelerator
 from torchlint.analysis.tensor_facts.domain import Device, TensorFacts
@@ -20,6 +21,15 @@ _PLACES = {
 }
 
 
+# NumPy functions that convert a tensor argument with `__array__`, that is `.numpy()`.
+_NUMPY_CONVERTING = frozenset(
+    "array asarray asanyarray ascontiguousarray isnan isinf isfinite exp log log1p sqrt abs absolute square "
+    "round around clip floor ceil sign tanh sin cos argmax argmin argsort sort unique nonzero where percentile "
+    "median histogram concatenate stack vstack hstack save".split()
+)
+_SEQUENCE_ARGUMENTS = frozenset({"concatenate", "stack", "vstack", "hstack"})
+
+
 class NumpyWithoutCpuDetach(Rule):
     """
     ## What it does
@@ -33,7 +43,10 @@ class NumpyWithoutCpuDetach(Rule):
     else ...` on the same flag, the branch where it does not hold converts a CPU tensor. The
     parameters of a top-level function are on the GPU when a call anywhere in the project (this
     file or another, imported by name, through a module or with `*`) passes them a tensor moved
-    with `.cuda()` / `.to(device)`; the finding names that call.
+    with `.cuda()` / `.to(device)`; the finding names that call. NumPy functions that convert
+    their argument with `.numpy()` fail the same way and are flagged at the tensor they are given:
+    `np.array(t)`, `np.asarray(t)`, `np.isnan(t)`, `np.exp(t)`, `np.argmax(t)`,
+    `np.concatenate([a, b])`, `np.save(path, t)` and other such functions.
 
     Under `torch.no_grad()` / `torch.inference_mode()` (blocks or decorated functions) a result
     no longer requires grad, but it stays on its device. Tensors moved back to the CPU earlier
@@ -79,10 +92,14 @@ class NumpyWithoutCpuDetach(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        callee = self.ctx.callee(node)
+        if callee is not None and callee.startswith("numpy.") and callee[6:] in _NUMPY_CONVERTING:
+            self._check_numpy_function(node, callee[6:])
+            return
         if not isinstance(func, cst.Attribute) or func.attr.value != "numpy" or node.args:
             return
         receiver = func.value
-        if self.ctx.callee(node) is not None:
+        if callee is not None:
             return  # `np.numpy`, module attributes
         facts = self.ctx.tensors.facts(receiver)
         if not isinstance(facts, TensorFacts):
@@ -115,6 +132,38 @@ class NumpyWithoutCpuDetach(Rule):
         related = passed_here(self.ctx, facts) if on_accelerator else ()
         self.report(node, f"`.numpy()` fails because {subject} {reason}; {use}", related=related, fix=fix)
 
+    def _check_numpy_function(self, node: cst.Call, function: str) -> None:
+        """`np.isnan(t)`, `np.array(t)`: NumPy converts the tensor with `.numpy()`, which fails the same way."""
+        position = 1 if function == "save" else 0  # `np.save(path, array)`
+        positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+        first = positional[position].value if len(positional) > position else None
+        if function in _SEQUENCE_ARGUMENTS and isinstance(first, (cst.List, cst.Tuple)):
+            tensors = [element.value for element in first.elements if not isinstance(element, cst.StarredElement)]
+        else:
+            tensors = [first] if first is not None else []
+        for tensor in tensors:
+            facts = self.ctx.tensors.facts(tensor)
+            if not isinstance(facts, TensorFacts):
+                continue
+            # A parameter that a caller passes on the GPU is not evidence enough here: NumPy
+            # functions are as often given lists and arrays.
+            on_accelerator = facts.device.is_placed and facts.placed_by is None and not (
+                facts.device is Device.MODULE and not self._places_on_accelerator)
+            needs_detach = facts.requires_grad and not facts.maybe
+            if not on_accelerator and not needs_detach:
+                continue
+            missing = ".detach().cpu()" if on_accelerator and needs_detach else (".cpu()" if on_accelerator else ".detach()")
+            written = self.ctx.code_for(tensor)
+            reason = f"is {_place(facts)}" if on_accelerator else "requires grad"
+            if on_accelerator and needs_detach:
+                reason += " and requires grad"
+            converted = f"({written}){missing}.numpy()" if needs_parentheses(tensor) else f"{written}{missing}.numpy()"
+            self.report(
+                tensor, f"`np.{function}` converts `{written}` with `.numpy()`, which fails because it {reason}; pass "
+                f"`{converted}` (or use the torch function)",
+                fix=FixSpec(f"Convert with `{missing}.numpy()` first", ((tensor, converted),), Applicability.SAFE),
+            )
+
     @cached_property
     def _places_on_accelerator(self) -> bool:
         return places_on_accelerator(self.ctx.source)
@@ -135,3 +184,4 @@ def _place(facts: TensorFacts) -> str:
         code, truth = facts.placed_when
         return f"on the accelerator when `{code}` is {'true' if truth else 'false'}"
     return _PLACES[facts.device]
+
