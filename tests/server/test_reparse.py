@@ -83,3 +83,13 @@ def test_a_hostile_buffer_gets_the_clis_finding_whole_or_spliced(hostile, code):
     assert check_text(valid, "edited.py", settings) == []
     # The edit touches the last statement only: the splice parses that piece on its own first.
     assert [d.code for d in check_text(valid.replace("t = 1\n", hostile), "edited.py", settings)] == [code]
+
+
+def test_a_comment_typed_above_the_first_statement_goes_where_a_whole_parse_puts_it():
+    """libcst gives the comments above the first statement to the module's header: a splice of
+    the first statement alone would give them to the statement."""
+    trees = Trees()
+    trees.parse("doc", "import torch\nx = torch.zeros(3)\n")
+    text = "# a comment\nimport torch\nx = torch.zeros(3)\n"
+    spliced = trees.parse("doc", text)
+    assert spliced.deep_equals(cst.parse_module(text))

@@ -5,7 +5,8 @@ Parsing is most of a check (libcst's parser), and a keystroke changes one statem
 grammar starts afresh at each top-level statement, so the new text between the boundaries of
 the touched statements, parsed as a module, gives the same statements as a parse of the whole
 text; whenever that is in doubt (the piece does not parse on its own, its indentation or line
-breaks differ from the file's, the edit reaches the module's header), the whole text is parsed.
+breaks differ from the file's, the edit reaches the module's header or first statement), the whole
+text is parsed.
 """
 
 from __future__ import annotations
@@ -80,8 +81,10 @@ def _spliced(previous: _Tree, text: str, filename: str) -> cst.Module | None:
     if i >= 0 and first < starts[i] + len(old.body[i].leading_lines):
         # Blank and comment lines before a statement may belong to the block that ends above it.
         i -= 1
-    if i < 0:
-        return None  # the edit reaches the module's header
+    if i <= 0:
+        # The edit reaches the module's header, or the first statement, whose comments above
+        # libcst may give to the header (`# a comment` typed above the first import).
+        return None
     shift = len(new_rows) - len(old_rows)
     last_statement = j + 1 == len(starts)
     piece_end = len(new_rows) if last_statement else starts[j + 1] + shift
