@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from torchlint.analysis.literals import needs_parentheses
@@ -8,6 +10,7 @@ from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
+_UINT8_TEXT = re.compile(r"uint8|\.byte\(|ByteTensor")
 # Mask arguments that raise for a uint8 mask on current torch, by method and function name.
 _RAISING_METHODS = frozenset({"masked_fill", "masked_fill_", "masked_select", "masked_scatter", "masked_scatter_"})
 _RAISING_FUNCTIONS = frozenset({"torch.masked_select", "torch.masked_fill", "torch.masked_scatter"})
@@ -58,12 +61,19 @@ class Uint8Mask(Rule):
     severity = Severity.WARNING
     fix_applicability = Applicability.SAFE
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # A uint8 tensor is made by one of these spellings: a file without any has no uint8 mask.
+        self._may_hold_uint8 = _UINT8_TEXT.search(ctx.source) is not None
+
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        if not self._may_hold_uint8 or len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
             return
         self._check_mask(node.slice[0].slice.value, "indexing with a uint8 mask is deprecated and warns on every call")
 
     def visit_Call(self, node: cst.Call) -> None:
+        if not self._may_hold_uint8:
+            return
         callee = self.ctx.callee(node)
         if callee is None and method_name(node) in _RAISING_METHODS and method_receiver(node) is not None:
             mask = argument(node, 0, "mask")

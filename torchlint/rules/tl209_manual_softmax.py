@@ -55,8 +55,12 @@ class ManualSoftmax(Rule):
     severity = Severity.WARNING
     fix_applicability = Applicability.SAFE
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._has_exp = "exp(" in ctx.source
+
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if not isinstance(node.operator, cst.Divide):
+        if not self._has_exp or not isinstance(node.operator, cst.Divide):
             return
         exponent = self._exponent(node.left)
         if exponent is None or self._cannot_overflow(exponent):

@@ -47,7 +47,14 @@ class LogitsIntoNllLoss(Rule):
     summary = "Raw scores (a Linear's output) fed to nll_loss, which expects log-probabilities"
     severity = Severity.ERROR
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # What a call computes is asked only where a NLL loss is named (asking is not free).
+        self._names_nll = "nll_loss" in ctx.source or "NLLLoss" in ctx.source
+
     def visit_Call(self, node: cst.Call) -> None:
+        if not self._names_nll:
+            return
         written = argument(node, 0, "input") if node.args else None
         if written is None or called_function(self.ctx, node) not in NLL_LOSSES:
             return

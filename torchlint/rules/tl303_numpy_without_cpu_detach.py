@@ -92,14 +92,15 @@ class NumpyWithoutCpuDetach(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        callee = self.ctx.callee(node)
-        if callee is not None and callee.startswith("numpy.") and callee[6:] in _NUMPY_CONVERTING:
-            self._check_numpy_function(node, callee[6:])
-            return
+        if self._imports_numpy and isinstance(func, cst.Attribute) and func.attr.value in _NUMPY_CONVERTING:
+            callee = self.ctx.callee(node) or ""
+            if callee.startswith("numpy."):
+                self._check_numpy_function(node, callee[6:])
+                return
         if not isinstance(func, cst.Attribute) or func.attr.value != "numpy" or node.args:
             return
         receiver = func.value
-        if callee is not None:
+        if self.ctx.callee(node) is not None:
             return  # `np.numpy`, module attributes
         facts = self.ctx.tensors.facts(receiver)
         if not isinstance(facts, TensorFacts):
@@ -163,6 +164,10 @@ class NumpyWithoutCpuDetach(Rule):
                 f"`{converted}` (or use the torch function)",
                 fix=FixSpec(f"Convert with `{missing}.numpy()` first", ((tensor, converted),), Applicability.SAFE),
             )
+
+    @cached_property
+    def _imports_numpy(self) -> bool:
+        return "numpy" in self.ctx.source
 
     @cached_property
     def _places_on_accelerator(self) -> bool:

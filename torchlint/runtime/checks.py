@@ -374,27 +374,28 @@ class ManualLogSumExp(Check):
     data_dependent = True
 
     def after_call(self, rec, site, func, args, kwargs, result):
-        bad = _count_where(result, lambda t: ~t.isfinite())
+        self.confirm_overflow(rec, site, result, "results are not finite")
+
+    @staticmethod
+    def confirm_overflow(rec, site, value, what: str) -> None:
+        bad = _count_where(value, lambda t: ~t.isfinite())
         if bad:
-            rec.confirm(site, f"exp() overflowed: {bad} of {result.numel()} results are not finite")
+            rec.confirm(site, f"exp() overflowed: {bad} of {value.numel()} {what}")
 
     def describe_absence(self, events, run):
         return "no exp() overflowed in this run"
 
 
 @register
-class ManualSoftmax(Check):
+class ManualSoftmax(ManualLogSumExp):
+    """Probed through the division's value: the flagged site is not a call."""
+
     code = "TL209"
+    wants_call = False
     wants_value = True
-    data_dependent = True
 
     def on_value(self, rec, site, value):
-        bad = _count_where(value, lambda t: ~t.isfinite())
-        if bad:
-            rec.confirm(site, f"exp() overflowed: {bad} of {value.numel()} probabilities are NaN or inf")
-
-    def describe_absence(self, events, run):
-        return "no exp() overflowed in this run"
+        self.confirm_overflow(rec, site, value, "probabilities are NaN or inf")
 
 
 @register
