@@ -1,0 +1,162 @@
+from __future__ import annotations
+
+import os
+import re
+
+import libcst as cst
+
+from torchlint.analysis.names import dotted_name, method_name, nested_statement_lists
+from torchlint.diagnostics import Severity
+from torchlint.rule import Rule
+from torchlint.walker import child_nodes
+
+# A function that evaluates, by its name: `evaluate`, `validate`, `val_epoch`, `test_model`.
+_EVALUATING = re.compile(r"(^|_)(eval|evaluate|evaluation|validate|validation|valid|val|test|testing)(_|$)", re.I)
+# pytest's and unittest's test files, whose `test_*` functions are tests, not evaluation.
+_TEST_FILE = re.compile(r"test_.*\.py|.*_test\.py")
+# What the function body does that says it trains, or handles the mode itself.
+_HANDLES_MODE = re.compile(r"\.eval\(\)|\.train\(|\.backward\(|\.step\(|inference_mode|\.training\b")
+# Layers whose behaviour differs in training mode; a file whose models have none is quiet.
+_MODE_LAYERS = re.compile(r"[Dd]ropout|BatchNorm|batch_norm|SyncBatchNorm|dropout")
+# Models built by a library (their layers are out of sight): torchvision, timm, Hugging Face.
+_LIBRARY_MODELS = re.compile(r"torchvision\.models|models\.\w+\(|timm\.create_model|from_pretrained|torch\.hub\.load")
+_MODEL_WORDS = re.compile(r"(model|net|network|classifier|encoder|decoder|backbone)$", re.I)
+
+
+class EvaluationInTrainingMode(Rule):
+    """
+    ## What it does
+    Flags an evaluation function that runs a model in training mode: a function named like
+    `evaluate`, `validate`, `val_epoch` or `test_model` whose loop calls a model (`model(x)`,
+    `self.net(x)`), with no `backward()` or `step()` (it does not train), no `.eval()` or
+    `.train(...)` of its own, and every call of it in the file reached with no `.eval()` before
+    it in the calling function (or with a `.train()` after the last one: the usual
+    `for epoch: train(...); validate(...)`). The file must train a model (a training loop), and
+    its models must have a layer that behaves differently in training: a `Dropout` or
+    `BatchNorm` in a Module class of the file, or a model from a library (torchvision, timm,
+    `from_pretrained`). Functions never called in the file, `test_*` functions of test files, and
+    files that do not import torch are left alone.
+
+    The counterpart of TL015 (eval mode never undone) and TL007 (eval without `no_grad`).
+
+    ## Why is this bad?
+    A model stays in training mode until `.eval()` is called. Evaluated in training mode, dropout
+    still zeroes random activations (the metrics are noisy and too low) and batch norm uses the
+    statistics of each test batch and updates its running averages from test data: the
+    validation score is wrong, and the test set leaks into the model.
+
+    ## Example
+    ```python
+    def validate(model, loader):
+        correct = 0
+        with torch.no_grad():
+            for x, y in loader:
+                correct += (model(x).argmax(1) == y).sum().item()
+        return correct
+
+    for epoch in range(epochs):
+        train_one_epoch(model, train_loader)   # calls model.train()
+        accuracy = validate(model, val_loader)
+    ```
+
+    ## Use instead
+    ```python
+    def validate(model, loader):
+        model.eval()
+        ...
+    ```
+    """
+
+    code = "TL019"
+    name = "evaluation-in-training-mode"
+    summary = "A model evaluated while still in training mode: dropout and batch norm act as in training"
+    severity = Severity.WARNING
+
+    def leave_Module(self, node: cst.Module) -> None:
+        if not self.ctx.imports.imports_module("torch"):
+            return  # other frameworks' loops (MXNet's `net(X)` takes its mode from autograd.record)
+        if not _MODE_LAYERS.search(self.ctx.source) and not _LIBRARY_MODELS.search(self.ctx.source):
+            return
+        if not self.ctx.loops.training_loops():
+            return
+        test_file = _TEST_FILE.fullmatch(os.path.basename(self.ctx.path)) is not None
+        functions = [statement for statement in _all_functions(node)]
+        for function in functions:
+            name = function.name.value
+            if not _EVALUATING.search(name) or (test_file and name.startswith("test")):
+                continue
+            if _HANDLES_MODE.search(self.ctx.module.code_for_node(function.body)):
+                continue
+            model_call = self._model_call_in_loop(function)
+            if model_call is None:
+                continue
+            calls = [mode for caller in functions + [node] for mode in _calls_in_mode(caller, name)]
+            if calls and not any(calls):
+                model = self.ctx.code_for(model_call.func)
+                self.report(
+                    model_call,
+                    f"`{name}` runs `{model}` in training mode: no `.eval()` here nor before its calls, so dropout "
+                    f"stays on and batch norm learns from this data; call `{model}.eval()` at its start (and "
+                    "`.train()` again before training)",
+                )
+
+    def _model_call_in_loop(self, function: cst.FunctionDef) -> cst.Call | None:
+        for loop in _own_nodes(function.body, (cst.For, cst.While)):
+            for call in _own_nodes(loop.body, (cst.Call,)):
+                written = dotted_name(call.func)
+                if written is None or method_name(call) is not None and not written.startswith("self."):
+                    continue
+                if _MODEL_WORDS.search(written.rsplit(".", 1)[-1]) or self.ctx.kinds.is_module(call.func):
+                    return call
+        return None
+
+
+def _all_functions(module: cst.Module) -> list[cst.FunctionDef]:
+    return [node for node in _own_nodes(module, (cst.FunctionDef,), into_functions=True)]
+
+
+def _own_nodes(root: cst.CSTNode, kinds: tuple, into_functions: bool = False) -> list:
+    """The nodes of these kinds under `root`, in source order; nested functions, classes and
+    lambdas left out unless `into_functions`."""
+    found = []
+    pending = list(child_nodes(root))
+    while pending:
+        node = pending.pop(0)
+        if isinstance(node, kinds):
+            found.append(node)
+        if not into_functions and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        pending[:0] = list(child_nodes(node))
+    return found
+
+
+def _calls_in_mode(scope: cst.CSTNode, name: str) -> list[bool]:
+    """For each call of `name` (or `self.name`) in the scope's own statements, in order: whether
+    an `.eval()` came before it with no `.train()` since."""
+    found: list[bool] = []
+    evaluating = False
+    body = scope.body.body if isinstance(scope, cst.FunctionDef) and isinstance(scope.body, cst.IndentedBlock) else (
+        scope.body if isinstance(scope, cst.Module) else [])
+    pending = list(body)
+    while pending:
+        statement = pending.pop(0)
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        nested = nested_statement_lists(statement)
+        if nested:
+            # The header runs first (`with torch.no_grad():`, `for x in loader:`), then the blocks.
+            parts = [getattr(statement, attribute) for attribute in ("test", "iter") if hasattr(statement, attribute)]
+            parts += list(getattr(statement, "items", ()))
+            pending[:0] = [inner for block in nested for inner in block]
+        else:
+            parts = [statement]
+        for part in parts:
+            for call in [part] * isinstance(part, cst.Call) + _own_nodes(part, (cst.Call,)):
+                called = method_name(call)
+                if called == "eval" and not call.args:
+                    evaluating = True
+                elif called == "train":
+                    evaluating = False
+                elif dotted_name(call.func) in (name, f"self.{name}"):
+                    found.append(evaluating)
+    return found
