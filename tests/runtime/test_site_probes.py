@@ -102,6 +102,25 @@ def test_a_hand_written_softmax_is_confirmed_where_its_probabilities_are_not_fin
     assert report.diagnostics[0].runtime_detail == "exp() overflowed: 1 of 3 probabilities are NaN or inf"
 
 
+def test_a_uint8_mask_is_confirmed_by_what_torch_says_of_it(script):
+    path = script("""
+        import torch
+        x = torch.arange(4.0)
+        mask = torch.tensor([1, 0, 1, 0]).byte()
+        kept = x[mask]
+        flags = torch.tensor([True, False, True, False])
+        also_kept = x[flags]
+        filled = x.masked_fill(mask, 0.0)
+    """)
+    # `mask` in `x[mask]`, `flags` in `x[flags]`, `mask` in `masked_fill(mask, ...)` (after `masked`).
+    findings = [finding(path, "TL106", "mask", 2), finding(path, "TL106", "flags", 2), finding(path, "TL106", "mask", 4)]
+    report = run_script(str(path), [], findings, device="cpu")
+    # The deprecation warning, then the error that ends the script. The bool mask warned of
+    # nothing, but a script that stopped early refutes nothing.
+    assert [d.runtime for d in report.diagnostics] == ["confirmed", "not observed in this run", "confirmed"]
+    assert "uint8" in report.diagnostics[0].runtime_detail and "boolean" in report.diagnostics[2].runtime_detail
+
+
 def test_softmax_without_dim_function_and_module(script):
     path = script("""
         import torch

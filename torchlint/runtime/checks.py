@@ -368,6 +368,15 @@ def _rank(frame) -> str:
 
 
 @register
+class Uint8Mask(Check):
+    """What torch itself says of a uint8 mask: a deprecation warning (indexing, `where`) or an error."""
+
+    code = "TL106"
+    warning = re.compile(r"indexing with dtype torch\.uint8 is now deprecated|where received a uint8 condition tensor")
+    error = re.compile(r"only supports boolean masks|expected BoolTensor for mask")
+
+
+@register
 class ManualLogSumExp(Check):
     code = "TL205"
     wants_call = True
@@ -557,6 +566,17 @@ class UnsafeTorchLoad(Check):
 def _version(text: str) -> tuple[int, int]:
     major, minor = re.match(r"(\d+)\.(\d+)", text).groups()
     return int(major), int(minor)
+
+
+@register
+class LoadWithoutMapLocation(Check):
+    code = "TL505"
+    wants_call = True
+    data_dependent = True
+    error = re.compile(r"Attempting to deserialize object on a CUDA device")
+
+    def describe_absence(self, events, run):
+        return "this checkpoint loaded: it held no CUDA tensors, or CUDA was there; a GPU checkpoint without CUDA fails"
 
 
 @register
