@@ -18,6 +18,8 @@ SIGMOID_FUNCTIONS = frozenset(
 LOG_FUNCTIONS = frozenset({"torch.log", "torch.Tensor.log"})
 # Layers whose output is an activation, and which one.
 ACTIVATION_LAYERS = {"torch.nn.Softmax": "softmax", "torch.nn.LogSoftmax": "log_softmax", "torch.nn.Sigmoid": "sigmoid"}
+# `torch.load` as imports name it.
+LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
 # Layers whose output are raw scores: a model ending in one returns logits, the values "logits".
 SCORE_LAYERS = frozenset({"torch.nn.Linear", "torch.nn.LazyLinear", "torch.nn.Bilinear"})
 

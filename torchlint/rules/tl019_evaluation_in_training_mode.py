@@ -80,7 +80,7 @@ class EvaluationInTrainingMode(Rule):
         if not self.ctx.loops.training_loops():
             return
         test_file = _TEST_FILE.fullmatch(os.path.basename(self.ctx.path)) is not None
-        functions = [statement for statement in _all_functions(node)]
+        functions = _own_nodes(node, (cst.FunctionDef,), into_functions=True)
         for function in functions:
             name = function.name.value
             if not _EVALUATING.search(name) or (test_file and name.startswith("test")):
@@ -109,10 +109,6 @@ class EvaluationInTrainingMode(Rule):
                 if _MODEL_WORDS.search(written.rsplit(".", 1)[-1]) or self.ctx.kinds.is_module(call.func):
                     return call
         return None
-
-
-def _all_functions(module: cst.Module) -> list[cst.FunctionDef]:
-    return [node for node in _own_nodes(module, (cst.FunctionDef,), into_functions=True)]
 
 
 def _own_nodes(root: cst.CSTNode, kinds: tuple, into_functions: bool = False) -> list:

@@ -4,7 +4,7 @@ import re
 
 import libcst as cst
 
-from torchlint.analysis.names import argument, keyword_arg
+from torchlint.analysis.names import argument, is_constant_true, keyword_arg
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
@@ -74,7 +74,7 @@ class DdpDataNotSharded(Rule):
 
     def _check_loader(self, node: cst.Call) -> None:
         shuffle = keyword_arg(node, "shuffle")
-        if shuffle is None or not (isinstance(shuffle.value, cst.Name) and shuffle.value.value == "True"):
+        if shuffle is None or not is_constant_true(shuffle.value):
             return
         if argument(node, 2, "sampler") is not None or keyword_arg(node, "batch_sampler") is not None:
             return
@@ -86,7 +86,7 @@ class DdpDataNotSharded(Rule):
 
     def _check_sampler(self, node: cst.Call) -> None:
         shuffle = keyword_arg(node, "shuffle")
-        if shuffle is not None and not (isinstance(shuffle.value, cst.Name) and shuffle.value.value == "True"):
+        if shuffle is not None and not is_constant_true(shuffle.value):
             return
         parent = self.ctx.parent
         if not isinstance(parent, cst.Assign) or len(parent.targets) != 1:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.names import argument, keyword_arg, method_name, positional_args
+from torchlint.analysis.names import argument, is_constant_true, keyword_arg, method_name, positional_args
 from torchlint.analysis.torch_api import EXP_FUNCTIONS, SUM_FUNCTIONS, torch_module_name, unary_operand
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
@@ -118,7 +118,7 @@ class ManualSoftmax(Rule):
         if any(arg.keyword is not None and arg.keyword.value not in allowed for arg in total.args):
             return None
         keepdim = keyword_arg(total, "keepdim")
-        keeps = keepdim is not None and isinstance(keepdim.value, cst.Name) and keepdim.value.value == "True"
+        keeps = keepdim is not None and is_constant_true(keepdim.value)
         expanded = expanded_dim is not None and keepdim is None and code(expanded_dim) == code(dim)
         limit = 1 if self.ctx.callee(total) is None else 2
         if not (keeps or expanded) or len(positional_args(total)) > limit:

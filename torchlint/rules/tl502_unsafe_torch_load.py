@@ -4,11 +4,11 @@ import libcst as cst
 
 from torchlint.analysis.call_edits import keyword, with_arguments
 from torchlint.analysis.names import argument, keyword_arg
+from torchlint.analysis.torch_api import LOAD_FUNCTIONS
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
-_LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
 # From this version on, a missing `weights_only` means `weights_only=True`.
 _SAFE_DEFAULT_SINCE = (2, 6)
 
@@ -59,7 +59,7 @@ class UnsafeTorchLoad(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.callee(node) not in _LOAD_FUNCTIONS or any(arg.star == "**" for arg in node.args):
+        if self.ctx.callee(node) not in LOAD_FUNCTIONS or any(arg.star == "**" for arg in node.args):
             return
         weights_only = keyword_arg(node, "weights_only")
         if weights_only is not None:

@@ -6,11 +6,11 @@ import libcst as cst
 
 from torchlint.analysis.call_edits import keyword, with_arguments
 from torchlint.analysis.names import argument
+from torchlint.analysis.torch_api import LOAD_FUNCTIONS
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
-_LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
 # The file runs without CUDA too: it falls back to the CPU, or lets the user choose the device.
 _CPU_FALLBACK = re.compile(
     r"""is_available\(\)\s*(?:\)\s*)?else\s*(?:torch\.device\(\s*)?["']cpu"""
@@ -72,7 +72,7 @@ class LoadWithoutMapLocation(Rule):
             ctx.source)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._falls_back or self.ctx.callee(node) not in _LOAD_FUNCTIONS:
+        if not self._falls_back or self.ctx.callee(node) not in LOAD_FUNCTIONS:
             return
         if argument(node, 1, "map_location") is not None or any(arg.star == "**" for arg in node.args):
             return
