@@ -7,7 +7,7 @@ from torchlint.analysis.names import method_name
 from torchlint.analysis.torch_api import looks_like_loss
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
-from torchlint.walker import child_nodes
+from torchlint.walker import nodes_in_order
 
 # `accelerator.backward(loss)` inside `accelerator.accumulate(model)` scales the loss itself.
 _SCALING_OWNERS = ("accelerator", "fabric", "self")
@@ -96,17 +96,12 @@ def _assignments(block: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
     """The values `name = ...` and `name /= ...` statements of the block give it, in order (an
     augmented assignment counts as its whole expression), nested functions left out."""
     found: list[cst.BaseExpression] = []
-    pending = [block]
-    while pending:
-        node = pending.pop(0)
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
+    for node in nodes_in_order(block):
         if isinstance(node, cst.Assign) and any(
                 isinstance(target.target, cst.Name) and target.target.value == name for target in node.targets):
             found.append(node.value)
         elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name) and node.target.value == name:
             found.append(cst.BinaryOperation(node.target, _AUGMENTED.get(type(node.operator), cst.Add)(), node.value))
-        pending[:0] = child_nodes(node)
     return found
 
 

@@ -8,7 +8,7 @@ import libcst as cst
 from torchlint.analysis.names import dotted_name, method_name, nested_statement_lists
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
-from torchlint.walker import child_nodes
+from torchlint.walker import nodes_in_order
 
 # A function that evaluates, by its name: `evaluate`, `validate`, `val_epoch`, `test_model`.
 _EVALUATING = re.compile(r"(^|_)(eval|evaluate|evaluation|validate|validation|valid|val|test|testing)(_|$)", re.I)
@@ -80,7 +80,7 @@ class EvaluationInTrainingMode(Rule):
         if not self.ctx.loops.training_loops():
             return
         test_file = _TEST_FILE.fullmatch(os.path.basename(self.ctx.path)) is not None
-        functions = _own_nodes(node, (cst.FunctionDef,), into_functions=True)
+        functions = _every_function(node)
         for function in functions:
             name = function.name.value
             if not _EVALUATING.search(name) or (test_file and name.startswith("test")):
@@ -111,18 +111,19 @@ class EvaluationInTrainingMode(Rule):
         return None
 
 
-def _own_nodes(root: cst.CSTNode, kinds: tuple, into_functions: bool = False) -> list:
-    """The nodes of these kinds under `root`, in source order; nested functions, classes and
-    lambdas left out unless `into_functions`."""
-    found = []
-    pending = list(child_nodes(root))
+def _own_nodes(root: cst.CSTNode, kinds: tuple) -> list:
+    """The nodes of these kinds under `root`, in source order, nested functions left out."""
+    return [node for node in nodes_in_order(root) if isinstance(node, kinds)]
+
+
+def _every_function(module: cst.Module) -> list[cst.FunctionDef]:
+    """Every function of the module, methods and nested functions too."""
+    found, pending = [], [module]
     while pending:
-        node = pending.pop(0)
-        if isinstance(node, kinds):
-            found.append(node)
-        if not into_functions and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        pending[:0] = list(child_nodes(node))
+        scope = pending.pop(0)
+        inner = [node for node in nodes_in_order(scope) if isinstance(node, (cst.FunctionDef, cst.ClassDef))]
+        found += [node for node in inner if isinstance(node, cst.FunctionDef)]
+        pending += inner
     return found
 
 
