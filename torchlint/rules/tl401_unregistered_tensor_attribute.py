@@ -4,14 +4,17 @@ import libcst as cst
 
 from torchlint.analysis.module_attributes import ClassFrames, first_parameter, self_attribute
 from torchlint.analysis.names import dotted_name, method_receiver, positional_args
+from torchlint.analysis.nn_layers import parameterized_layer
 from torchlint.analysis.tensor_facts.domain import TensorFacts
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS, PARAMETER_CLASSES, TENSOR_FACTORIES
 from torchlint.diagnostics import Severity
 from torchlint.reports import RelatedNode
 from torchlint.rule import Rule
-from torchlint.walker import child_nodes
+from torchlint.walker import child_nodes, nodes_in_order
 
 _NUMBER_BUILTINS = frozenset({"float", "int", "abs", "round", "min", "max"})
+# `float("inf")`, `float("-inf")`, `float("nan")`: numbers written as strings.
+_NUMBER_WORDS = frozenset({"inf", "-inf", "+inf", "nan", "infinity", "-infinity"})
 # Classes that move their tensors by hand.
 _MOVING_METHODS = frozenset({"_apply", "to", "cuda", "state_dict"})
 # What a method that moves attributes chosen at run time calls or reads.
@@ -34,6 +37,8 @@ def _scalar(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Call):
         # `math.sqrt(dim)`, `float(x)`: a number computed from numbers.
         written = dotted_name(expr.func) or ""
+        if written == "float" and len(expr.args) == 1 and isinstance(expr.args[0].value, cst.SimpleString):
+            return expr.args[0].value.evaluated_value.lower() in _NUMBER_WORDS
         return (written.startswith("math.") or written in _NUMBER_BUILTINS) and all(_scalar(a.value) for a in expr.args)
     return False
 
@@ -45,8 +50,24 @@ def _scalar_constant(ctx, factory: cst.Call) -> bool:
     data = factory.args[0].value
     if isinstance(data, (cst.Integer, cst.Float)):
         return True
+    if isinstance(data, cst.Name):
+        return _layer_size(ctx, data.value)  # `torch.tensor(attn_dim)` beside `nn.Linear(d, attn_dim)`
     # A literal number somewhere is what makes an expression a computed scalar (`1 / d`, not `values`).
     return isinstance(data, (cst.BinaryOperation, cst.UnaryOperation, cst.Call)) and _scalar(data)
+
+
+def _layer_size(ctx, name: str) -> bool:
+    """`name` is a size the enclosing function gives a `torch.nn` layer with parameters (`nn.Linear(d, name)`):
+    a whole number, not the list of values a `torch.tensor(name)` might otherwise hold."""
+    function = ctx.enclosing_function()
+    pending: list[cst.CSTNode] = [function.body] if function is not None else []
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.Call) and parameterized_layer(ctx, node) is not None \
+                and any(isinstance(arg.value, cst.Name) and arg.value.value == name for arg in node.args):
+            return True
+        pending.extend(child_nodes(node))
+    return False
 
 
 def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
@@ -78,6 +99,7 @@ def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
                 moved = _moved_in_place(node, receiver)
                 if moved is not None:
                     found.add(moved)
+                consumed.update(id(read) for read in _reshaped_in_place(node, receiver))
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _MOVES:
                 moved_object = node.func.value
                 if isinstance(moved_object, cst.Attribute) and isinstance(moved_object.value, cst.Name) \
@@ -87,6 +109,19 @@ def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
             pending.extend(child_nodes(node))
     found |= moved_reads - other_reads
     return {_EVERY_ATTRIBUTE} if "__dict__" in found else found
+
+
+def _reshaped_in_place(assignment: cst.Assign, receiver: str | None) -> list[cst.Attribute]:
+    """The reads of `self.x` in `self.x = self.x.repeat(n, 1).view(-1, self.x.shape[-1])`: the
+    tensor is only made again from itself, so the reads that count are those of the new value."""
+    target, value = assignment.targets[0].target, assignment.value
+    name = self_attribute(target, receiver) if receiver is not None else None
+    root = value
+    while isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute):
+        root = root.func.value
+    if name is None or self_attribute(root, receiver) != name:
+        return []
+    return [node for node in (value, *nodes_in_order(value)) if self_attribute(node, receiver) == name]
 
 
 def _moved_in_place(assignment: cst.Assign, receiver: str | None) -> str | None:
@@ -114,9 +149,12 @@ class UnregisteredTensorAttribute(Rule):
     tensor read only in `__init__`, to build a buffer or a parameter, is not reported, nor one the
     class moves itself: named in its own `to()` / `cuda()` / `_apply()` override (the others still
     are), or moved where it is used (`self.mean = self.mean.to(x.device)`, or every read outside
-    `__init__` moving it: `conv(x, self.kernel.to(x.device))`). Nor is a 0-dim value from a full
+    `__init__` moving it: `conv(x, self.kernel.to(x.device))`, reshaping it in place aside:
+    `self.kernel = self.kernel.repeat(c, 1, 1)`). Nor is a 0-dim value from a full
     reduction (`self.dim = torch.prod(torch.tensor(shape))`): it mixes with tensors on any device
-    and `__init__` computes it again when a checkpoint is loaded.
+    and `__init__` computes it again when a checkpoint is loaded, nor a 0-dim constant:
+    `torch.tensor(float("inf"))`, `torch.sqrt(torch.tensor(attn_dim))` of a size the class gives a
+    layer (`nn.Linear(d, attn_dim)`).
 
     ## Why is this bad?
     A plain tensor attribute is invisible to the Module machinery: `model.to(device)`,
