@@ -159,10 +159,16 @@ _ARITHMETIC = {cst.Multiply: lambda a, b: a * b, cst.Add: lambda a, b: a + b, cs
 
 def constant(expr: cst.BaseExpression) -> int | None:
     """An integer literal, or arithmetic on them (`16 * 5 * 5`, `28 * 28`)."""
-    if isinstance(expr, cst.BinaryOperation) and type(expr.operator) in _ARITHMETIC:
-        left, right = constant(expr.left), constant(expr.right)
-        return None if left is None or right is None else _ARITHMETIC[type(expr.operator)](left, right)
+    if isinstance(expr, cst.BinaryOperation):
+        return arithmetic(expr.operator, constant(expr.left), constant(expr.right))
     return int_value(expr)
+
+
+def arithmetic(operator: cst.BaseBinaryOp, left: int | None, right: int | None) -> int | None:
+    """`left <operator> right` for the integer operators sizes are computed with; None otherwise."""
+    if left is None or right is None or type(operator) not in _ARITHMETIC:
+        return None
+    return _ARITHMETIC[type(operator)](left, right)
 
 
 def _size(call: cst.Call, position: int, keyword: str) -> int | None:

@@ -16,7 +16,8 @@ from collections import Counter
 import libcst as cst
 
 from torchlint.analysis.names import integer
-from torchlint.analysis.tensor_facts.domain import TensorFacts
+from torchlint.analysis.layouts import arg_code
+from torchlint.analysis.tensor_facts.domain import Number, TensorFacts
 
 # The arithmetic operators that broadcast their tensor operands.
 BROADCASTING_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
@@ -48,6 +49,52 @@ def cannot_broadcast(first: str | None, second: str | None) -> bool:
     return differ(first, second) and literal(first) != 1 and literal(second) != 1
 
 
+def class_target_conflict(scores: tuple, target: tuple) -> tuple[int, str, str] | None:
+    """(target dim, size the scores need there, the target's size) for cross entropy / NLL:
+    class indices have the scores' shape without the class dim 1, `(N, C, d1...)` -> `(N, d1...)`;
+    probabilities have the scores' shape. A rank that fits neither is reported at dim -1."""
+    if len(target) == len(scores):
+        expected = scores
+    elif len(target) == len(scores) - 1 and len(scores) >= 2:
+        expected = (scores[0], *scores[2:])
+    else:
+        return (-1, f"rank {len(scores) - 1} or {len(scores)}", f"rank {len(target)}") if len(scores) >= 2 else None
+    position = next((i for i, pair in enumerate(zip(expected, target)) if differ(*pair)), None)
+    return None if position is None else (position, expected[position], target[position])
+
+
+def silent_broadcast(prediction: tuple, target: tuple) -> tuple | None:
+    """The shape an elementwise loss broadcasts a prediction and a target of different shapes to
+    (`(N, 1)` and `(N,)` give `(N, N)`), when the code shows they differ; None otherwise."""
+    if len(prediction) == len(target) and not any(differ(a, b) for a, b in zip(prediction, target)):
+        return None
+    if broadcast_conflict(prediction, target) is not None:
+        return None  # not silent: it raises, as other ops do
+    longer, shorter = (prediction, target) if len(prediction) >= len(target) else (target, prediction)
+    padded = ("1",) * (len(longer) - len(shorter)) + tuple(shorter)
+    result = tuple(b if a == "1" else a for a, b in zip(longer, padded))
+    if len(prediction) != len(target) and not any(literal(size) == 1 for size in (*prediction, *target)):
+        return None  # `(N, C)` against `(C,)`: broadcasting a row on purpose
+    return result
+
+
+def size_code(ctx, expr: cst.BaseExpression) -> str:
+    """A size argument as the checks compare it: the literal it holds (`B` from `B, T, C =
+    x.shape` of a known shape, a constant) else its code (`view(B, T, 8, 12)`)."""
+    value = ctx.tensors.facts(expr)
+    if isinstance(value, Number) and literal(value.code) is not None:
+        return value.code
+    return arg_code(ctx, expr)
+
+
+def fed_examples(ctx) -> bool:
+    """At the visit of a function: it is a method of a class the file feeds example inputs of
+    literal sizes (`model(torch.randn(4, 10, 32))`), where the tensor-facts model knows shapes."""
+    ancestors = ctx.ancestors
+    holder = ancestors[-2] if len(ancestors) >= 2 else None
+    return isinstance(holder, cst.ClassDef) and ctx.tensors.examples.has_inputs(holder.name.value)
+
+
 def brief_code(ctx, node: cst.CSTNode, limit: int = 40) -> str:
     """The source of `node` on one line, cut to `limit` characters, to name it in a message."""
     written = " ".join(ctx.module.code_for_node(node).split())
@@ -76,14 +123,15 @@ def _factors(sizes) -> Counter | None:
 
 def element_count_mismatch(have: tuple[str | None, ...], want: list[str]) -> tuple[int, int] | None:
     """(elements the tensor has, elements the view asks for) when they cannot agree, after the
-    common symbols cancel; a `-1` in `want` asks for any multiple of the rest."""
+    common symbols cancel (`B`, `T`); a `-1` in `want` asks for any multiple of the rest."""
     infer = want.count("-1")
     if infer > 1:
         return None
     have_factors, want_factors = _factors(have), _factors([size for size in want if size != "-1"])
     if have_factors is None or want_factors is None:
         return None
-    common = have_factors & want_factors
+    # Only symbols cancel: literal factors are counted whole, so the message gives real counts.
+    common = Counter({factor: count for factor, count in (have_factors & want_factors).items() if literal(factor) is None})
     have_left, want_left = have_factors - common, want_factors - common
     if any(literal(factor) is None for factor in (*have_left, *want_left)):
         return None

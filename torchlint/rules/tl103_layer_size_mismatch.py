@@ -6,7 +6,7 @@ from torchlint.analysis.layer_sizes import Input, LayerChains, Mismatch
 from torchlint.analysis.model_inputs import ModelInputs
 from torchlint.analysis.modules import last_word
 from torchlint.analysis.nn_layers import nn_class_name
-from torchlint.analysis.shape_checks import brief_code, show
+from torchlint.analysis.shape_checks import brief_code, fed_examples, show
 from torchlint.context import RelatedNode
 from torchlint.diagnostics import Severity
 from torchlint.positions import StatementPositions
@@ -48,6 +48,13 @@ class LayerSizeMismatch(Rule):
     axes (a `Conv2d` then a `Linear` reads the width, not the channels), or in a `forward` after
     a branch or loop.
 
+    In `forward()`, a layer is also checked against the shape of the tensor it is called with,
+    where the file's example input fixes it (see TL104 for where sizes come from): an
+    `nn.Embedding(n, 128)` output into `nn.MultiheadAttention(embed_dim=256)`, `(B, T, E)`
+    embeddings into `nn.Conv1d(E, ...)` without a permute (channels are dim 1), an
+    `nn.AdaptiveAvgPool2d(1)` output into an `nn.Linear` without a flatten. That finding is
+    reported at the call, and names the layer's construction.
+
     ## Why is this bad?
     The model builds without complaint, and the first batch (after the data pipeline has loaded,
     often minutes into a run or on a remote GPU) raises `RuntimeError: mat1 and mat2 shapes
@@ -85,6 +92,16 @@ class LayerSizeMismatch(Rule):
         # Known inputs are looked for only where a flattened size can meet a `Linear`.
         source = ctx.source
         self._inputs = ModelInputs(ctx) if "Linear" in source and _may_flatten(source) else None
+        # Per function being walked: whether the file feeds its class example inputs, so that the
+        # tensor-facts model knows the shapes its layers are called with.
+        self._fed = [False]
+        self._contradictions: list[tuple[cst.Call, tuple]] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._fed.append(fed_examples(self.ctx))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._fed.pop()
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if self._inputs is not None:
@@ -93,6 +110,10 @@ class LayerSizeMismatch(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if self._inputs is not None:
             self._inputs.call(node)
+        if self._fed[-1] and isinstance(node.func, (cst.Attribute, cst.Name)):
+            found = self.ctx.tensors.layer_contradiction(node)
+            if found is not None:
+                self._contradictions.append((node, found))
         if last_word(node.func) == "Sequential" and nn_class_name(self.ctx.callee(node)) == "Sequential":
             for mismatch in self._chains.sequential(node):
                 self._report(mismatch)
@@ -105,6 +126,24 @@ class LayerSizeMismatch(Rule):
                 self._inputs.classdef(node)
 
     def leave_Module(self, original_node: cst.Module) -> None:
+        self._report_known_inputs()
+        for call, found in self._contradictions:
+            self._report_contradiction(call, *found)
+
+    def _report_contradiction(self, call: cst.Call, operand, sizes, config, contradiction) -> None:
+        """A layer called in a method with an input whose shape the example inputs fix."""
+        built_by = config.built_by
+        if built_by is None or id(built_by) in self._reported:
+            return  # already reported where the layers chain
+        self._reported.add(id(built_by))
+        self.report(
+            call,
+            f"`{self._short(built_by)}` expects {contradiction.expected} {contradiction.what} in dim "
+            f"{contradiction.dim}, but `{self._short(operand)}` has shape {show(sizes)} here; make the two sizes agree",
+            related=(RelatedNode(built_by, f"built here, with {contradiction.expected} {contradiction.what}"),),
+        )
+
+    def _report_known_inputs(self) -> None:
         if self._inputs is None:
             return
         for model, seed in self._inputs.known():

@@ -2,20 +2,31 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.layouts import arg_code, int_value, shape_args
+from torchlint.analysis.layouts import int_value, shape_args
 from torchlint.analysis.modules import last_word
 from torchlint.analysis.names import argument, positional_args
 from torchlint.analysis.shape_annotations import annotated_shape
 from torchlint.analysis.values import string_value
 from torchlint.analysis.shape_checks import (
-    BROADCASTING_OPERATORS, brief_code, broadcast_conflict, concat_conflict, differ, einsum_conflict,
-    element_count_mismatch, known_sizes, matmul_conflict, show,
+    BROADCASTING_OPERATORS, brief_code, broadcast_conflict, class_target_conflict, concat_conflict, differ,
+    einsum_conflict, element_count_mismatch, fed_examples, known_sizes, matmul_conflict, show, silent_broadcast,
+    size_code,
 )
+from torchlint.analysis.torch_api import CROSS_ENTROPY_LOSSES, NLL_LOSSES, called_function
 from torchlint.context import RelatedNode
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
 _MATMULS = frozenset({"matmul", "mm", "bmm"})
+_MASKED = frozenset({"masked_fill", "masked_fill_"})
+# Losses whose input and target shapes go together: class scores and targets, or elementwise.
+_ELEMENTWISE_LOSSES = frozenset(
+    f"torch.nn.{name}" for name in (
+        "functional.mse_loss", "MSELoss", "functional.l1_loss", "L1Loss", "functional.smooth_l1_loss",
+        "SmoothL1Loss", "functional.huber_loss", "HuberLoss",
+    )
+)
+_SHAPED_LOSSES = CROSS_ENTROPY_LOSSES | NLL_LOSSES | _ELEMENTWISE_LOSSES
 _CONCATS = {"torch.cat": "cat", "torch.concat": "cat", "torch.concatenate": "cat", "torch.stack": "stack"}
 
 
@@ -33,11 +44,27 @@ class ShapeMismatch(Rule):
       from the right;
     - `torch.einsum` whose equation binds one subscript letter to two sizes (`"ij,jk->ik"` on a
       3x4 and a 5x6 tensor binds `j` to 4 and 5; a size of 1 broadcasts, `...` is followed);
+    - `scores.masked_fill(mask, ...)` whose mask cannot broadcast to the tensor (a `(B, T)`
+      padding mask on `(B, H, T, T)` attention scores);
+    - `cross_entropy` / `nll_loss` (and `nn.CrossEntropyLoss`, `nn.NLLLoss`) whose target does not
+      fit the scores: class indices have the scores' shape without the class dim 1, so `(B, T, V)`
+      logits against `(B, T)` targets raise, and a batch that differs raises too;
+    - `mse_loss` / `l1_loss` / `smooth_l1_loss` / `huber_loss` (and their modules) of a `(N, 1)`
+      prediction and a `(N,)` target: no error, torch broadcasts them to `(N, N)` (a warning only);
     - a `return` whose shape contradicts the function's shape annotation.
 
     Sizes come from the tensor-facts model: factory calls (`torch.randn(4, 3)`), views,
-    `B, T, C = x.shape`, ops that keep or reorder sizes, and shape annotations of parameters and
-    returns: `Annotated[torch.Tensor, Shape("B", 3, 32, 32)]` (a call named `Shape`) and
+    `B, T, C = x.shape`, ops that keep or reorder sizes, products, `chunk`, indexing, and what
+    the file passes its own code:
+    - inside `forward()` (and the methods it calls), the example input the file feeds the model
+      (`model(torch.randn(4, SEQ_LEN, D_MODEL))` in `__main__`, a test, a loop over a
+      `DataLoader` of a `TensorDataset`, or a parent module's `self.block(x)`), through the
+      layers `__init__` builds (`nn.Linear`, `nn.Embedding`, `nn.LSTM`/`GRU`/`RNN` with
+      `batch_first` and `bidirectional`, `nn.MultiheadAttention`, convolutions and pooling,
+      norms, `Flatten`) with the sizes the construction gives them (`Net(d_model=32)`, a module
+      constant, a default);
+    - the arguments a top-level function is called with in the file (`standardize(batch)`);
+    - shape annotations of parameters and returns: `Annotated[torch.Tensor, Shape("B", 3, 32, 32)]` (a call named `Shape`) and
     jaxtyping's `Float[Tensor, "b c h w"]` (read from the text; jaxtyping need not be installed). Two sizes disagree only when both are
     integer literals; the same name is the same size, two different names may be equal, and an
     unknown size never disagrees. An op the model does not know clears the shape.
@@ -81,7 +108,7 @@ class ShapeMismatch(Rule):
             for sizes in (annotated_shape(self.ctx, p.annotation.annotation) for p in (*params.params, *params.kwonly_params)
                           if p.annotation is not None)
         )
-        self._literal_sizes.append(self._literal_sizes[-1] or annotated)
+        self._literal_sizes.append(self._literal_sizes[-1] or annotated or fed_examples(self.ctx))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._literal_sizes.pop()
@@ -127,6 +154,8 @@ class ShapeMismatch(Rule):
         if not self._literal_sizes[-1]:
             return
         qualified = self.ctx.callee(node)
+        if len(positional_args(node)) >= 2 and self._loss(node, qualified):
+            return
         if qualified in _CONCATS:
             self._concat(node, _CONCATS[qualified])
             return
@@ -145,6 +174,8 @@ class ShapeMismatch(Rule):
                 self._view(node, func.value, shape_args(node))
             elif name in _MATMULS and len(node.args) == 1 and not node.args[0].keyword:
                 self._matmul(node, func.value, node.args[0].value)
+            elif name in _MASKED and node.args:
+                self._masked(node, func.value, node.args[0].value)
 
     def _sizes(self, expr: cst.BaseExpression):
         return known_sizes(self.ctx.tensors.facts(expr))
@@ -176,6 +207,54 @@ class ShapeMismatch(Rule):
                 related=self._assignments((first, a), (second, b)),
             )
 
+    def _masked(self, node: cst.Call, tensor: cst.BaseExpression, mask: cst.BaseExpression) -> None:
+        a, b = self._sizes(tensor), self._sizes(mask)
+        conflict = broadcast_conflict(a, b) if a is not None and b is not None else None
+        if conflict is None:
+            return
+        offset, first, second = conflict
+        self.report(
+            node,
+            f"`{self._code(tensor)}` has shape {show(a)} and the mask `{self._code(mask)}` has shape {show(b)}: "
+            f"the mask must broadcast to the tensor, but size {second} meets {first} in dim -{offset} "
+            "(index the mask to add the missing dims, e.g. `mask[:, None, None, :]`)",
+            related=self._assignments((tensor, a), (mask, b)),
+        )
+
+    def _loss(self, node: cst.Call, qualified: str | None) -> bool:
+        """A loss whose prediction and target shapes the code shows and cannot go together."""
+        loss = qualified if qualified in _SHAPED_LOSSES else called_function(self.ctx, node)
+        if loss not in _SHAPED_LOSSES:
+            return False
+        prediction, target = (arg.value for arg in positional_args(node)[:2])
+        a, b = self._sizes(prediction), self._sizes(target)
+        if a is None or b is None:
+            return True
+        name = loss.rsplit(".", 1)[-1]
+        if loss in CROSS_ENTROPY_LOSSES or loss in NLL_LOSSES:
+            conflict = class_target_conflict(a, b)
+            if conflict is not None:
+                dim, expected, given = conflict
+                self.report(
+                    node,
+                    f"`{name}` takes scores (N, C, ...) and targets (N, ...): `{self._code(prediction)}` has shape "
+                    f"{show(a)}, so the target needs {expected} in dim {dim}, but `{self._code(target)}` has shape "
+                    f"{show(b)}" + (" (the class dim must be dim 1: `.transpose(1, 2)` the scores, or "
+                                    "flatten both with `.view(-1, C)` / `.view(-1)`)" if len(a) >= 3 else ""),
+                    related=self._assignments((prediction, a), (target, b)),
+                )
+            return True
+        result = silent_broadcast(a, b)
+        if result is not None:
+            self.report(
+                node,
+                f"`{name}` of `{self._code(prediction)}` with shape {show(a)} and `{self._code(target)}` with shape "
+                f"{show(b)} broadcasts them to {show(result)} without an error: the loss compares every prediction "
+                "with every target; make the shapes equal (`.squeeze(-1)` / `.view_as(...)`)",
+                related=self._assignments((prediction, a), (target, b)),
+            )
+        return True
+
     def _broadcast(self, node: cst.BinaryOperation) -> None:
         a, b = self._sizes(node.left), self._sizes(node.right)
         conflict = broadcast_conflict(a, b) if a is not None and b is not None else None
@@ -194,7 +273,7 @@ class ShapeMismatch(Rule):
         have = self._sizes(tensor)
         if have is None:
             return
-        wanted = [arg_code(self.ctx, arg) for arg in args]
+        wanted = [size_code(self.ctx, arg) for arg in args]
         mismatch = element_count_mismatch(have, wanted)
         if mismatch is not None:
             shared = "" if all(size.isdigit() for size in have) else " besides the sizes both share"

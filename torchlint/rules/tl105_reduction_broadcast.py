@@ -71,7 +71,8 @@ class ReductionBroadcast(Rule):
     Flags `x OP x.mean(dim=k)` (also `sum`, `std`, `var`, `norm`, `amax`, `amin`, `prod`,
     `logsumexp`, `x.max(dim=k).values`, `x.max(k)[0]`, with `+ - * /`, on either side) without
     `keepdim=True`, when the code shows that `x` has rank 2 or more (`B, T, C = x.shape`,
-    `torch.randn(4, 3)`, `x.view(b, -1)`...) and `k` is not the leading dimension, or when `x`
+    `torch.randn(4, 3)`, `x.view(b, -1)`, what the file passes the function:
+    `standardize(torch.randn(32, 64))`, a model's example input...) and `k` is not the leading dimension, or when `x`
     is a tensor of a rank the code does not show and every `k` counts from the start and is not
     0 (`x.mean(1)`: dim 1 exists, so at any rank the result meets the wrong dims). The
     reduction may be expanded back first: `x - x.mean(1).expand_as(x)` (only a tensor has

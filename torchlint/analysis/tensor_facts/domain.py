@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from torchlint.analysis.layouts import Layout
 from torchlint.analysis.project_facts import Note
+
+if TYPE_CHECKING:
+    from torchlint.analysis.layer_shapes import LayerConfig
 
 
 class Device(enum.Enum):
@@ -138,6 +142,8 @@ class ModuleValue:
     from_caller: bool = False
     # As for a tensor: the test of the `if` whose body moved a CONDITIONAL module.
     placed_when: tuple[str, bool] | None = None
+    # A `torch.nn` layer's constructor sizes (`Linear(32, 64)`), for the shape of its output.
+    config: LayerConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -238,13 +244,14 @@ def join(first: Value, second: Value) -> Value:
     if isinstance(first, TensorFacts) and isinstance(second, TensorFacts):
         return join_facts(first, second)
     if isinstance(first, Number) and isinstance(second, Number):
-        return NUMBER
+        return first if first == second else NUMBER
     if isinstance(first, DeviceValue) and isinstance(second, DeviceValue):
         return DeviceValue(join_devices(first.device, second.device))
     if isinstance(first, ModuleValue) and isinstance(second, ModuleValue):
         return ModuleValue(join_devices(first.device, second.device), first.kind if first.kind == second.kind else None,
                            first.from_caller and second.from_caller,
-                           first.placed_when if first.placed_when == second.placed_when else None)
+                           first.placed_when if first.placed_when == second.placed_when else None,
+                           first.config if first.config == second.config else None)
     if isinstance(first, Sequence) and isinstance(second, Sequence) and len(first.items) == len(second.items):
         return Sequence(tuple(join(a, b) for a, b in zip(first.items, second.items)))
     if isinstance(first, (Collected, Sequence)) and isinstance(second, (Collected, Sequence)) and (

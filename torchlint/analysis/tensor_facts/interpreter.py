@@ -13,6 +13,7 @@ module's device, is a device conflict recorded against the call that created it.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -20,11 +21,16 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.analysis.dataflow import target_names
+from torchlint.analysis.layer_shapes import (
+    KEYWORD_FLAGS, LayerConfig, LayerOutput, output as layer_output, shaped, size_parameters,
+)
+from torchlint.analysis.layer_sizes import arithmetic
+from torchlint.analysis.nn_layers import nn_class_name
 from torchlint.analysis.layouts import Layout, arg_code, int_value, shape_args
 from torchlint.analysis.module_attributes import registration_of
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import (
-    assigns_name, is_constant_false, isinstance_check, keyword_arg, positional_args, suite_statements,
+    argument, assigns_name, is_constant_false, isinstance_check, keyword_arg, positional_args, suite_statements,
 )
 from torchlint.analysis.tensor_facts.domain import (
     NOTHING, NUMBER, UNKNOWN, Collected, Device, DeviceValue, DtypeValue, Iterable, ModuleValue, Number, Sequence,
@@ -38,6 +44,7 @@ from torchlint.analysis.tensor_facts.ops import (
 from torchlint.analysis.tensors import (
     LEGACY_CONSTRUCTOR_DTYPES, LEGACY_CONSTRUCTORS, PARAMETER_CLASSES, requires_grad_true,
 )
+from torchlint.analysis.shape_checks import known_sizes, literal
 from torchlint.analysis.torch_api import ACTIVATION_LAYERS, SCORE_LAYERS
 from torchlint.walker import child_nodes
 from torchlint.analysis.values import (
@@ -543,6 +550,13 @@ class Interpreter:
         facts = self.model.memo.get(id(owner))
         if not isinstance(facts, TensorFacts) or (facts.layout is not None and facts.layout.reordered):
             return
+        known_shape = known_sizes(facts)
+        if known_shape is not None and len(known_shape) == len(elements) and all(known_shape):
+            # `B, T, C = x.shape` of a known shape: the names hold its sizes, the shape stays.
+            for element, size in zip(elements, known_shape):
+                if isinstance(element.value, cst.Name):
+                    env[element.value.value] = Number(size)
+            return
         sizes = tuple(
             element.value.value if isinstance(element.value, cst.Name) and element.value.value != "_" else None
             for element in elements
@@ -725,7 +739,7 @@ class Interpreter:
             return receiver.element if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) else receiver
         if not isinstance(receiver, TensorFacts):
             return UNKNOWN
-        layout = self._indexed_layout(node, receiver)
+        layout = self._indexed_layout(node, receiver) or _indexed_sizes(node, receiver)
         only_slices = all(
             isinstance(element.slice, cst.Slice)
             or (isinstance(element.slice, cst.Index) and isinstance(element.slice.value, (cst.Ellipsis, cst.Name))
@@ -787,7 +801,9 @@ class Interpreter:
         left = self.eval(left_node, env)
         right = self.eval(right_node, env)
         if isinstance(left, Number) and isinstance(right, Number):
-            return NUMBER
+            # `4 * D_MODEL`, `d_model // n_heads`: a size, when both are known literals.
+            computed = arithmetic(operator, literal(left.code), literal(right.code))
+            return Number(str(computed)) if computed is not None and computed >= 0 else NUMBER
         if not isinstance(left, TensorFacts) and not isinstance(right, TensorFacts):
             return UNKNOWN
         if isinstance(operator, (cst.Modulo, cst.ModuloAssign)) and not isinstance(left, TensorFacts):
@@ -847,6 +863,11 @@ class Interpreter:
     @staticmethod
     def _combined_layout(facts: list[TensorFacts], all_tensors: bool, rule: Rule) -> Layout | None:
         ranks = [value.rank for value in facts]
+        # A product is laid out afresh; an elementwise result keeps a reordered operand's strides.
+        sized = _result_sizes([known_sizes(value) for value in facts], rule) if all_tensors and (
+            rule is Rule.MATMUL or not any(value.layout is not None and value.layout.reordered for value in facts)) else None
+        if sized is not None:
+            return Layout(len(sized), sized, ())
         if rule is Rule.MATMUL:
             if len(ranks) == 2 and None not in ranks and min(ranks) >= 2:
                 return Layout(max(ranks), None, ())
@@ -968,13 +989,51 @@ class Interpreter:
             rank = operands[0][1].rank + (kind == "torch.nn.Embedding")
             if kind in RANK_PRESERVING_LAYERS or kind == "torch.nn.Embedding":
                 output = replace(output, layout=Layout(rank, None, ()))
+        sized = self._layer_output(call, module, operands)
+        if sized is not None:
+            output = replace(output, layout=Layout(len(sized.shape), sized.shape, ()))
         if kind in _RECURRENT:
-            hidden = Sequence((output, output)) if kind == "torch.nn.LSTM" else output
+            state = output if sized is None else replace(output, layout=Layout(len(sized.hidden), sized.hidden, ()))
+            hidden = Sequence((state, state)) if kind == "torch.nn.LSTM" else state
             return Sequence((output, hidden))
         if kind in _PAIR_OUTPUT:
-            return Sequence((output, output))
+            return Sequence((output, replace(output, layout=None)))  # (output, attention weights)
+        if sized is None and "." not in kind and kind:
+            output = replace(output, layout=self._forward_layout(kind))
         activation, activated_by = self._output_activation(kind, call)
         return replace(output, activation=activation, activated_by=activated_by)
+
+    def _layer_config(self, call: cst.Call, qualified: str) -> LayerConfig | None:
+        """The sizes a `torch.nn` layer is built with, by parameter name (`in_features`: `"32"`)."""
+        kind = nn_class_name(qualified)
+        if kind is None or not shaped(kind) or any(arg.star for arg in call.args):
+            return None
+        parameters = size_parameters(kind)
+        arguments = []
+        for index, arg in enumerate(call.args):
+            name = arg.keyword.value if arg.keyword is not None else (parameters[index] if index < len(parameters) else None)
+            if name in parameters or name in KEYWORD_FLAGS:
+                arguments.append((name, self._size_code(arg.value)))
+        return LayerConfig(kind, tuple(arguments), call)
+
+    def _layer_output(self, call: cst.Call, module: ModuleValue, operands: list) -> LayerOutput | None:
+        """What a layer of known sizes gives for an input of known shape; a contradiction
+        between them is noted for the rules (`TensorModel.layer_contradiction`)."""
+        sizes = known_sizes(operands[0][1]) if operands and module.config is not None else None
+        if sizes is None:
+            return None
+        result = layer_output(module.config, sizes)
+        if result.contradiction is not None:
+            self.model.note_layer_contradiction(call, operands[0][0], sizes, module.config, result.contradiction)
+        return result if result.shape is not None else None
+
+    def _forward_layout(self, kind: str) -> Layout | None:
+        """The shape a Module class of this file returns from `forward`, when known (its example
+        inputs fix it)."""
+        if not self.model.examples.has_inputs(kind):
+            return None
+        returned = self.model.module_method_summary(kind, "forward")
+        return returned.layout if isinstance(returned, TensorFacts) and known_sizes(returned) else None
 
     def _output_activation(self, kind: str, call: cst.Call) -> tuple[str | None, cst.CSTNode | None]:
         """The activation a module's output holds, and where it is taken: an `nn.Softmax` or
@@ -1033,13 +1092,13 @@ class Interpreter:
         if qualified in _LOADERS:
             return Iterable(self._loaded_batch(call, args))
         if qualified == "torch.utils.data.TensorDataset":
-            return Iterable(Sequence(tuple(element_of(value) for arg, value in args if arg.keyword is None)))
+            return Iterable(Sequence(tuple(_row(value) for arg, value in args if arg.keyword is None)))
         if qualified.startswith("math.") or qualified in ("builtins.len", "numpy.prod"):
             return NUMBER
         if is_torch_module_class(qualified) or (
             qualified.startswith(_MODEL_FACTORIES) and qualified.rsplit(".", 1)[-1][:1].islower()
         ):
-            return ModuleValue(self._explicit_device(call) or Device.DEFAULT, qualified)
+            return ModuleValue(self._explicit_device(call) or Device.DEFAULT, qualified, config=self._layer_config(call, qualified))
         for namespace in TENSOR_NAMESPACES:
             if qualified.startswith(namespace):
                 rest = qualified[len(namespace):]
@@ -1259,9 +1318,11 @@ class Interpreter:
         if dataset is UNKNOWN:  # a dataset class or torchvision dataset: items made on the CPU
             return TensorFacts(device=Device.DEFAULT, scalar=False, loaded=True)
         item = element_of(dataset) if isinstance(dataset, Iterable) else UNKNOWN
+        size_arg = argument(call, 1, "batch_size")
+        batch = self._size_code(size_arg) if size_arg is not None else "1"
         if isinstance(item, Sequence):
-            return Sequence(tuple(_batched(part) for part in item.items))
-        return _batched(item)
+            return Sequence(tuple(_batched(part, batch) for part in item.items))
+        return _batched(item, batch)
 
     def _moves_loop_targets(self, node: cst.For) -> bool:
         """A line of the loop body names a loop target and moves something (`x = x.to(device)`,
@@ -1321,6 +1382,8 @@ class Interpreter:
         count = int_value(call.args[0].value) if call.args and name == "chunk" else None
         if name == "split" and call.args and isinstance(call.args[0].value, (cst.List, cst.Tuple)):
             count = len(call.args[0].value.elements)
+        if name == "chunk" and count:
+            item = replace(item, layout=_chunked(call, count, receiver) or item.layout)
         return Sequence((item,) * count) if count is not None and 0 < count <= 16 else Iterable(item)
 
     def _reshaped(self, call: cst.Call, rule: Rule, name: str, receiver: TensorFacts) -> Layout | None:
@@ -1336,7 +1399,7 @@ class Interpreter:
                 for arg in args:
                     if isinstance(arg, cst.BinaryOperation):
                         self.single_dims.add(arg_code(self.ctx, arg))
-            return Layout(len(args), tuple(arg_code(self.ctx, arg) for arg in args), ())
+            return Layout(len(args), _inferred(tuple(self._size_code(arg) for arg in args), known_sizes(receiver)), ())
         if rule is Rule.CONTIGUOUS:
             if layout is not None:
                 shapes = layout.candidates()
@@ -1345,7 +1408,9 @@ class Interpreter:
             return Layout(None, None, ())
         if rule is Rule.SQUEEZE:
             return Layout(None, None, (), unit_sizes_likely=True)
-        if rule in (Rule.FLATTEN, Rule.UNFLATTEN):
+        if rule is Rule.FLATTEN:
+            return self._flattened(call, receiver)
+        if rule is Rule.UNFLATTEN:
             return None
         ints = [int_value(arg.value) for arg in positional_args(call)]
         if self.ctx.callee(call) is not None:
@@ -1367,6 +1432,28 @@ class Interpreter:
         if args is None or (len(args) == 1 and int_value(args[0]) is None):
             return None
         return source.then(("expand", tuple(arg_code(self.ctx, arg) for arg in args)), call)
+
+    def _flattened(self, call: cst.Call, receiver: TensorFacts) -> Layout | None:
+        """`torch.flatten(x, 1)`, `x.flatten(1)` of known sizes: the trailing sizes multiplied."""
+        sizes = known_sizes(receiver)
+        arguments = positional_args(call)[1:] if self.ctx.callee(call) is not None else positional_args(call)
+        start_arg = arguments[0] if arguments else keyword_arg(call, "start_dim")
+        start = 0 if start_arg is None else int_value(start_arg.value)
+        if not sizes or start is None or len(arguments) > 1 or keyword_arg(call, "end_dim") is not None:
+            return None
+        flat = LayerConfig("Flatten", (("start_dim", str(start % len(sizes))),))
+        shape = layer_output(flat, sizes).shape
+        return Layout(len(shape), shape, ()) if shape is not None else None
+
+    def _size_code(self, expr: cst.BaseExpression) -> str:
+        """A size as the shape checks compare it: the literal a name or an expression holds
+        (`D_MODEL`, `4 * d`, `B` from `B, T, C = x.shape` of a known shape), else its code."""
+        value = self.model.memo.get(id(expr))
+        if isinstance(value, Number) and literal(value.code) is not None:
+            return value.code
+        # A module constant read while the module's top level is still being interpreted.
+        constant = self.model.examples.integer(expr) if isinstance(expr, (cst.Name, cst.BinaryOperation)) else None
+        return str(constant) if constant is not None and constant >= 0 else arg_code(self.ctx, expr)
 
     # Factories and devices ---------------------------------------------------------------
 
@@ -1398,9 +1485,12 @@ class Interpreter:
             if qualified in ("torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn", "torch.full"):
                 dims = sizes[:-1] if qualified == "torch.full" else sizes
                 if dims and all(isinstance(value, (cst.Integer, cst.Name, cst.Attribute, cst.BinaryOperation, cst.Subscript, cst.Call)) for value in dims):
-                    layout = Layout(len(dims), tuple(arg_code(self.ctx, value) for value in dims), ())
+                    layout = Layout(len(dims), tuple(self._size_code(value) for value in dims), ())
                 elif not dims:
                     layout, scalar = Layout(0, (), ()), True
+            elif qualified == "torch.randint" and len(sizes) >= 2 and isinstance(sizes[-1], (cst.Tuple, cst.List)):
+                dims = [element.value for element in sizes[-1].elements]
+                layout = Layout(len(dims), tuple(self._size_code(value) for value in dims), ())
             elif qualified in ("torch.arange", "torch.linspace", "torch.logspace", "torch.randperm", "torch.range"):
                 layout = Layout(1, None, ())
             elif qualified == "torch.eye":
@@ -1552,6 +1642,84 @@ _EVALUATORS = {
 }
 
 
+def _result_sizes(shapes: list, rule: Rule) -> tuple | None:
+    """The sizes of `a @ b` (batch dims broadcast, then `(a[-2], b[-1])`) or of an elementwise op
+    (broadcast from the right), when every operand's sizes are known."""
+    if not shapes or any(not shape for shape in shapes):
+        return None  # a size unknown, or a 0-dim operand (which the device rules treat apart)
+    if rule is Rule.MATMUL:
+        if len(shapes) != 2 or min(len(shape) for shape in shapes) < 2:
+            return None
+        first, second = shapes
+        batch = _broadcast([first[:-2], second[:-2]])
+        return None if batch is None else (*batch, first[-2], second[-1])
+    return _broadcast(shapes) if rule is Rule.ELEMENTWISE else None
+
+
+def _broadcast(shapes: list) -> tuple | None:
+    rank = max(len(shape) for shape in shapes)
+    result = []
+    for offset in range(rank, 0, -1):
+        sizes = {shape[-offset] for shape in shapes if len(shape) >= offset} - {"1"}
+        if len(sizes) > 1:
+            return None  # a mismatch (the shape checks report it), or sizes the code does not equate
+        result.append(sizes.pop() if sizes else "1")
+    return tuple(result)
+
+
+def _chunked(call: cst.Call, count: int, receiver: TensorFacts) -> Layout | None:
+    """Each piece of `x.chunk(count, dim)` of known sizes, where `count` divides that dim."""
+    sizes = known_sizes(receiver)
+    dim_arg = call.args[1] if len(call.args) > 1 else keyword_arg(call, "dim")
+    dim = int_value(dim_arg.value) if dim_arg is not None else 0
+    if sizes is None or dim is None or not -len(sizes) <= dim < len(sizes) or receiver.layout.reordered:
+        return None
+    whole = literal(sizes[dim])
+    if whole is None or whole % count:
+        return None
+    pieces = list(sizes)
+    pieces[dim] = str(whole // count)
+    return Layout(len(pieces), tuple(pieces), ())
+
+
+def _inferred(wanted: tuple[str, ...], have: tuple[str | None, ...] | None) -> tuple[str, ...]:
+    """The `-1` of `view(B, T, 4, -1)` worked out where every other size is a literal."""
+    if "-1" not in wanted or have is None:
+        return wanted
+    total, rest = math.prod(literal(size) or 0 for size in have), math.prod(
+        literal(size) or 0 for size in wanted if size != "-1")
+    if total == 0 or rest == 0 or total % rest or wanted.count("-1") > 1:
+        return wanted
+    return tuple(str(total // rest) if size == "-1" else size for size in wanted)
+
+
+def _indexed_sizes(node: cst.Subscript, receiver: TensorFacts) -> Layout | None:
+    """`h_n[-1]`, `out[:, -1]`, `x[0, :, None]` of a tensor of known sizes: an integer drops its
+    dim, `:` keeps it, a bounded slice makes it unknown, `None` adds a 1."""
+    sizes = known_sizes(receiver)
+    if sizes is None or any(isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.Ellipsis)
+                            for element in node.slice):
+        return None
+    kept: list[str | None] = []
+    position = 0
+    for element in node.slice:
+        index = element.slice
+        if isinstance(index, cst.Slice):
+            if position >= len(sizes):
+                return None
+            whole = index.lower is None and index.upper is None and index.step is None
+            kept.append(sizes[position] if whole else None)
+            position += 1
+        elif isinstance(index.value, cst.Name) and index.value.value == "None":
+            kept.append("1")
+        elif int_value(index.value) is not None and position < len(sizes):
+            position += 1
+        else:
+            return None
+    kept.extend(sizes[position:])
+    return Layout(len(kept), tuple(kept), ())
+
+
 def _activations_of(value: Value) -> Value:
     """What a method of another object returns, as its caller may use it: the tensors it returns
     and the activation they hold (their devices are the object's, not the caller's)."""
@@ -1563,13 +1731,23 @@ def _activations_of(value: Value) -> Value:
     return UNKNOWN
 
 
-def _batched(item: Value) -> TensorFacts:
-    """A DataLoader batch of dataset items: on the CPU as loaded when the items are."""
+def _batched(item: Value, batch: str) -> TensorFacts:
+    """A DataLoader batch of dataset items: on the CPU as loaded when the items are; `batch`
+    rows of an item's known sizes (the first batch, which is full)."""
+    rows = known_sizes(item)
+    layout = Layout(len(rows) + 1, (batch, *rows), ()) if rows is not None else None
     if isinstance(item, TensorFacts) and item.device.follows_input:
-        return TensorFacts(device=item.device, scalar=False)
+        return TensorFacts(device=item.device, scalar=False, layout=layout)
     if isinstance(item, TensorFacts) and item.device not in (Device.DEFAULT, Device.CPU):
-        return TensorFacts(scalar=False)
-    return TensorFacts(device=Device.DEFAULT, scalar=False, loaded=True)
+        return TensorFacts(scalar=False, layout=layout)
+    return TensorFacts(device=Device.DEFAULT, scalar=False, loaded=True, layout=layout)
+
+
+def _row(value: Value) -> Value:
+    """One item of a `TensorDataset` over `value`: its sizes after the first."""
+    sizes = known_sizes(value)
+    row = element_of(value)
+    return replace(row, layout=Layout(len(sizes) - 1, sizes[1:], ())) if sizes and isinstance(row, TensorFacts) else row
 
 
 def _as_matrix(layout: Layout) -> Layout:

@@ -16,7 +16,7 @@ plain tensor attribute stays where it was created).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -27,9 +27,11 @@ from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.module_values import construction
 from torchlint.analysis.names import argument, keyword_arg, nested_statement_lists, suite_statements
 from torchlint.analysis.shape_annotations import annotated_shape
+from torchlint.analysis.shape_checks import known_sizes, literal
 from torchlint.analysis.tensor_facts.domain import (
     NUMBER, UNKNOWN, Device, Iterable, ModuleValue, Number, TensorFacts, Value, join,
 )
+from torchlint.analysis.tensor_facts.example_calls import ExampleCalls
 from torchlint.analysis.tensor_facts.interpreter import Env, Interpreter
 from torchlint.analysis.top_level import DEFINITION, top_level_pieces
 from torchlint.analysis.module_attributes import registration_of
@@ -74,6 +76,9 @@ class Scope:
     returns: Value | None = None
     single_dims: set[str] = field(default_factory=set)
     running: bool = False
+    # Its seed is being worked out: the calls it reads may lead back to it (A's `forward` calls
+    # B, whose seed reads A), and must not start it again.
+    seeding: bool = False
 
 
 @dataclass
@@ -108,6 +113,8 @@ class TensorModel:
         # id(module call) -> (the DataLoader batch it is given, still on the CPU; the module's device).
         self._unmoved_batches: dict[int, tuple[cst.CSTNode, Device]] = {}
         self._loaders_on_cpu: bool | None = None
+        self.examples = ExampleCalls(ctx)
+        self._layer_contradictions: dict[int, tuple] = {}
         # Only a file that mentions a loader can feed one's batches to a model.
         self._mentions_loader = "oader" in source
 
@@ -190,6 +197,15 @@ class TensorModel:
             if all(existing is not partner for existing, _ in found):
                 found.append((partner, partner_facts.device))
 
+    def note_layer_contradiction(self, call: cst.Call, operand: cst.CSTNode, sizes, config, contradiction) -> None:
+        self._layer_contradictions.setdefault(id(call), (operand, sizes, config, contradiction))
+
+    def layer_contradiction(self, call: cst.Call):
+        """(input node, its sizes, the layer's LayerConfig, the Contradiction) where the call of a
+        layer of known sizes gets an input of known shape that it cannot take; else None."""
+        self.facts(call)
+        return self._layer_contradictions.get(id(call))
+
     def note_unmoved_batch(self, call: cst.Call, batch: cst.CSTNode, device: Device) -> None:
         self._unmoved_batches.setdefault(id(call), (batch, device))
 
@@ -240,7 +256,8 @@ class TensorModel:
 
         A method not interpreted yet while the module's top level is (`q_net.act(obs)` in a
         script's loop) would read the module's names before they are known, and keep what it
-        learnt so: a second interpretation of the file, kept aside, answers instead."""
+        learnt so: a second interpretation of the file, kept aside, answers instead (as for a
+        function whose seed is being read from the very calls that ask, see `_summary`)."""
         classdef = self.ctx.module_classes.class_named(class_name)
         method = self._method_named(classdef, name) if classdef is not None else None
         if method is None:
@@ -323,10 +340,14 @@ class TensorModel:
         return self.ctx.qualified_name(target) in _NO_GRAD_DECORATORS
 
     def _interpret(self, scope: Scope) -> None:
-        if scope.final_env is not None or scope.running:
+        if scope.final_env is not None or scope.running or scope.seeding:
             return
         # Seeding a Module helper interprets `forward()` first, which may interpret this scope.
-        seed = self._seed(scope)
+        scope.seeding = True
+        try:
+            seed = self._seed(scope)
+        finally:
+            scope.seeding = False
         if scope.final_env is not None:
             return
         scope.running = True
@@ -342,6 +363,12 @@ class TensorModel:
     def _summary(self, scope: Scope) -> Value:
         if scope.running:
             return UNKNOWN
+        if scope.seeding and scope.final_env is None and isinstance(scope.node, cst.FunctionDef):
+            # Asked by the calls its seed is read from: the interpretation kept aside answers.
+            if self._aside:
+                return UNKNOWN
+            aside = self._set_aside()
+            return aside._summary(aside._scope_of(scope.node, scope.classdef, None))
         self._interpret(scope)
         return scope.returns if scope.returns is not None else UNKNOWN
 
@@ -410,7 +437,76 @@ class TensorModel:
 
             else:
                 env[param_name] = UNKNOWN
+        if scope.in_module_class or (scope.classdef is None and scope.parent is None):
+            self._add_examples(scope, every, env)
         return env
+
+    def _add_examples(self, scope: Scope, params: list[cst.Param], env: Env) -> None:
+        """The sizes the file's calls give the parameters (`_example_value`), on top of what the
+        parameters are known to be otherwise (a tensor's device stays what it was). A shape
+        annotation is the parameter's contract: what one call passes does not replace it."""
+        for param in params:
+            name = param.name.value
+            example = self._example_value(scope, param) if param.annotation is None and name != scope.self_name else None
+            current = env.get(name, UNKNOWN)
+            guessed = isinstance(current, ModuleValue) and current.from_caller  # `d_model`, named like a model
+            if isinstance(example, Number) and (current is UNKNOWN or isinstance(current, Number) or guessed):
+                env[name] = example
+            elif isinstance(example, TensorFacts) and isinstance(current, TensorFacts) and current.layout is None:
+                env[name] = replace(current, layout=example.layout, scalar=False, maybe=False)
+            elif isinstance(example, TensorFacts) and current is UNKNOWN:
+                env[name] = example
+
+    def _example_value(self, scope: Scope, param: cst.Param) -> Value | None:
+        """What the file's own calls give a parameter of `__init__` (a size), of `forward` or of a
+        top-level function (an input's shape), by position after `self` or by name: the literal
+        the calls show, else the value the calls' own functions compute for it (`Attention(d)`
+        in a parent's `__init__`, `self.attn(x)` in its `forward`)."""
+        function = scope.node
+        positional = [p for p in (*function.params.posonly_params, *function.params.params) if p.name.value != scope.self_name]
+        position = next((index for index, p in enumerate(positional) if p is param), None)
+        if position is None:
+            return None
+        name = function.name.value if scope.classdef is None else scope.classdef.name.value
+        if function.name.value == "__init__" and scope.classdef is not None:
+            default_value = self.examples.integer(param.default) if param.default is not None else None
+            default = str(default_value) if default_value is not None else None
+            given = self.examples.init_argument(name, position, param.name.value, default)
+            if given is not None:
+                return Number(given)
+            found = self._value_at_sites(self.examples.constructions(name), position, param.name.value, default)
+            return found if isinstance(found, Number) and found.code is not None else None
+        if function.name.value != "forward" and scope.classdef is not None:
+            return None
+        sizes = self.examples.input_shape(name, position)
+        if sizes is None:
+            found = self._value_at_sites(self.examples.uses(name), position, param.name.value, None)
+            if isinstance(found, Number) and literal(found.code) is not None:
+                return found  # `make_loader(16, batch_size=8)`
+            sizes = known_sizes(found)
+        if not sizes:
+            return None  # nothing known, or a 0-dim tensor: no size to check
+        device = Device.MODULE if scope.classdef is not None else Device.UNKNOWN
+        return TensorFacts(device=device, layout=Layout(len(sizes), sizes, ()), scalar=False)
+
+    def _value_at_sites(self, sites: list, position: int, keyword: str | None, default: str | None) -> Value | None:
+        """The one value every call in `sites` passes at `position` (or as `keyword`; `default`
+        where a call passes neither), as the interpretation of the call's function knows it."""
+        found: Value | None = None
+        for site in sites:
+            argument = _passed(site.call, position, keyword)
+            if argument is None and default is None:
+                return None
+            if argument is None:
+                value: Value = Number(default)
+            else:
+                scope = self._scope_of(site.function, site.classdef, None) if site.function is not None else self._module_scope()
+                self._interpret(scope)
+                value = self.memo.get(id(argument), UNKNOWN)
+            if found is not None and value != found:
+                return None
+            found = value
+        return found
 
     def _placed_by_callers(self, scope: Scope) -> dict:
         """For a top-level function that converts tensors to numpy or makes tensors on the default
@@ -564,20 +660,31 @@ class TensorModel:
     def _as_attribute(value: Value, parameter: bool | None) -> Value:
         """`parameter`: True for a Parameter, False for maybe one, None for a plain value."""
         if isinstance(value, ModuleValue):
-            return ModuleValue(Device.MODULE, value.kind)
+            return ModuleValue(Device.MODULE, value.kind, config=value.config)
         if isinstance(value, TensorFacts):
             if parameter is None:
                 return value
             device = Device.MODULE if parameter else Device.UNKNOWN
             return TensorFacts(device=device, layout=value.layout, scalar=value.scalar, requires_grad=parameter)
         if isinstance(value, Number):
-            return NUMBER
+            return value  # `self.heads = heads`: a size, when the construction gives a literal
         return UNKNOWN
 
 
 def _dataset_places_tensors(code: str) -> bool:
     """A dataset class (it has `__getitem__` or `__iter__`) that moves tensors somewhere."""
     return ("__getitem__" in code or "__iter__" in code) and (".to(" in code or ".cuda(" in code or "device" in code)
+
+
+def _passed(call: cst.Call, position: int, keyword: str | None) -> cst.BaseExpression | None:
+    """What `call` passes at `position` (counting positional arguments) or as `keyword`."""
+    if any(arg.star for arg in call.args):
+        return None
+    positional = [arg for arg in call.args if arg.keyword is None]
+    if position < len(positional):
+        return positional[position].value
+    named = keyword_arg(call, keyword) if keyword is not None else None
+    return named.value if named is not None else None
 
 
 def _is_none(expr: cst.BaseExpression) -> bool:

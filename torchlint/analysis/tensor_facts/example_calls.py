@@ -1,0 +1,269 @@
+"""The literal sizes a file gives its own Module classes and functions: constructor arguments and
+example inputs.
+
+A script builds its model and feeds it an example (`model = Net(D_MODEL)`, then
+`model(torch.randn(4, SEQ, D_MODEL))`, in `__main__`, a test or a training loop). Those sizes are
+what `__init__` builds its layers with and what `forward` computes on, so the tensor-facts model
+seeds the two methods with them (see `TensorModel._seed`); a top-level function called with
+such a tensor (`standardize(torch.randn(32, 64))`) is seeded the same way.
+
+The scan reads the code as written, without the interpreter (which asks it while seeding, and
+would otherwise interpret `forward` from inside its own seeding): an integer is a literal, a
+module-level constant assigned once, or arithmetic on those; an example input is a factory call
+(`torch.randn(4, 10, 32)`, `torch.randint(0, V, (B, T))`) or a name assigned one once in the
+same scope. A class seen with two different values for one argument is left alone there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from torchlint.analysis.layer_sizes import arithmetic, constant
+from torchlint.analysis.names import keyword_arg, positional_args
+from torchlint.walker import child_nodes
+
+Sizes = tuple[str, ...]
+
+# Factories whose positional arguments (or one tuple of them) are the sizes.
+_SIZED = frozenset(f"torch.{name}" for name in ("randn", "rand", "zeros", "ones", "empty"))
+# Methods that return the model they are called on (`Net().to(device).eval()`).
+_SAME_MODEL = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "double", "half"})
+_CONFLICT = "conflict"
+
+
+@dataclass(frozen=True)
+class Site:
+    """A call of a class's constructor or model, or of a function, and where it is: in
+    `function` (None: the module's top level), a method of `classdef` or a top-level function."""
+
+    call: cst.Call
+    function: cst.FunctionDef | None
+    classdef: cst.ClassDef | None
+
+
+@dataclass
+class _Calls:
+    """What the file passes one class (or function): per constructor argument (position or
+    keyword) and per input position, the one literal value given, or `_CONFLICT`; and every
+    construction and use, for what the literals do not say."""
+
+    init: dict[int | str, str] = field(default_factory=dict)
+    # A construction passes `*args` / `**kwargs`: which parameter gets what is not known.
+    opaque: bool = False
+    inputs: dict[int, Sizes | str] = field(default_factory=dict)
+    constructions: list[Site] = field(default_factory=list)
+    uses: list[Site] = field(default_factory=list)
+
+
+class ExampleCalls:
+    def __init__(self, ctx) -> None:
+        self._ctx = ctx
+        self._calls: dict[str, _Calls] | None = None
+        self._constants: dict[str, cst.BaseExpression] | None = None
+        self._top_functions: frozenset[str] | None = None
+
+    def init_argument(self, class_name: str, position: int, keyword: str, default: str | None) -> str | None:
+        """The one literal every construction of `class_name` gives this `__init__` parameter
+        (`default` where none passes it)."""
+        calls = self._scan().get(class_name, _Calls())
+        if calls.opaque:
+            return None
+        values = {calls.init.get(position), calls.init.get(keyword)} - {None}
+        if not values:
+            return default
+        return values.pop() if len(values) == 1 and _CONFLICT not in values else None
+
+    def input_shape(self, name: str, position: int) -> Sizes | None:
+        """The one shape every call of the model of class `name` (or of the top-level function
+        `name`) in the file gives its `position`-th input."""
+        calls = self._scan().get(name)
+        sizes = calls.inputs.get(position) if calls is not None else None
+        return sizes if isinstance(sizes, tuple) else None
+
+    def constructions(self, class_name: str) -> list[Site]:
+        calls = self._scan().get(class_name)
+        return calls.constructions if calls is not None and not calls.opaque else []
+
+    def uses(self, name: str) -> list[Site]:
+        calls = self._scan().get(name)
+        return calls.uses if calls is not None else []
+
+    def has_inputs(self, class_name: str) -> bool:
+        """The file calls a model of this class: its inputs may be known there."""
+        calls = self._scan().get(class_name)
+        return calls is not None and (bool(calls.uses) or any(isinstance(sizes, tuple) for sizes in calls.inputs.values()))
+
+    # Scanning ----------------------------------------------------------------------------
+
+    def _scan(self) -> dict[str, _Calls]:
+        if self._calls is None:
+            self._calls = {}
+            self._scope(self._ctx.module, None, None)
+        return self._calls
+
+    def _scope(self, scope: cst.CSTNode, function: cst.FunctionDef | None, classdef: cst.ClassDef | None) -> None:
+        """One module or function body: its single assignments, then its calls. Functions nested
+        in functions are read for literals only (`function` is kept None for them)."""
+        assigned: dict[str, cst.BaseExpression | None] = {}
+        calls: list[cst.Call] = []
+        nested: list[cst.CSTNode] = []
+        pending = list(child_nodes(scope))
+        while pending:
+            node = pending.pop()
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                nested.append(node)
+                continue
+            if isinstance(node, cst.Assign) and len(node.targets) == 1:
+                for name, value in _pairs(node.targets[0].target, node.value):
+                    assigned[name] = value if name not in assigned else None
+            elif isinstance(node, cst.Call):
+                calls.append(node)
+            pending.extend(child_nodes(node))
+        site_of = (lambda call: Site(call, function, classdef)) if function is not None or scope is self._ctx.module \
+            else None
+        submodules = _submodule_classes(classdef, self._class_built) if classdef is not None else {}
+        for call in calls:
+            self._call(call, assigned, site_of, submodules)
+        for node in nested:
+            if isinstance(node, cst.ClassDef) and scope is self._ctx.module:
+                for statement in node.body.body:
+                    if isinstance(statement, cst.FunctionDef):
+                        self._scope(statement, statement, node)
+            elif isinstance(node, cst.FunctionDef) and scope is self._ctx.module:
+                self._scope(node, node, None)
+            elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                self._scope(node, None, None)
+
+    def _call(self, call: cst.Call, assigned: dict, site_of, submodules: dict[str, str]) -> None:
+        func = call.func
+        class_name = self._class_built(call)
+        if class_name is not None:
+            self._record_init(class_name, call, site_of)
+            return
+        if isinstance(func, cst.Name) and func.value in self._functions():
+            self._record_inputs(func.value, call, assigned, site_of)
+            return
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            class_name = submodules.get(func.attr.value)  # `self.attn(x)` of `self.attn = Attention(d)`
+        else:
+            model = assigned.get(func.value) if isinstance(func, cst.Name) else func
+            class_name = self._class_built(self._unwrapped(model)) if model is not None else None
+        if class_name is not None:
+            self._record_inputs(class_name, call, assigned, site_of)
+
+
+    def _functions(self) -> frozenset[str]:
+        if self._top_functions is None:
+            self._top_functions = frozenset(
+                statement.name.value for statement in self._ctx.module.body if isinstance(statement, cst.FunctionDef))
+        return self._top_functions
+
+    def _class_built(self, expr: cst.BaseExpression | None) -> str | None:
+        """`Net` for `Net(...)`, a Module class of this file."""
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) \
+                and self._ctx.module_classes.is_module_name(expr.func.value):
+            return expr.func.value
+        return None
+
+    @staticmethod
+    def _unwrapped(expr: cst.BaseExpression) -> cst.BaseExpression:
+        while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_MODEL:
+            expr = expr.func.value
+        return expr
+
+    def _record_init(self, class_name: str, call: cst.Call, site_of) -> None:
+        calls = self._calls.setdefault(class_name, _Calls())
+        if site_of is not None:
+            calls.constructions.append(site_of(call))
+        if any(arg.star for arg in call.args) or site_of is None:
+            calls.opaque = True  # which parameter gets what, or from where, is not known
+            return
+        for index, arg in enumerate(call.args):
+            value = self.integer(arg.value)
+            key: int | str = arg.keyword.value if arg.keyword is not None else index
+            _merge(calls.init, key, str(value) if value is not None else _CONFLICT)
+
+    def _record_inputs(self, name: str, call: cst.Call, assigned: dict, site_of) -> None:
+        calls = self._calls.setdefault(name, _Calls())
+        if site_of is not None:
+            calls.uses.append(site_of(call))
+        for index, arg in enumerate(call.args):
+            if arg.keyword is not None or arg.star:
+                break
+            value = arg.value
+            if isinstance(value, cst.Name) and assigned.get(value.value) is not None:
+                value = assigned[value.value]
+            sizes = self._factory_sizes(value)
+            _merge(calls.inputs, index, sizes if sizes is not None else _CONFLICT)
+
+    def _factory_sizes(self, expr: cst.BaseExpression) -> Sizes | None:
+        if not isinstance(expr, cst.Call):
+            return None
+        qualified = self._ctx.callee(expr)
+        if qualified in _SIZED:
+            sizes = [arg.value for arg in positional_args(expr)]
+        elif qualified == "torch.randint":
+            size = keyword_arg(expr, "size")
+            positional = positional_args(expr)
+            sizes = [size.value] if size is not None else [positional[-1].value] if len(positional) >= 2 else []
+        else:
+            return None
+        if len(sizes) == 1 and isinstance(sizes[0], cst.Name):
+            sizes = [self._module_constants().get(sizes[0].value, sizes[0])]  # `SHAPE = (2, 16)`
+        if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+            sizes = [element.value for element in sizes[0].elements]
+        values = [self.integer(size) for size in sizes]
+        return tuple(map(str, values)) if values and None not in values else None
+
+    def integer(self, expr: cst.BaseExpression, depth: int = 0) -> int | None:
+        """An integer literal, a module-level constant assigned once, or arithmetic on them."""
+        if isinstance(expr, cst.Name) and depth < 8:
+            value = self._module_constants().get(expr.value)
+            return self.integer(value, depth + 1) if value is not None else None
+        if isinstance(expr, cst.BinaryOperation):
+            return arithmetic(expr.operator, self.integer(expr.left, depth + 1), self.integer(expr.right, depth + 1))
+        return constant(expr)
+
+    def _module_constants(self) -> dict[str, cst.BaseExpression]:
+        if self._constants is None:
+            found: dict[str, cst.BaseExpression | None] = {}
+            for statement in self._ctx.module.body:
+                for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                        for name, value in _pairs(small.targets[0].target, small.value):
+                            found[name] = value if name not in found else None
+            self._constants = {name: value for name, value in found.items() if value is not None}
+        return self._constants
+
+
+def _submodule_classes(classdef: cst.ClassDef, class_built) -> dict[str, str]:
+    """`{"attn": "Attention"}` for `self.attn = Attention(d)` in the class's `__init__`."""
+    init = next((s for s in classdef.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    found: dict[str, str] = {}
+    pending = [init.body] if init is not None else []
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            target = node.targets[0].target
+            built = class_built(ExampleCalls._unwrapped(node.value))
+            if built is not None and isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                    and target.value.value == "self":
+                found[target.attr.value] = built
+        pending.extend(child_nodes(node))
+    return found
+
+
+def _pairs(target: cst.BaseExpression, value: cst.BaseExpression):
+    """(name, value) for `N = 8` and for each name of `B, T = 8, 20`."""
+    if isinstance(target, cst.Name):
+        yield target.value, value
+    elif isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
+            and len(target.elements) == len(value.elements):
+        for name, element in zip(target.elements, value.elements):
+            yield from _pairs(name.value, element.value)
+
+
+def _merge(table: dict, key, value) -> None:
+    table[key] = value if table.get(key, value) == value else _CONFLICT
