@@ -35,6 +35,8 @@ def test_cells_run_in_one_namespace_with_verdicts_by_cell(tmp_path):
                 for d in json.loads(result.stdout)]
     assert verdicts == [
         ("TL102", 2, 3, 5, "confirmed"),  # `torch` imported by cell 1: one namespace
+        # The broadcast is seen statically too (TL104 knows both shapes); TL601 confirms it by running.
+        ("TL104", 3, 3, 8, "not checked at run time"),
         ("TL601", 3, 3, 8, "confirmed"),  # the body of a `%%time` cell runs
         ("TL102", 5, 2, 9, "not-reached"),
         ("TL102", 6, 1, 5, "not-reached"),  # after the cell that raised: never ran
