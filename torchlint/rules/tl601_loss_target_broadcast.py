@@ -13,8 +13,10 @@ class LossTargetBroadcast(Rule):
     ## Why is this bad?
     Broadcasting a `(N, 1)` prediction against an `(N,)` target builds an `(N, N)` matrix of
     pairwise differences: the loss is the wrong quantity, its gradient trains the model towards
-    the mean of the targets, and nothing fails. Shapes are only known at run time, which is why
-    this finding comes from the runtime mode.
+    the mean of the targets, and nothing fails. Where the code shows both shapes, TL104 reports
+    it without running anything (and the run confirms TL104 there instead of adding this
+    finding); elsewhere shapes are only known at run time, which is why this finding comes from
+    the runtime mode.
 
     ## Example
     ```python

@@ -376,6 +376,30 @@ class Uint8Mask(Check):
     error = re.compile(r"only supports boolean masks|expected BoolTensor for mask")
 
 
+# What torch says when an elementwise loss broadcasts a target of another shape.
+_LOSS_BROADCAST = re.compile(r"Using a target size \(.*\) that is different to the input size")
+
+
+@register
+class ShapeMismatch(Check):
+    """Confirmed by what torch says at the flagged call: the shape error it raises, or the
+    warning of a loss that broadcasts its target (the finding's silent case). The shapes the
+    finding reads may come from an example input the run does not use: a clean run is not
+    proof against it."""
+
+    code = "TL104"
+    data_dependent = True
+    warning = _LOSS_BROADCAST
+    error = re.compile(
+        r"must match the size of tensor|shapes cannot be multiplied|is invalid for input of size|"
+        r"Sizes of tensors must match|Expected target size|Expected input batch_size|"
+        r"expected .* to have the same|size mismatch|must match except in dimension"
+    )
+
+    def describe_absence(self, events, run):
+        return "the flagged code ran without a shape error on the shapes of this run"
+
+
 @register
 class ManualLogSumExp(Check):
     code = "TL205"
@@ -596,7 +620,7 @@ class LossTargetBroadcast(Check):
     severity = "error"
     message = "Loss input and target shapes broadcast"
     adds_findings = True
-    warning = re.compile(r"Using a target size \(.*\) that is different to the input size")
+    warning = _LOSS_BROADCAST
 
 
 @register

@@ -96,9 +96,14 @@ def judge_all(
         result.append(finding.with_runtime(verdict, detail))
 
     originals = {os.path.realpath(d.filename): d.filename for d in findings}
+    # A warning that confirmed a static finding on its line is explained: a runtime-only rule
+    # matching the same warning there (TL601 beside TL104's loss broadcast) adds nothing.
+    explained = {(os.path.realpath(d.filename), d.location.row, check_for(d.code).warning)
+                 for d in result if d.runtime == CONFIRMED}
     for event, filename, start, end in leftovers:
         check = check_for(event["code"])
-        if not check.adds_findings or not check.counts(event, run):
+        if not check.adds_findings or not check.counts(event, run) or (
+                check.warning is not None and (filename, start.row, check.warning) in explained):
             continue
         result.append(
             Diagnostic(
