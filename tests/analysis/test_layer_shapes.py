@@ -27,6 +27,7 @@ def config(code: str, **sizes: str) -> LayerConfig:
         (config("nn.AdaptiveAvgPool2d(1)", output_size="1"), ("8", "64", "7", "7"), ("8", "64", "1", "1")),
         (config("nn.Flatten()"), ("8", "64", "7", "7"), ("8", "3136")),
         (config("nn.BatchNorm1d(128)", num_features="128"), ("8", "128", "50"), ("8", "128", "50")),
+        (config("nn.TransformerEncoderLayer(32, 4)", d_model="32", nhead="4"), ("2", "14", "32"), ("2", "14", "32")),
     ],
 )
 def test_output_shapes(layer: LayerConfig, shape: tuple, expected: tuple) -> None:
@@ -57,6 +58,17 @@ def test_a_recurrent_layer_is_time_major_unless_batch_first() -> None:
 def test_contradictions(layer: LayerConfig, shape: tuple, dim: int, expected: str, given: str) -> None:
     contradiction = output(layer, shape).contradiction
     assert (contradiction.dim, contradiction.expected, contradiction.given) == (dim, expected, given)
+
+
+def test_a_sequential_is_followed_layer_by_layer_and_names_the_layer_that_cannot_fit() -> None:
+    first = config("nn.Linear(8, 16)", in_features="8", out_features="16")
+    second = config("nn.Linear(32, 1)", in_features="32", out_features="1")
+    fitting = LayerConfig("Sequential", (), None, (first, config("nn.ReLU()"), config("nn.Linear(16, 1)",
+                                                                                      in_features="16", out_features="1")))
+    assert output(fitting, ("4", "8")).shape == ("4", "1")
+    result = output(LayerConfig("Sequential", (), None, (first, second)), ("4", "8"))
+    assert result.shape is None
+    assert (result.contradiction.layer, result.contradiction.sizes, result.contradiction.given) == (second, ("4", "16"), "16")
 
 
 def test_symbols_never_contradict() -> None:
@@ -137,3 +149,32 @@ def test_two_different_example_shapes_seed_nothing_and_an_annotation_wins() -> N
     annotated(torch.randn(4, 3))
     """
     assert probed_sizes(source) == [None, ("b", "3")]
+
+
+def test_a_model_and_a_loader_passed_to_a_training_function() -> None:
+    source = """
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    FEATURES = ["rooms", "area", "age"]
+
+    class Regressor(nn.Module):
+        def __init__(self, n_features, hidden=16):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(n_features, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+
+        def forward(self, x):
+            probe(x)
+            probe(self.net(x))
+            return self.net(x)
+
+    def fit(model, loader):
+        for x, y in loader:
+            probe(y)
+            model(x)
+
+    model = Regressor(len(FEATURES))
+    fit(model, DataLoader(TensorDataset(torch.randn(40, 3), torch.randn(40)), batch_size=20))
+    """
+    assert probed_sizes(source) == [("20", "3"), ("20", "1"), ("20",)]

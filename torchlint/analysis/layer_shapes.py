@@ -12,7 +12,7 @@ and says which input size contradicts the layer, when both are literals.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
@@ -30,7 +30,8 @@ _ADAPTIVE_POOLS = {f"Adaptive{kind}Pool{n}d": n for kind in ("Avg", "Max") for n
 # Layers whose output has the input's shape.
 _SHAPE_KEEPING = frozenset(
     "ReLU ReLU6 LeakyReLU PReLU ELU SELU CELU GELU SiLU Mish Sigmoid Tanh Hardtanh Hardswish Softplus "
-    "Softmax LogSoftmax Dropout Dropout1d Dropout2d Dropout3d AlphaDropout Identity".split()
+    "Softmax LogSoftmax Dropout Dropout1d Dropout2d Dropout3d AlphaDropout Identity TransformerEncoder "
+    "TransformerDecoder".split()
 )
 # A layer kind -> its constructor's size and flag parameters, in their positional order.
 _SIZE_PARAMETERS = {
@@ -38,6 +39,7 @@ _SIZE_PARAMETERS = {
     "Embedding": ("num_embeddings", "embedding_dim"),
     **{name: ("input_size", "hidden_size", "num_layers") for name in _RECURRENT},
     "MultiheadAttention": ("embed_dim", "num_heads"),
+    **{name: ("d_model", "nhead") for name in ("TransformerEncoderLayer", "TransformerDecoderLayer")},
     **{name: ("in_channels", "out_channels") for name in _CONVOLUTIONS},
     **{name: ("num_features",) for name in _BATCH_NORMS},
     "LayerNorm": ("normalized_shape",),
@@ -53,7 +55,7 @@ def size_parameters(kind: str) -> tuple[str, ...]:
 
 
 def shaped(kind: str) -> bool:
-    return kind in _SIZE_PARAMETERS or kind in _SHAPE_KEEPING or kind in _WINDOWED
+    return kind in _SIZE_PARAMETERS or kind in _SHAPE_KEEPING or kind in _WINDOWED or kind == "Sequential"
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,8 @@ class LayerConfig:
     kind: str
     arguments: tuple[tuple[str, str], ...]
     built_by: cst.Call | None = field(default=None, compare=False, repr=False)
+    # An `nn.Sequential`'s layers, in order (None for one of unknown sizes).
+    layers: tuple["LayerConfig | None", ...] = ()
 
     def get(self, name: str, default: str | None = None) -> str | None:
         return next((value for key, value in self.arguments if key == name), default)
@@ -76,6 +80,9 @@ class Contradiction:
     expected: str
     given: str
     what: str
+    # Inside an `nn.Sequential`: the layer that cannot take its input, and that input's sizes.
+    layer: "LayerConfig | None" = None
+    sizes: Sizes | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,8 @@ class LayerOutput:
 
 def output(config: LayerConfig, sizes: Sizes) -> LayerOutput:
     kind = config.kind
+    if kind == "Sequential":
+        return _through_layers(config, sizes)
     if kind in _WINDOWED:
         return LayerOutput(_windowed(config, sizes))
     if kind in _SHAPE_KEEPING:
@@ -100,6 +109,8 @@ def output(config: LayerConfig, sizes: Sizes) -> LayerOutput:
         return _last_replaced(config, sizes, "normalized_shape", sizes[-1] if sizes else None, "normalized features")
     if kind == "MultiheadAttention":
         return _last_replaced(config, sizes, "embed_dim", sizes[-1] if sizes else None, "embedding features")
+    if kind in ("TransformerEncoderLayer", "TransformerDecoderLayer"):
+        return _last_replaced(config, sizes, "d_model", sizes[-1] if sizes else None, "model features")
     if kind in _RECURRENT:
         return _recurrent(config, sizes)
     if kind in _CONVOLUTIONS:
@@ -115,6 +126,19 @@ def output(config: LayerConfig, sizes: Sizes) -> LayerOutput:
     if kind == "Flatten":
         return _flattened(config, sizes)
     return LayerOutput(None)
+
+
+def _through_layers(config: LayerConfig, sizes: Sizes) -> LayerOutput:
+    """An `nn.Sequential`: each layer's output is the next one's input; the first contradiction
+    is the Sequential's."""
+    for layer in config.layers:
+        result = output(layer, sizes) if layer is not None else LayerOutput(None)
+        if result.contradiction is not None:
+            return LayerOutput(None, contradiction=replace(result.contradiction, layer=layer, sizes=sizes))
+        if result.shape is None:
+            return LayerOutput(None)
+        sizes = result.shape
+    return LayerOutput(sizes)
 
 
 def _windowed(config: LayerConfig, sizes: Sizes) -> Sizes | None:

@@ -87,12 +87,15 @@ def size_code(ctx, expr: cst.BaseExpression) -> str:
     return arg_code(ctx, expr)
 
 
-def fed_examples(ctx) -> bool:
-    """At the visit of a function: it is a method of a class the file feeds example inputs of
-    literal sizes (`model(torch.randn(4, 10, 32))`), where the tensor-facts model knows shapes."""
+def fed_examples(ctx, function: cst.FunctionDef) -> bool:
+    """At the visit of `function`: the file calls it (a top-level function) or the model of its
+    class (a method) with arguments, so the tensor-facts model may know its shapes from them
+    (`model(torch.randn(4, 10, 32))`, `train(model, loader)`)."""
     ancestors = ctx.ancestors
     holder = ancestors[-2] if len(ancestors) >= 2 else None
-    return isinstance(holder, cst.ClassDef) and ctx.tensors.examples.has_inputs(holder.name.value)
+    if isinstance(holder, cst.ClassDef):
+        return ctx.tensors.has_examples(holder.name.value)
+    return isinstance(ancestors[-1] if ancestors else None, cst.Module) and ctx.tensors.has_examples(function.name.value)
 
 
 def brief_code(ctx, node: cst.CSTNode, limit: int = 40) -> str:

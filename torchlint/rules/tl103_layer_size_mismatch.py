@@ -98,7 +98,7 @@ class LayerSizeMismatch(Rule):
         self._contradictions: list[tuple[cst.Call, tuple]] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._fed.append(fed_examples(self.ctx))
+        self._fed.append(fed_examples(self.ctx, node))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._fed.pop()

@@ -58,11 +58,12 @@ class ShapeMismatch(Rule):
     the file passes its own code:
     - inside `forward()` (and the methods it calls), the example input the file feeds the model
       (`model(torch.randn(4, SEQ_LEN, D_MODEL))` in `__main__`, a test, a loop over a
-      `DataLoader` of a `TensorDataset`, or a parent module's `self.block(x)`), through the
-      layers `__init__` builds (`nn.Linear`, `nn.Embedding`, `nn.LSTM`/`GRU`/`RNN` with
-      `batch_first` and `bidirectional`, `nn.MultiheadAttention`, convolutions and pooling,
-      norms, `Flatten`) with the sizes the construction gives them (`Net(d_model=32)`, a module
-      constant, a default);
+      `DataLoader` of a `TensorDataset`, a training function the model and loader are handed
+      to: `train(model, loader)`, or a parent module's `self.block(x)`), through the layers
+      `__init__` builds (`nn.Linear`, `nn.Embedding`, `nn.LSTM`/`GRU`/`RNN` with `batch_first`
+      and `bidirectional`, `nn.MultiheadAttention`, Transformer encoder/decoder layers,
+      convolutions and pooling, norms, `Flatten`, an `nn.Sequential` of them) with the sizes the
+      construction gives them (`Net(d_model=32)`, a module constant, `len(FEATURES)`, a default);
     - the arguments a top-level function is called with in the file (`standardize(batch)`);
     - shape annotations of parameters and returns: `Annotated[torch.Tensor, Shape("B", 3, 32, 32)]` (a call named `Shape`) and
     jaxtyping's `Float[Tensor, "b c h w"]` (read from the text; jaxtyping need not be installed). Two sizes disagree only when both are
@@ -108,7 +109,7 @@ class ShapeMismatch(Rule):
             for sizes in (annotated_shape(self.ctx, p.annotation.annotation) for p in (*params.params, *params.kwonly_params)
                           if p.annotation is not None)
         )
-        self._literal_sizes.append(self._literal_sizes[-1] or annotated or fed_examples(self.ctx))
+        self._literal_sizes.append(self._literal_sizes[-1] or annotated or fed_examples(self.ctx, node))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._literal_sizes.pop()

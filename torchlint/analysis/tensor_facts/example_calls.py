@@ -63,6 +63,7 @@ class ExampleCalls:
         self._calls: dict[str, _Calls] | None = None
         self._constants: dict[str, cst.BaseExpression] | None = None
         self._top_functions: frozenset[str] | None = None
+        self._parameter_calls: dict[tuple[str, str], list[Site]] = {}
 
     def init_argument(self, class_name: str, position: int, keyword: str, default: str | None) -> str | None:
         """The one literal every construction of `class_name` gives this `__init__` parameter
@@ -90,11 +91,6 @@ class ExampleCalls:
         calls = self._scan().get(name)
         return calls.uses if calls is not None else []
 
-    def has_inputs(self, class_name: str) -> bool:
-        """The file calls a model of this class: its inputs may be known there."""
-        calls = self._scan().get(class_name)
-        return calls is not None and (bool(calls.uses) or any(isinstance(sizes, tuple) for sizes in calls.inputs.values()))
-
     # Scanning ----------------------------------------------------------------------------
 
     def _scan(self) -> dict[str, _Calls]:
@@ -102,6 +98,12 @@ class ExampleCalls:
             self._calls = {}
             self._scope(self._ctx.module, None, None)
         return self._calls
+
+    def parameter_calls(self) -> dict[tuple[str, str], list[Site]]:
+        """(top-level function, parameter) -> the calls of that parameter in the function
+        (`model(x)` in `def train(model, loader)`): uses of whatever model the callers pass."""
+        self._scan()
+        return self._parameter_calls
 
     def _scope(self, scope: cst.CSTNode, function: cst.FunctionDef | None, classdef: cst.ClassDef | None) -> None:
         """One module or function body: its single assignments, then its calls. Functions nested
@@ -144,6 +146,10 @@ class ExampleCalls:
             return
         if isinstance(func, cst.Name) and func.value in self._functions():
             self._record_inputs(func.value, call, assigned, site_of)
+            return
+        if isinstance(func, cst.Name) and site_of is not None and function_parameter(site_of(call), func.value):
+            site = site_of(call)
+            self._parameter_calls.setdefault((site.function.name.value, func.value), []).append(site)
             return
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             class_name = submodules.get(func.attr.value)  # `self.attn(x)` of `self.attn = Attention(d)`
@@ -224,6 +230,10 @@ class ExampleCalls:
             return self.integer(value, depth + 1) if value is not None else None
         if isinstance(expr, cst.BinaryOperation):
             return arithmetic(expr.operator, self.integer(expr.left, depth + 1), self.integer(expr.right, depth + 1))
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "len" \
+                and len(expr.args) == 1 and isinstance(expr.args[0].value, cst.Name):
+            listed = self._module_constants().get(expr.args[0].value.value)  # `len(FEATURES)` of a list
+            return len(listed.elements) if isinstance(listed, (cst.List, cst.Tuple)) else None
         return constant(expr)
 
     def _module_constants(self) -> dict[str, cst.BaseExpression]:
@@ -253,6 +263,15 @@ def _submodule_classes(classdef: cst.ClassDef, class_built) -> dict[str, str]:
                 found[target.attr.value] = built
         pending.extend(child_nodes(node))
     return found
+
+
+def function_parameter(site: Site, name: str) -> bool:
+    """`name` is a parameter of the top-level function the site is in."""
+    function = site.function
+    if function is None or site.classdef is not None:
+        return False
+    params = function.params
+    return any(param.name.value == name for param in (*params.posonly_params, *params.params, *params.kwonly_params))
 
 
 def _pairs(target: cst.BaseExpression, value: cst.BaseExpression):

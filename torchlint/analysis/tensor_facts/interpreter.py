@@ -1006,6 +1006,9 @@ class Interpreter:
     def _layer_config(self, call: cst.Call, qualified: str) -> LayerConfig | None:
         """The sizes a `torch.nn` layer is built with, by parameter name (`in_features`: `"32"`)."""
         kind = nn_class_name(qualified)
+        if kind == "Sequential" and not any(arg.star or arg.keyword for arg in call.args):
+            layers = [self.model.memo.get(id(arg.value)) for arg in call.args]
+            return LayerConfig(kind, (), call, tuple(getattr(layer, "config", None) for layer in layers))
         if kind is None or not shaped(kind) or any(arg.star for arg in call.args):
             return None
         parameters = size_parameters(kind)
@@ -1023,14 +1026,15 @@ class Interpreter:
         if sizes is None:
             return None
         result = layer_output(module.config, sizes)
-        if result.contradiction is not None:
-            self.model.note_layer_contradiction(call, operands[0][0], sizes, module.config, result.contradiction)
+        found = result.contradiction
+        if found is not None:
+            self.model.note_layer_contradiction(call, operands[0][0], found.sizes or sizes, found.layer or module.config, found)
         return result if result.shape is not None else None
 
     def _forward_layout(self, kind: str) -> Layout | None:
         """The shape a Module class of this file returns from `forward`, when known (its example
         inputs fix it)."""
-        if not self.model.examples.has_inputs(kind):
+        if not self.model.has_examples(kind):
             return None
         returned = self.model.module_method_summary(kind, "forward")
         return returned.layout if isinstance(returned, TensorFacts) and known_sizes(returned) else None
@@ -1452,7 +1456,7 @@ class Interpreter:
         if isinstance(value, Number) and literal(value.code) is not None:
             return value.code
         # A module constant read while the module's top level is still being interpreted.
-        constant = self.model.examples.integer(expr) if isinstance(expr, (cst.Name, cst.BinaryOperation)) else None
+        constant = self.model.examples.integer(expr) if isinstance(expr, (cst.Name, cst.BinaryOperation, cst.Call)) else None
         return str(constant) if constant is not None and constant >= 0 else arg_code(self.ctx, expr)
 
     # Factories and devices ---------------------------------------------------------------
@@ -1648,9 +1652,15 @@ def _result_sizes(shapes: list, rule: Rule) -> tuple | None:
     if not shapes or any(not shape for shape in shapes):
         return None  # a size unknown, or a 0-dim operand (which the device rules treat apart)
     if rule is Rule.MATMUL:
-        if len(shapes) != 2 or min(len(shape) for shape in shapes) < 2:
+        if len(shapes) != 2:
             return None
         first, second = shapes
+        if len(second) == 1 and len(first) >= 2:
+            return first[:-1]  # a matrix times a vector
+        if len(first) == 1 and len(second) >= 2:
+            return (*second[:-2], second[-1])
+        if min(len(first), len(second)) < 2:
+            return None
         batch = _broadcast([first[:-2], second[:-2]])
         return None if batch is None else (*batch, first[-2], second[-1])
     return _broadcast(shapes) if rule is Rule.ELEMENTWISE else None

@@ -29,7 +29,7 @@ from torchlint.analysis.names import argument, keyword_arg, nested_statement_lis
 from torchlint.analysis.shape_annotations import annotated_shape
 from torchlint.analysis.shape_checks import known_sizes, literal
 from torchlint.analysis.tensor_facts.domain import (
-    NUMBER, UNKNOWN, Device, Iterable, ModuleValue, Number, TensorFacts, Value, join,
+    NUMBER, UNKNOWN, Device, Iterable, ModuleValue, Number, Sequence, TensorFacts, Value, join,
 )
 from torchlint.analysis.tensor_facts.example_calls import ExampleCalls
 from torchlint.analysis.tensor_facts.interpreter import Env, Interpreter
@@ -115,6 +115,7 @@ class TensorModel:
         self._loaders_on_cpu: bool | None = None
         self.examples = ExampleCalls(ctx)
         self._layer_contradictions: dict[int, tuple] = {}
+        self._uses_memo: dict[str, list] = {}
         # Only a file that mentions a loader can feed one's batches to a model.
         self._mentions_loader = "oader" in source
 
@@ -456,6 +457,8 @@ class TensorModel:
                 env[name] = replace(current, layout=example.layout, scalar=False, maybe=False)
             elif isinstance(example, TensorFacts) and current is UNKNOWN:
                 env[name] = example
+            elif isinstance(example, Iterable) and (current is UNKNOWN or isinstance(current, Iterable)):
+                env[name] = example
 
     def _example_value(self, scope: Scope, param: cst.Param) -> Value | None:
         """What the file's own calls give a parameter of `__init__` (a size), of `forward` or of a
@@ -480,14 +483,35 @@ class TensorModel:
             return None
         sizes = self.examples.input_shape(name, position)
         if sizes is None:
-            found = self._value_at_sites(self.examples.uses(name), position, param.name.value, None)
+            found = self._value_at_sites(self._uses(name), position, param.name.value, None)
             if isinstance(found, Number) and literal(found.code) is not None:
                 return found  # `make_loader(16, batch_size=8)`
+            if isinstance(found, Iterable) and _shows_sizes(found.element):
+                return found  # `train(model, loader)`: batches of known sizes
             sizes = known_sizes(found)
         if not sizes:
             return None  # nothing known, or a 0-dim tensor: no size to check
         device = Device.MODULE if scope.classdef is not None else Device.UNKNOWN
         return TensorFacts(device=device, layout=Layout(len(sizes), sizes, ()), scalar=False)
+
+    def has_examples(self, name: str) -> bool:
+        """The file calls the model of class `name` (or the top-level function `name`), directly or
+        through a function it hands the model to: its inputs may be known there."""
+        return bool(self._uses(name)) or self.examples.input_shape(name, 0) is not None
+
+    def _uses(self, name: str) -> list:
+        """The calls of `name`'s models: direct ones, and calls of a parameter of a top-level
+        function that every call of it passes such a model (`model(x)` in `train(model, ...)`)."""
+        if name not in self._uses_memo:
+            sites = list(self.examples.uses(name))
+            for (function_name, param_name), calls in self.examples.parameter_calls().items():
+                function = self._functions().get(function_name)
+                param = next((p for p in (*function.params.posonly_params, *function.params.params)
+                              if p.name.value == param_name), None) if function is not None else None
+                if param is not None and self._module_class_passed(function, param) == name:
+                    sites.extend(calls)
+            self._uses_memo[name] = sites
+        return self._uses_memo[name]
 
     def _value_at_sites(self, sites: list, position: int, keyword: str | None, default: str | None) -> Value | None:
         """The one value every call in `sites` passes at `position` (or as `keyword`; `default`
@@ -569,8 +593,15 @@ class TensorModel:
             if isinstance(passed, cst.Name):
                 passed = _assigned_once(scope, passed.value)
             made = construction(self.ctx, passed) if passed is not None else None
-            classes.add(self.ctx.callee(made) if made is not None else None)
+            classes.add(self._class_of(made) if made is not None else None)
         return classes.pop() if len(classes) == 1 else None
+
+    def _class_of(self, made: cst.Call) -> str | None:
+        """`torch.nn.Linear` for `nn.Linear(...)`, `Net` for `Net(...)` of a Module class of this file."""
+        qualified = self.ctx.callee(made)
+        if qualified is None and isinstance(made.func, cst.Name) and self.ctx.module_classes.is_module_name(made.func.value):
+            return made.func.value
+        return qualified
 
     def _calls_named(self, name: str) -> list[tuple[cst.Call, cst.Module | cst.FunctionDef]]:
         """This file's calls of a plain name (`train(...)`), each with the function (or module)
@@ -674,6 +705,13 @@ class TensorModel:
 def _dataset_places_tensors(code: str) -> bool:
     """A dataset class (it has `__getitem__` or `__iter__`) that moves tensors somewhere."""
     return ("__getitem__" in code or "__iter__" in code) and (".to(" in code or ".cuda(" in code or "device" in code)
+
+
+def _shows_sizes(value: Value) -> bool:
+    """A tensor of known sizes, or a tuple holding one (a batch of inputs and labels)."""
+    if isinstance(value, Sequence):
+        return any(_shows_sizes(item) for item in value.items)
+    return known_sizes(value) is not None
 
 
 def _passed(call: cst.Call, position: int, keyword: str | None) -> cst.BaseExpression | None:
