@@ -56,7 +56,8 @@ class ShapeMismatch(Rule):
     Sizes come from the tensor-facts model: factory calls (`torch.randn(4, 3)`), views,
     `B, T, C = x.shape`, ops that keep or reorder sizes, products, `chunk`, indexing, and what
     the file passes its own code:
-    - inside `forward()` (and the methods it calls), the example input the file feeds the model
+    - in a file that makes example data (a script, a test, a notebook): inside `forward()` (and
+      the methods it calls), the example input the file feeds the model
       (`model(torch.randn(4, SEQ_LEN, D_MODEL))` in `__main__`, a test, a loop over a
       `DataLoader` of a `TensorDataset`, a training function the model and loader are handed
       to: `train(model, loader)`, or a parent module's `self.block(x)`), through the layers

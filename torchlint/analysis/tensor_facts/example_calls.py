@@ -9,13 +9,18 @@ such a tensor (`standardize(torch.randn(32, 64))`) is seeded the same way.
 
 The scan reads the code as written, without the interpreter (which asks it while seeding, and
 would otherwise interpret `forward` from inside its own seeding): an integer is a literal, a
-module-level constant assigned once, or arithmetic on those; an example input is a factory call
-(`torch.randn(4, 10, 32)`, `torch.randint(0, V, (B, T))`) or a name assigned one once in the
-same scope. A class seen with two different values for one argument is left alone there.
+module-level constant assigned once, `len` of a constant list, or arithmetic on those; an
+example input is a factory call (`torch.randn(4, 10, 32)`, `torch.randint(0, V, (B, T))`) or
+a name assigned one once in the same scope. A class seen with two different values for one
+argument is left alone there. Where the literals do not say, the scan gives the calls
+themselves (constructions, uses, and calls of a training function's `model` parameter) for the
+model to read what their own functions compute. Only a file that makes example data outside
+its classes (a script, a test) is scanned at all: a library module's shapes stay unknown.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -28,6 +33,8 @@ Sizes = tuple[str, ...]
 
 # Factories whose positional arguments (or one tuple of them) are the sizes.
 _SIZED = frozenset(f"torch.{name}" for name in ("randn", "rand", "zeros", "ones", "empty"))
+_EXAMPLE_FACTORIES = _SIZED | {"torch.randint"}
+_EXAMPLE_TEXT = re.compile(r"\b(?:randn|rand|randint|zeros|ones|empty)\(")
 # Methods that return the model they are called on (`Net().to(device).eval()`).
 _SAME_MODEL = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "double", "half"})
 _CONFLICT = "conflict"
@@ -64,6 +71,8 @@ class ExampleCalls:
         self._constants: dict[str, cst.BaseExpression] | None = None
         self._top_functions: frozenset[str] | None = None
         self._parameter_calls: dict[tuple[str, str], list[Site]] = {}
+        self._example_data: bool | None = None
+        self._submodule_memo: dict[int, dict[str, str]] = {}
 
     def init_argument(self, class_name: str, position: int, keyword: str, default: str | None) -> str | None:
         """The one literal every construction of `class_name` gives this `__init__` parameter
@@ -91,6 +100,21 @@ class ExampleCalls:
         calls = self._scan().get(name)
         return calls.uses if calls is not None else []
 
+    def has_example_data(self) -> bool:
+        """The file makes tensors of given sizes outside its classes (a script, a test): only
+        then can the example inputs of its models be known, and only then is the file scanned."""
+        if self._example_data is None:
+            self._example_data = _EXAMPLE_TEXT.search(self._ctx.source) is not None and any(
+                isinstance(node, cst.Call) and self._ctx.callee(node) in _EXAMPLE_FACTORIES
+                for node in _outside_classes(self._ctx.module))
+        return self._example_data
+
+    def parameter_calls(self) -> dict[tuple[str, str], list[Site]]:
+        """(top-level function, parameter) -> the calls of that parameter in the function
+        (`model(x)` in `def train(model, loader)`): uses of whatever model the callers pass."""
+        self._scan()
+        return self._parameter_calls
+
     # Scanning ----------------------------------------------------------------------------
 
     def _scan(self) -> dict[str, _Calls]:
@@ -99,11 +123,6 @@ class ExampleCalls:
             self._scope(self._ctx.module, None, None)
         return self._calls
 
-    def parameter_calls(self) -> dict[tuple[str, str], list[Site]]:
-        """(top-level function, parameter) -> the calls of that parameter in the function
-        (`model(x)` in `def train(model, loader)`): uses of whatever model the callers pass."""
-        self._scan()
-        return self._parameter_calls
 
     def _scope(self, scope: cst.CSTNode, function: cst.FunctionDef | None, classdef: cst.ClassDef | None) -> None:
         """One module or function body: its single assignments, then its calls. Functions nested
@@ -125,7 +144,7 @@ class ExampleCalls:
             pending.extend(child_nodes(node))
         site_of = (lambda call: Site(call, function, classdef)) if function is not None or scope is self._ctx.module \
             else None
-        submodules = _submodule_classes(classdef, self._class_built) if classdef is not None else {}
+        submodules = self._submodules(classdef) if classdef is not None else {}
         for call in calls:
             self._call(call, assigned, site_of, submodules)
         for node in nested:
@@ -159,6 +178,11 @@ class ExampleCalls:
         if class_name is not None:
             self._record_inputs(class_name, call, assigned, site_of)
 
+
+    def _submodules(self, classdef: cst.ClassDef) -> dict[str, str]:
+        if id(classdef) not in self._submodule_memo:
+            self._submodule_memo[id(classdef)] = _submodule_classes(classdef, self._class_built)
+        return self._submodule_memo[id(classdef)]
 
     def _functions(self) -> frozenset[str]:
         if self._top_functions is None:
@@ -246,6 +270,16 @@ class ExampleCalls:
                             found[name] = value if name not in found else None
             self._constants = {name: value for name, value in found.items() if value is not None}
         return self._constants
+
+
+def _outside_classes(module: cst.Module):
+    """Every node of the module outside class bodies (its scripts, tests and functions)."""
+    pending: list[cst.CSTNode] = [module]
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, cst.ClassDef):
+            pending.extend(child_nodes(node))
 
 
 def _submodule_classes(classdef: cst.ClassDef, class_built) -> dict[str, str]:

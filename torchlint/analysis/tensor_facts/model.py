@@ -116,6 +116,7 @@ class TensorModel:
         self.examples = ExampleCalls(ctx)
         self._layer_contradictions: dict[int, tuple] = {}
         self._uses_memo: dict[str, list] = {}
+        self._models_passed: dict[tuple[str, str], str | None] = {}
         # Only a file that mentions a loader can feed one's batches to a model.
         self._mentions_loader = "oader" in source
 
@@ -438,7 +439,8 @@ class TensorModel:
 
             else:
                 env[param_name] = UNKNOWN
-        if scope.in_module_class or (scope.classdef is None and scope.parent is None):
+        if (scope.in_module_class or (scope.classdef is None and scope.parent is None)) \
+                and self.examples.has_example_data():
             self._add_examples(scope, every, env)
         return env
 
@@ -497,21 +499,29 @@ class TensorModel:
     def has_examples(self, name: str) -> bool:
         """The file calls the model of class `name` (or the top-level function `name`), directly or
         through a function it hands the model to: its inputs may be known there."""
+        if not self.examples.has_example_data():
+            return False
         return bool(self._uses(name)) or self.examples.input_shape(name, 0) is not None
 
     def _uses(self, name: str) -> list:
         """The calls of `name`'s models: direct ones, and calls of a parameter of a top-level
         function that every call of it passes such a model (`model(x)` in `train(model, ...)`)."""
         if name not in self._uses_memo:
-            sites = list(self.examples.uses(name))
-            for (function_name, param_name), calls in self.examples.parameter_calls().items():
-                function = self._functions().get(function_name)
-                param = next((p for p in (*function.params.posonly_params, *function.params.params)
-                              if p.name.value == param_name), None) if function is not None else None
-                if param is not None and self._module_class_passed(function, param) == name:
-                    sites.extend(calls)
-            self._uses_memo[name] = sites
+            self._uses_memo[name] = list(self.examples.uses(name)) + [
+                site for key, calls in self.examples.parameter_calls().items()
+                if self._model_passed(*key) == name for site in calls
+            ]
         return self._uses_memo[name]
+
+    def _model_passed(self, function_name: str, param_name: str) -> str | None:
+        """The class of the model every call of the top-level function passes as `param_name`."""
+        key = (function_name, param_name)
+        if key not in self._models_passed:
+            function = self._functions().get(function_name)
+            param = next((p for p in (*function.params.posonly_params, *function.params.params)
+                          if p.name.value == param_name), None) if function is not None else None
+            self._models_passed[key] = self._module_class_passed(function, param) if param is not None else None
+        return self._models_passed[key]
 
     def _value_at_sites(self, sites: list, position: int, keyword: str | None, default: str | None) -> Value | None:
         """The one value every call in `sites` passes at `position` (or as `keyword`; `default`
