@@ -284,11 +284,20 @@ def _walk(
     """The findings of one traversal of the tree by every rule in `rule_classes`."""
     if not rule_classes:
         return []
+    return traverse(module, source, filename, settings, lambda ctx: [rule_class(ctx) for rule_class in rule_classes],
+                    project)
+
+
+def traverse(
+    module: cst.Module, source: str, filename: str, settings: Settings,
+    participants_for: Callable[[FileContext], list], project: ProjectView,
+) -> list[PendingReport]:
+    """One traversal of the tree by the participants `participants_for(ctx)` makes (the rules, or
+    the language server's probe of one expression), in the file context a check builds."""
     ctx = FileContext(filename, source, module, settings, project=project)
     _collect_top_level_imports(ctx)
     try:
-        rules: list[Rule] = [rule_class(ctx) for rule_class in rule_classes]
-        Walker([_ImportCollector(ctx), ctx.values, *rules], ctx.ancestors).walk(module)
+        Walker([_ImportCollector(ctx), ctx.values, *participants_for(ctx)], ctx.ancestors).walk(module)
         return ctx.pending
     finally:
         ctx.close()

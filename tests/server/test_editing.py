@@ -208,3 +208,36 @@ async def test_related_places_are_published_as_related_information(editor: Edito
         (document.uri, 2, "the gradients are computed here"),
         (document.uri, 4, "the step that should use them runs here"),
     ]
+
+
+SHAPED = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    class Scores(nn.Module):
+        def __init__(self, width):
+            super().__init__()
+            self.query = nn.Linear(width, width)
+
+        def forward(self, x):
+            q = self.query(x)
+            return q @ q.transpose(-2, -1)
+
+
+    Scores(32)(torch.randn(4, 10, 32))
+""")
+
+
+async def test_hover_shows_the_shape_the_example_input_gives(editor: EditorClient, workspace):
+    document, diagnostics = await Document.open(editor, workspace / "shaped.py", SHAPED)
+    assert diagnostics == []
+    hover = await editor.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=document.uri), position=types.Position(11, 15),
+    ))
+    assert hover.contents.value == "`q`: shape (4, 10, 32)"
+    assert hover.range == types.Range(start=types.Position(11, 15), end=types.Position(11, 16))
+    target = await editor.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=document.uri), position=types.Position(10, 8),
+    ))
+    assert target.contents.value == "`q`: shape (4, 10, 32)"  # an assignment's target: the value assigned

@@ -2,7 +2,8 @@
 
 Documents are checked from the editor's buffer (never the file on disk), in worker processes
 (see scheduler.py); a notebook's code cells are checked together and each finding is published
-on its cell. Code actions and hovers use the findings of the buffer's current text.
+on its cell. Code actions and hovers use the findings of the buffer's current text; a hover
+also shows the shape the analysis knows for the expression under the cursor (`shapes.py`).
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from pygls.uris import to_fs_path, uri_scheme
 
 from torchlint import __version__
 from torchlint.config import UNSUPPRESSIBLE
-from torchlint.diagnostics import Applicability, Diagnostic
+from torchlint.diagnostics import Applicability, Diagnostic, Location
 from torchlint.fix import is_applicable
 from torchlint.server import worker
 from torchlint.server.convert import (
-    FIX_ALL_KIND, changed_rows_edit, fix_edits, fix_title, hover_markdown, lsp_diagnostic, row_edit,
+    FIX_ALL_KIND, changed_rows_edit, fix_edits, fix_title, hover_markdown, lsp_diagnostic, row_edit, text_range,
 )
 from torchlint.server.scheduler import Scheduler, WorkerPool
 from torchlint.server.settings import DocumentSettings, EditorOptions, is_excluded
@@ -335,7 +336,9 @@ class TorchlintServer(LanguageServer):
         document = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
         return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=document, edits=edits)])
 
-    def hover(self, params: types.HoverParams) -> types.Hover | None:
+    async def hover(self, params: types.HoverParams) -> types.Hover | None:
+        """The findings under the cursor (rule summary and fix), and the shape the analysis knows
+        for the expression there."""
         uri, where = params.text_document.uri, params.position
         findings = self.findings.get(uri)
         if findings is None or findings.text != self.workspace.get_text_document(uri).source:
@@ -343,10 +346,28 @@ class TorchlintServer(LanguageServer):
         point = types.Range(start=where, end=where)
         hits = [(diagnostic, published) for diagnostic, published in zip(findings.diagnostics, findings.published)
                 if _overlaps(published.range, point)]
-        if not hits:
+        parts = [hover_markdown(diagnostic) for diagnostic, _ in hits]
+        shape = None if findings.in_notebook else await self._shape(uri, findings.text, where)
+        if shape is not None:
+            parts.append(shape[0])
+        if not parts:
             return None
-        text = "\n\n---\n\n".join(hover_markdown(diagnostic) for diagnostic, _ in hits)
-        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text), range=hits[0][1].range)
+        shown = hits[0][1].range if hits else shape[1]
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)),
+                           range=shown)
+
+    async def _shape(self, uri: str, text: str, where: types.Position) -> tuple[str, types.Range] | None:
+        rows, codec = source_rows(text), self.workspace.position_codec
+        point = codec.position_from_client_units(text.splitlines(), where)
+        path = self._path(uri)
+        found = await self.pool.call(worker.shape_at, text, str(path), self.settings.for_path(path), point.line + 1,
+                                     point.character)
+        if found is None:
+            return None
+        message, where_found = found
+        start = Location(where_found.start.line, where_found.start.column + 1)
+        end = Location(where_found.end.line, where_found.end.column + 1)
+        return message, text_range(rows, start, end, codec)
 
 
 def serve() -> None:

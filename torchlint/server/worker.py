@@ -20,6 +20,7 @@ from torchlint.fix import fix_one, fix_text, is_applicable
 from torchlint.notebook.check import check_notebook
 from torchlint.notebook.ipython import mask_cell
 from torchlint.rules import all_rules
+from torchlint.server import shapes
 from torchlint.server.reparse import Trees
 from torchlint.suppressions import comment_suppresses, read_suppressions
 from torchlint.sources import source_rows
@@ -41,6 +42,11 @@ def load_rules() -> None:
 def check_text(text: str, filename: str, settings: Settings) -> list[Diagnostic]:
     """`check_source`, parsing again only the statements changed since this worker last saw the file."""
     return check_source(text, filename, settings, _TREES.parse(filename, text))
+
+
+def shape_at(text: str, filename: str, settings: Settings, row: int, column: int):
+    """`shapes.shape_at` on the tree this worker keeps for the file (parsed again only where changed)."""
+    return shapes.shape_at(text, filename, settings, row, column, _TREES.parse(filename, text))
 
 
 def check_cells(cells: list[str], filename: str, settings: Settings) -> list[Diagnostic]:
