@@ -178,3 +178,21 @@ def test_a_model_and_a_loader_passed_to_a_training_function() -> None:
     fit(model, DataLoader(TensorDataset(torch.randn(40, 3), torch.randn(40)), batch_size=20))
     """
     assert probed_sizes(source) == [("20", "3"), ("20", "1"), ("20",)]
+
+
+def test_lightning_example_input_array_seeds_forward() -> None:
+    source = """
+    import torch
+    import torch.nn as nn
+
+    class Classifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(28 * 28, 10)
+            self.example_input_array = torch.randn(16, 28 * 28)
+
+        def forward(self, x):
+            probe(self.fc(x))
+            return self.fc(x)
+    """
+    assert probed_sizes(source) == [("16", "10")]

@@ -58,7 +58,8 @@ class ShapeMismatch(Rule):
     the file passes its own code:
     - in a file that makes example data (a script, a test, a notebook): inside `forward()` (and
       the methods it calls), the example input the file feeds the model
-      (`model(torch.randn(4, SEQ_LEN, D_MODEL))` in `__main__`, a test, a loop over a
+      (`model(torch.randn(4, SEQ_LEN, D_MODEL))` in `__main__`, a test, an
+      `example_input_array` / `example_input` attribute (Lightning), a loop over a
       `DataLoader` of a `TensorDataset`, a training function the model and loader are handed
       to: `train(model, loader)`, or a parent module's `self.block(x)`), through the layers
       `__init__` builds (`nn.Linear`, `nn.Embedding`, `nn.LSTM`/`GRU`/`RNN` with `batch_first`

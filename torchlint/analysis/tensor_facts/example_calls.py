@@ -101,12 +101,14 @@ class ExampleCalls:
         return calls.uses if calls is not None else []
 
     def has_example_data(self) -> bool:
-        """The file makes tensors of given sizes outside its classes (a script, a test): only
-        then can the example inputs of its models be known, and only then is the file scanned."""
+        """The file makes tensors of given sizes outside its classes (a script, a test), or gives
+        a class an `example_input_array`: only then can the example inputs of its models be
+        known, and only then is the file scanned."""
         if self._example_data is None:
-            self._example_data = _EXAMPLE_TEXT.search(self._ctx.source) is not None and any(
+            self._example_data = _EXAMPLE_TEXT.search(self._ctx.source) is not None and (
+                "example_input" in self._ctx.source or any(
                 isinstance(node, cst.Call) and self._ctx.callee(node) in _EXAMPLE_FACTORIES
-                for node in _outside_classes(self._ctx.module))
+                for node in _outside_classes(self._ctx.module)))
         return self._example_data
 
     def parameter_calls(self) -> dict[tuple[str, str], list[Site]]:
@@ -139,6 +141,10 @@ class ExampleCalls:
             if isinstance(node, cst.Assign) and len(node.targets) == 1:
                 for name, value in _pairs(node.targets[0].target, node.value):
                     assigned[name] = value if name not in assigned else None
+                if classdef is not None and _is_example_attribute(node.targets[0].target):
+                    # Lightning's `self.example_input_array = torch.randn(...)`: forward's first input.
+                    sizes = self._factory_sizes(node.value)
+                    _merge(self._calls.setdefault(classdef.name.value, _Calls()).inputs, 0, sizes or _CONFLICT)
             elif isinstance(node, cst.Call):
                 calls.append(node)
             pending.extend(child_nodes(node))
@@ -270,6 +276,12 @@ class ExampleCalls:
                             found[name] = value if name not in found else None
             self._constants = {name: value for name, value in found.items() if value is not None}
         return self._constants
+
+
+def _is_example_attribute(target: cst.BaseExpression) -> bool:
+    """`self.example_input_array` (Lightning) or `self.example_input`."""
+    return isinstance(target, cst.Attribute) and target.attr.value in ("example_input_array", "example_input") \
+        and isinstance(target.value, cst.Name) and target.value.value == "self"
 
 
 def _outside_classes(module: cst.Module):
