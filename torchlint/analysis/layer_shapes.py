@@ -195,7 +195,7 @@ def _channels(config: LayerConfig, sizes: Sizes, spatial: int, parameter: str, o
     contradiction = _check(config, sizes, channel, parameter, "channels")
     if out is None:
         return LayerOutput(sizes, contradiction=contradiction)
-    # The spatial sizes depend on the kernel, stride and padding: not followed here.
+    # Spatial sizes unknown here: `_windowed` works them out where the window's arguments are literals.
     return LayerOutput((*sizes[:channel], out, *(None,) * spatial), contradiction=contradiction)
 
 
@@ -210,11 +210,18 @@ def _adaptive(config: LayerConfig, sizes: Sizes, spatial: int) -> LayerOutput:
 
 def _flattened(config: LayerConfig, sizes: Sizes) -> LayerOutput:
     start, end = literal(config.get("start_dim", "1")), config.get("end_dim", "-1")
-    if start is None or end != "-1" or start >= len(sizes):
+    if start is None or end != "-1":
         return LayerOutput(None)
+    return LayerOutput(flattened_sizes(sizes, start))
+
+
+def flattened_sizes(sizes: Sizes, start: int) -> Sizes | None:
+    """`sizes` with the dims from `start` on multiplied into one (None where one is not a literal)."""
+    if start >= len(sizes):
+        return None
     product = 1
     for size in sizes[start:]:
         if literal(size) is None:
-            return LayerOutput((*sizes[:start], None))
+            return (*sizes[:start], None)
         product *= literal(size)
-    return LayerOutput((*sizes[:start], str(product)))
+    return (*sizes[:start], str(product))

@@ -20,7 +20,7 @@ import libcst as cst
 
 from torchlint.analysis.layer_sizes import Input, Shape, constant
 from torchlint.analysis.modules import last_word
-from torchlint.analysis.names import argument, dotted_name
+from torchlint.analysis.names import argument, dotted_name, has_parameter
 from torchlint.analysis.nn_layers import nn_class_name
 from torchlint.analysis.shape_annotations import annotated_shape
 from torchlint.analysis.shape_checks import known_sizes, literal
@@ -92,7 +92,7 @@ class ModelInputs:
         function = self._ctx.enclosing_function()
         if function is not None and (id(function), name) in self._bound:
             return self._bound[(id(function), name)]
-        return self._bound.get((0, name)) if function is None or not _binds(function, name) else None
+        return self._bound.get((0, name)) if function is None or not has_parameter(function, name) else None
 
     def _model(self, expr: cst.BaseExpression) -> Model | None:
         """The model `expr` builds: `nn.Sequential(...)`, `Net(...)`, also followed by `.to(device)`."""
@@ -128,8 +128,3 @@ def _input(node: cst.CSTNode, sizes: tuple[str | None, ...] | None) -> Input | N
     shape: Shape = (literal(sizes[0]), *(literal(size) for size in sizes[1:]))
     return Input(node, shape)
 
-
-def _binds(function: cst.FunctionDef, name: str) -> bool:
-    """Whether `name` is a parameter of `function` (a local that hides the module's)."""
-    params = function.params
-    return any(param.name.value == name for param in (*params.posonly_params, *params.params, *params.kwonly_params))

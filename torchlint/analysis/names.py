@@ -79,6 +79,12 @@ def argument(call: cst.Call, position: int, name: str) -> cst.BaseExpression | N
     return None
 
 
+def has_parameter(function: cst.FunctionDef, name: str) -> bool:
+    """Whether `name` is a parameter of `function` (a local that hides the module's)."""
+    params = function.params
+    return any(param.name.value == name for param in (*params.posonly_params, *params.params, *params.kwonly_params))
+
+
 def isinstance_check(test: cst.BaseExpression) -> tuple[str, cst.BaseExpression] | None:
     """(`x`, the type as written) for a test `isinstance(x, T)` of a plain name; None otherwise."""
     if not isinstance(test, cst.Call) or dotted_name(test.func) != "isinstance" or len(test.args) != 2:

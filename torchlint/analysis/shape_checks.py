@@ -16,8 +16,7 @@ from collections import Counter
 import libcst as cst
 
 from torchlint.analysis.names import integer
-from torchlint.analysis.layouts import arg_code
-from torchlint.analysis.tensor_facts.domain import Number, TensorFacts
+from torchlint.analysis.tensor_facts.domain import TensorFacts
 
 # The arithmetic operators that broadcast their tensor operands.
 BROADCASTING_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
@@ -76,15 +75,6 @@ def silent_broadcast(prediction: tuple, target: tuple) -> tuple | None:
     if len(prediction) != len(target) and not any(literal(size) == 1 for size in (*prediction, *target)):
         return None  # `(N, C)` against `(C,)`: broadcasting a row on purpose
     return result
-
-
-def size_code(ctx, expr: cst.BaseExpression) -> str:
-    """A size argument as the checks compare it: the literal it holds (`B` from `B, T, C =
-    x.shape` of a known shape, a constant) else its code (`view(B, T, 8, 12)`)."""
-    value = ctx.tensors.facts(expr)
-    if isinstance(value, Number) and literal(value.code) is not None:
-        return value.code
-    return arg_code(ctx, expr)
 
 
 def fed_examples(ctx, function: cst.FunctionDef) -> bool:

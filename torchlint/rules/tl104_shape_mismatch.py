@@ -10,7 +10,6 @@ from torchlint.analysis.values import string_value
 from torchlint.analysis.shape_checks import (
     BROADCASTING_OPERATORS, brief_code, broadcast_conflict, class_target_conflict, concat_conflict, differ,
     einsum_conflict, element_count_mismatch, fed_examples, known_sizes, matmul_conflict, show, silent_broadcast,
-    size_code,
 )
 from torchlint.analysis.torch_api import CROSS_ENTROPY_LOSSES, NLL_LOSSES, called_function
 from torchlint.context import RelatedNode
@@ -276,7 +275,7 @@ class ShapeMismatch(Rule):
         have = self._sizes(tensor)
         if have is None:
             return
-        wanted = [size_code(self.ctx, arg) for arg in args]
+        wanted = [self.ctx.tensors.size_code(arg, self.ctx.tensors.facts(arg)) for arg in args]
         mismatch = element_count_mismatch(have, wanted)
         if mismatch is not None:
             shared = "" if all(size.isdigit() for size in have) else " besides the sizes both share"

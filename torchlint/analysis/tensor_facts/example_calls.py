@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from torchlint.analysis.layer_sizes import arithmetic, constant
-from torchlint.analysis.names import keyword_arg, positional_args
+from torchlint.analysis.names import has_parameter, keyword_arg, positional_args
 from torchlint.walker import child_nodes
 
 Sizes = tuple[str, ...]
@@ -65,11 +65,12 @@ class _Calls:
 
 
 class ExampleCalls:
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx, functions) -> None:
+        """`functions()`: the module's top-level functions by name (the tensor model's table)."""
         self._ctx = ctx
+        self._functions = functions
         self._calls: dict[str, _Calls] | None = None
         self._constants: dict[str, cst.BaseExpression] | None = None
-        self._top_functions: frozenset[str] | None = None
         self._parameter_calls: dict[tuple[str, str], list[Site]] = {}
         self._example_data: bool | None = None
         self._submodule_memo: dict[int, dict[str, str]] = {}
@@ -165,38 +166,32 @@ class ExampleCalls:
 
     def _call(self, call: cst.Call, assigned: dict, site_of, submodules: dict[str, str]) -> None:
         func = call.func
-        class_name = self._class_built(call)
+        class_name = self.class_built(call)
         if class_name is not None:
             self._record_init(class_name, call, site_of)
             return
         if isinstance(func, cst.Name) and func.value in self._functions():
             self._record_inputs(func.value, call, assigned, site_of)
             return
-        if isinstance(func, cst.Name) and site_of is not None and function_parameter(site_of(call), func.value):
-            site = site_of(call)
+        site = site_of(call) if site_of is not None and isinstance(func, cst.Name) else None
+        if site is not None and site.function is not None and site.classdef is None \
+                and has_parameter(site.function, func.value):
             self._parameter_calls.setdefault((site.function.name.value, func.value), []).append(site)
             return
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             class_name = submodules.get(func.attr.value)  # `self.attn(x)` of `self.attn = Attention(d)`
         else:
             model = assigned.get(func.value) if isinstance(func, cst.Name) else func
-            class_name = self._class_built(self._unwrapped(model)) if model is not None else None
+            class_name = self.class_built(self._unwrapped(model)) if model is not None else None
         if class_name is not None:
             self._record_inputs(class_name, call, assigned, site_of)
 
-
     def _submodules(self, classdef: cst.ClassDef) -> dict[str, str]:
         if id(classdef) not in self._submodule_memo:
-            self._submodule_memo[id(classdef)] = _submodule_classes(classdef, self._class_built)
+            self._submodule_memo[id(classdef)] = _submodule_classes(classdef, self.class_built)
         return self._submodule_memo[id(classdef)]
 
-    def _functions(self) -> frozenset[str]:
-        if self._top_functions is None:
-            self._top_functions = frozenset(
-                statement.name.value for statement in self._ctx.module.body if isinstance(statement, cst.FunctionDef))
-        return self._top_functions
-
-    def _class_built(self, expr: cst.BaseExpression | None) -> str | None:
+    def class_built(self, expr: cst.BaseExpression | None) -> str | None:
         """`Net` for `Net(...)`, a Module class of this file."""
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) \
                 and self._ctx.module_classes.is_module_name(expr.func.value):
@@ -309,15 +304,6 @@ def _submodule_classes(classdef: cst.ClassDef, class_built) -> dict[str, str]:
                 found[target.attr.value] = built
         pending.extend(child_nodes(node))
     return found
-
-
-def function_parameter(site: Site, name: str) -> bool:
-    """`name` is a parameter of the top-level function the site is in."""
-    function = site.function
-    if function is None or site.classdef is not None:
-        return False
-    params = function.params
-    return any(param.name.value == name for param in (*params.posonly_params, *params.params, *params.kwonly_params))
 
 
 def _pairs(target: cst.BaseExpression, value: cst.BaseExpression):

@@ -22,7 +22,7 @@ import libcst as cst
 
 from torchlint.analysis.dataflow import target_names
 from torchlint.analysis.layer_shapes import (
-    KEYWORD_FLAGS, LayerConfig, LayerOutput, output as layer_output, shaped, size_parameters,
+    KEYWORD_FLAGS, LayerConfig, LayerOutput, flattened_sizes, output as layer_output, shaped, size_parameters,
 )
 from torchlint.analysis.layer_sizes import arithmetic
 from torchlint.analysis.nn_layers import nn_class_name
@@ -1445,19 +1445,12 @@ class Interpreter:
         start = 0 if start_arg is None else int_value(start_arg.value)
         if not sizes or start is None or len(arguments) > 1 or keyword_arg(call, "end_dim") is not None:
             return None
-        flat = LayerConfig("Flatten", (("start_dim", str(start % len(sizes))),))
-        shape = layer_output(flat, sizes).shape
+        shape = flattened_sizes(sizes, start % len(sizes))
         return Layout(len(shape), shape, ()) if shape is not None else None
 
     def _size_code(self, expr: cst.BaseExpression) -> str:
-        """A size as the shape checks compare it: the literal a name or an expression holds
-        (`D_MODEL`, `4 * d`, `B` from `B, T, C = x.shape` of a known shape), else its code."""
-        value = self.model.memo.get(id(expr))
-        if isinstance(value, Number) and literal(value.code) is not None:
-            return value.code
-        # A module constant read while the module's top level is still being interpreted.
-        constant = self.model.examples.integer(expr) if isinstance(expr, (cst.Name, cst.BinaryOperation, cst.Call)) else None
-        return str(constant) if constant is not None and constant >= 0 else arg_code(self.ctx, expr)
+        """`TensorModel.size_code` of an argument this interpretation has evaluated."""
+        return self.model.size_code(expr, self.model.memo.get(id(expr)))
 
     # Factories and devices ---------------------------------------------------------------
 

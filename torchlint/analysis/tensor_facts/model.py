@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.analysis.dataflow import assigned_names
-from torchlint.analysis.layouts import Layout
+from torchlint.analysis.layouts import Layout, arg_code
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.module_values import construction
 from torchlint.analysis.names import argument, keyword_arg, nested_statement_lists, suite_statements
@@ -113,7 +113,7 @@ class TensorModel:
         # id(module call) -> (the DataLoader batch it is given, still on the CPU; the module's device).
         self._unmoved_batches: dict[int, tuple[cst.CSTNode, Device]] = {}
         self._loaders_on_cpu: bool | None = None
-        self.examples = ExampleCalls(ctx)
+        self.examples = ExampleCalls(ctx, self._functions)
         self._layer_contradictions: dict[int, tuple] = {}
         self._uses_memo: dict[str, list] = {}
         self._models_passed: dict[tuple[str, str], str | None] = {}
@@ -198,6 +198,15 @@ class TensorModel:
             found = self._conflicts.setdefault(id(facts.origin), [])
             if all(existing is not partner for existing, _ in found):
                 found.append((partner, partner_facts.device))
+
+    def size_code(self, expr: cst.BaseExpression, value: Value) -> str:
+        """A size as the shape checks compare it, `value` being what `expr` holds: the literal it
+        holds (`D_MODEL`, `4 * d`, `B` from `B, T, C = x.shape` of a known shape; a module
+        constant read while the module's top level is still being interpreted), else its code."""
+        if isinstance(value, Number) and literal(value.code) is not None:
+            return value.code
+        constant = self.examples.integer(expr) if isinstance(expr, (cst.Name, cst.BinaryOperation, cst.Call)) else None
+        return str(constant) if constant is not None and constant >= 0 else arg_code(self.ctx, expr)
 
     def note_layer_contradiction(self, call: cst.Call, operand: cst.CSTNode, sizes, config, contradiction) -> None:
         self._layer_contradictions.setdefault(id(call), (operand, sizes, config, contradiction))
@@ -523,20 +532,21 @@ class TensorModel:
             self._models_passed[key] = self._module_class_passed(function, param) if param is not None else None
         return self._models_passed[key]
 
-    def _value_at_sites(self, sites: list, position: int, keyword: str | None, default: str | None) -> Value | None:
+    def _value_at_sites(self, sites: list, position: int, keyword: str, default: str | None) -> Value | None:
         """The one value every call in `sites` passes at `position` (or as `keyword`; `default`
-        where a call passes neither), as the interpretation of the call's function knows it."""
+        where a call passes neither), as the interpretation of the call's function knows it.
+        A call with `*args` or `**kwargs` may pass anything there."""
         found: Value | None = None
         for site in sites:
-            argument = _passed(site.call, position, keyword)
-            if argument is None and default is None:
+            passed = argument(site.call, position, keyword)
+            if any(arg.star for arg in site.call.args) or (passed is None and default is None):
                 return None
-            if argument is None:
+            if passed is None:
                 value: Value = Number(default)
             else:
                 scope = self._scope_of(site.function, site.classdef, None) if site.function is not None else self._module_scope()
                 self._interpret(scope)
-                value = self.memo.get(id(argument), UNKNOWN)
+                value = self.memo.get(id(passed), UNKNOWN)
             if found is not None and value != found:
                 return None
             found = value
@@ -608,10 +618,7 @@ class TensorModel:
 
     def _class_of(self, made: cst.Call) -> str | None:
         """`torch.nn.Linear` for `nn.Linear(...)`, `Net` for `Net(...)` of a Module class of this file."""
-        qualified = self.ctx.callee(made)
-        if qualified is None and isinstance(made.func, cst.Name) and self.ctx.module_classes.is_module_name(made.func.value):
-            return made.func.value
-        return qualified
+        return self.ctx.callee(made) or self.examples.class_built(made)
 
     def _calls_named(self, name: str) -> list[tuple[cst.Call, cst.Module | cst.FunctionDef]]:
         """This file's calls of a plain name (`train(...)`), each with the function (or module)
@@ -722,17 +729,6 @@ def _shows_sizes(value: Value) -> bool:
     if isinstance(value, Sequence):
         return any(_shows_sizes(item) for item in value.items)
     return known_sizes(value) is not None
-
-
-def _passed(call: cst.Call, position: int, keyword: str | None) -> cst.BaseExpression | None:
-    """What `call` passes at `position` (counting positional arguments) or as `keyword`."""
-    if any(arg.star for arg in call.args):
-        return None
-    positional = [arg for arg in call.args if arg.keyword is None]
-    if position < len(positional):
-        return positional[position].value
-    named = keyword_arg(call, keyword) if keyword is not None else None
-    return named.value if named is not None else None
 
 
 def _is_none(expr: cst.BaseExpression) -> bool:
