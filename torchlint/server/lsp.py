@@ -358,7 +358,7 @@ class TorchlintServer(LanguageServer):
 
     async def _shape(self, uri: str, text: str, where: types.Position) -> tuple[str, types.Range] | None:
         rows, codec = source_rows(text), self.workspace.position_codec
-        point = codec.position_from_client_units(text.splitlines(), where)
+        point = codec.position_from_client_units(rows, where)  # rows as Python (and libcst) count them
         path = self._path(uri)
         found = await self.pool.call(worker.shape_at, text, str(path), self.settings.for_path(path), point.line + 1,
                                      point.character)
