@@ -79,6 +79,11 @@ def argument(call: cst.Call, position: int, name: str) -> cst.BaseExpression | N
     return None
 
 
+def top_level_functions(module: cst.Module) -> dict[str, cst.FunctionDef]:
+    """The functions a module defines at its top level, by name."""
+    return {statement.name.value: statement for statement in module.body if isinstance(statement, cst.FunctionDef)}
+
+
 def has_parameter(function: cst.FunctionDef, name: str) -> bool:
     """Whether `name` is a parameter of `function` (a local that hides the module's)."""
     params = function.params

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from torchlint.analysis.layer_sizes import arithmetic, constant
-from torchlint.analysis.names import has_parameter, keyword_arg, positional_args
+from torchlint.analysis.names import has_parameter, keyword_arg, positional_args, top_level_functions
 from torchlint.walker import child_nodes
 
 Sizes = tuple[str, ...]
@@ -65,10 +65,9 @@ class _Calls:
 
 
 class ExampleCalls:
-    def __init__(self, ctx, functions) -> None:
-        """`functions()`: the module's top-level functions by name (the tensor model's table)."""
+    def __init__(self, ctx) -> None:
         self._ctx = ctx
-        self._functions = functions
+        self._function_names: frozenset[str] | None = None
         self._calls: dict[str, _Calls] | None = None
         self._constants: dict[str, cst.BaseExpression] | None = None
         self._parameter_calls: dict[tuple[str, str], list[Site]] = {}
@@ -185,6 +184,11 @@ class ExampleCalls:
             class_name = self.class_built(self._unwrapped(model)) if model is not None else None
         if class_name is not None:
             self._record_inputs(class_name, call, assigned, site_of)
+
+    def _functions(self) -> frozenset[str]:
+        if self._function_names is None:
+            self._function_names = frozenset(top_level_functions(self._ctx.module))
+        return self._function_names
 
     def _submodules(self, classdef: cst.ClassDef) -> dict[str, str]:
         if id(classdef) not in self._submodule_memo:

@@ -25,7 +25,9 @@ from torchlint.analysis.dataflow import assigned_names
 from torchlint.analysis.layouts import Layout, arg_code
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.module_values import construction
-from torchlint.analysis.names import argument, keyword_arg, nested_statement_lists, suite_statements
+from torchlint.analysis.names import (
+    argument, keyword_arg, nested_statement_lists, suite_statements, top_level_functions,
+)
 from torchlint.analysis.shape_annotations import annotated_shape
 from torchlint.analysis.shape_checks import known_sizes, literal
 from torchlint.analysis.tensor_facts.domain import (
@@ -113,7 +115,7 @@ class TensorModel:
         # id(module call) -> (the DataLoader batch it is given, still on the CPU; the module's device).
         self._unmoved_batches: dict[int, tuple[cst.CSTNode, Device]] = {}
         self._loaders_on_cpu: bool | None = None
-        self.examples = ExampleCalls(ctx, self._functions)
+        self.examples = ExampleCalls(ctx)
         self._layer_contradictions: dict[int, tuple] = {}
         self._uses_memo: dict[str, list] = {}
         self._models_passed: dict[tuple[str, str], str | None] = {}
@@ -639,11 +641,7 @@ class TensorModel:
 
     def _functions(self) -> dict[str, cst.FunctionDef]:
         if self._top_functions is None:
-            found: dict[str, cst.FunctionDef] = {}
-            for statement in self.ctx.module.body:
-                if isinstance(statement, cst.FunctionDef):
-                    found[statement.name.value] = statement
-            self._top_functions = found
+            self._top_functions = top_level_functions(self.ctx.module)
         return self._top_functions
 
     def _module_level_names(self) -> set[str]:
