@@ -29,7 +29,9 @@ class LossAccumulatedWithGraph(Rule):
     which replaces the previous step's entry. Gradient accumulation is fine too: a sum of losses
     that the loop back-propagates each iteration (without `retain_graph`), reset to a number
     inside the loop (`running_loss = 0` after the optimizer step), holds no saved activations
-    and never more than a few steps' graph nodes.
+    and never more than a few steps' graph nodes. So are losses stored to be back-propagated
+    later in the same function (`accelerator.backward(losses[i])`, `sum(losses).backward()`):
+    their graphs are kept on purpose.
 
     ## Why is this bad?
     `loss` carries its autograd graph, and so does `total` after the addition (or the list that
@@ -79,7 +81,7 @@ class LossAccumulatedWithGraph(Rule):
             return
         container = _container_name(node.func.value)
         stored = node.args[0].value
-        if container is None or not isinstance(stored, cst.Name):
+        if container is None or not isinstance(stored, cst.Name) or self._backpropagated_later(container):
             return
         leaf = self._attached_loss([stored], container)
         if leaf is not None:
@@ -114,6 +116,8 @@ class LossAccumulatedWithGraph(Rule):
         if container is None or not isinstance(index, cst.Index) or not isinstance(value, cst.Name):
             return
         if isinstance(index.value, (cst.SimpleString, cst.Integer, cst.Float, cst.ConcatenatedString)):
+            return
+        if self._backpropagated_later(container):
             return
         leaf = self._attached_loss([value], container)
         if leaf is not None:
@@ -159,6 +163,24 @@ class LossAccumulatedWithGraph(Rule):
                 return leaf
         return None
 
+    def _backpropagated_later(self, container: str) -> bool:
+        """The function back-propagates what the container holds (`sum(losses).backward()`, or
+        `loss = losses[i]` then `accelerator.backward(loss)`): the graphs are kept on purpose."""
+        function = self.ctx.enclosing_function()
+        if function is None:
+            return False
+        sources = {}
+        for node in nodes_in_order(function.body):
+            if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+                sources.setdefault(node.targets[0].target.value, []).append(node.value)
+        for event in self.ctx.loops.body(function).of_kind(Kind.BACKWARD):
+            if event.via or event.target is None:
+                continue
+            read = [event.target, *sources.get(event.target_text or "", ())]
+            if any(_reads(expr, container) for expr in read):
+                return True
+        return False
+
     def _freed_by_backward(self, loop) -> set[str]:
         """The names this loop back-propagates each iteration without `retain_graph`: their
         graphs' saved tensors are freed at once, whatever else holds the tensor."""
@@ -197,6 +219,12 @@ def _name_leaves(expr: cst.BaseExpression) -> list[cst.Name]:
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _ARITHMETIC):
         return _name_leaves(expr.left) + _name_leaves(expr.right)
     return []
+
+
+def _reads(expr: cst.BaseExpression, container: str) -> bool:
+    return any(
+        isinstance(node, (cst.Name, cst.Attribute)) and dotted_name(node) == container for node in nodes_in_order(expr)
+    )
 
 
 def _detached(value: cst.CSTNode) -> bool:
