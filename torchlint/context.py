@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
@@ -21,6 +23,10 @@ from torchlint.analysis.values import ValueKinds
 from torchlint.diagnostics import Related, Severity
 from torchlint.reports import FixSpec, PendingReport, RelatedNode, ReportingRule
 from torchlint.project.index import ProjectView
+
+
+# pytest's and unittest's test files, whose `test_*` functions are tests.
+_TEST_FILE = re.compile(r"test_.*\.py|.*_test\.py")
 
 
 class TargetSettings(Protocol):
@@ -49,6 +55,11 @@ class FileContext:
         self.kinds = ValueKinds(self)
         self.guards = Guards(self.ancestors, self.module)
         self.self_attributes = SelfAttributes(self.ancestors)
+
+    @cached_property
+    def is_test_file(self) -> bool:
+        """`test_*.py` or `*_test.py`: its `test_*` functions are tests, its helpers serve them."""
+        return _TEST_FILE.fullmatch(os.path.basename(self.path)) is not None
 
     @cached_property
     def tensors(self) -> TensorModel:

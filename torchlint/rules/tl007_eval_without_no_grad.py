@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -14,8 +12,6 @@ from torchlint.reports import RelatedNode
 from torchlint.rule import Rule
 from torchlint.walker import child_nodes
 
-# pytest's and unittest's test files.
-_TEST_FILE = re.compile(r"test_.*\.py|.*_test\.py")
 # How deep the helpers an evaluation loop calls are followed to the model they run.
 _HELPER_DEPTH = 2
 
@@ -96,7 +92,7 @@ class EvalWithoutNoGrad(Rule):
         super().__init__(ctx)
         self._frames = [_Frame()]
         self._reported: set[int] = set()
-        self._test_file = _TEST_FILE.fullmatch(os.path.basename(ctx.path)) is not None
+        self._test_file = ctx.is_test_file
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         frame = _Frame()

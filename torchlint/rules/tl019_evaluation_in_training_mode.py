@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 import re
 
 import libcst as cst
@@ -12,8 +11,6 @@ from torchlint.walker import nodes_in_order
 
 # A function that evaluates, by its name: `evaluate`, `validate`, `val_epoch`, `test_model`.
 _EVALUATING = re.compile(r"(^|_)(eval|evaluate|evaluation|validate|validation|valid|val|test|testing)(_|$)", re.I)
-# pytest's and unittest's test files, whose `test_*` functions are tests, not evaluation.
-_TEST_FILE = re.compile(r"test_.*\.py|.*_test\.py")
 # What the function body does that says it trains, or handles the mode itself.
 _HANDLES_MODE = re.compile(r"\.eval\(\)|\.train\(|\.backward\(|\.step\(|inference_mode|\.training\b")
 # Layers whose behaviour differs in training mode; a file whose models have none is quiet.
@@ -79,7 +76,7 @@ class EvaluationInTrainingMode(Rule):
             return
         if not self.ctx.loops.training_loops():
             return
-        test_file = _TEST_FILE.fullmatch(os.path.basename(self.ctx.path)) is not None
+        test_file = self.ctx.is_test_file
         functions = _every_function(node)
         for function in functions:
             name = function.name.value

@@ -4,10 +4,11 @@ import re
 
 import libcst as cst
 
-from torchlint.analysis.names import keyword_arg, positional_args
+from torchlint.analysis.names import keyword_arg, positional_args, suite_statements
 from torchlint.analysis.values import string_value
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
+from torchlint.walker import nodes_in_order
 
 # Words in a condition, decorator or guard that show the code knows whether CUDA is there.
 _GUARD_WORDS = (
@@ -23,6 +24,13 @@ def _is_cuda_string(expr: cst.BaseExpression) -> bool:
     return text is not None and (text == "cuda" or text.startswith("cuda:"))
 
 
+def _calls(node: cst.CSTNode, name: str) -> bool:
+    return any(
+        isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == name
+        for call in nodes_in_order(node)
+    )
+
+
 class HardcodedCuda(Rule):
     """
     ## What it does
@@ -34,7 +42,8 @@ class HardcodedCuda(Rule):
     GPUs or a GPU generation: `@skipif(not is_sm_at_least_90())`), `"cuda" if
     torch.cuda.is_available() else "cpu"`, code in functions or classes named for CUDA or GPUs
     (`class CUDAAccelerator`, `def to_gpu`), test classes under such a decorator
-    (`@unittest.skipIf(not torch.cuda.is_available(), ...)`), and test modules that skip
+    (`@unittest.skipIf(not torch.cuda.is_available(), ...)`), private helpers (or helpers in a
+    test module) called only from such guarded code in their file, and test modules that skip
     themselves without CUDA (`pytestmark = pytest.mark.skipif(...)`, or `pytest.skip(...,
     allow_module_level=True)` under such a condition at their top) are not reported.
 
@@ -66,6 +75,7 @@ class HardcodedCuda(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._guarded_functions: dict[int, bool] = {}
+        self._guarded_callers: dict[int, bool] = {}
         self._active = "cuda" in ctx.source
         self._skipped_module: bool | None = None
 
@@ -110,7 +120,7 @@ class HardcodedCuda(Rule):
             elif isinstance(ancestor, cst.BooleanOperation) and isinstance(ancestor.operator, cst.Or):
                 return False  # `get_accelerator() or torch.device("cuda")`: a fallback
             elif isinstance(ancestor, cst.FunctionDef):
-                if self._names_cuda(ancestor) or self._function_guarded(ancestor):
+                if self._names_cuda(ancestor) or self._function_guarded(ancestor) or self._callers_guarded(ancestor):
                     return False
             elif isinstance(ancestor, cst.ClassDef) and (
                 self._names_cuda(ancestor) or any(self._mentions_guard(d) for d in ancestor.decorators)
@@ -139,6 +149,35 @@ class HardcodedCuda(Rule):
                 guarded = "is_available" in body or "device_count" in body
             self._guarded_functions[key] = guarded
         return self._guarded_functions[key]
+
+    def _callers_guarded(self, function: cst.FunctionDef) -> bool:
+        """A module-private helper (or one in a test module) whose every caller in the file is a
+        guarded test: `_make_inputs()` called only from tests under `@skipUnless(is_hopper())`."""
+        key = id(function)
+        if key not in self._guarded_callers:
+            self._guarded_callers[key] = self._private(function) and self._all_callers_guarded(function.name.value)
+        return self._guarded_callers[key]
+
+    def _private(self, function: cst.FunctionDef) -> bool:
+        is_top_level = any(statement is function for statement in self.ctx.module.body)
+        return is_top_level and (function.name.value.startswith("_") or self.ctx.is_test_file)
+
+    def _all_callers_guarded(self, name: str) -> bool:
+        verdicts = []
+        for statement in self.ctx.module.body:
+            if isinstance(statement, cst.ClassDef):
+                class_guarded = self._names_cuda(statement) or any(self._mentions_guard(d) for d in statement.decorators)
+                verdicts.extend(
+                    class_guarded or self._names_cuda(method) or self._function_guarded(method)
+                    for method in suite_statements(statement.body)
+                    if isinstance(method, cst.FunctionDef) and _calls(method, name)
+                )
+            elif isinstance(statement, cst.FunctionDef):
+                if statement.name.value != name and _calls(statement, name):
+                    verdicts.append(self._names_cuda(statement) or self._function_guarded(statement))
+            elif _calls(statement, name):
+                verdicts.append(False)
+        return bool(verdicts) and all(verdicts)
 
     def _module_skipped(self) -> bool:
         """A test module that skips itself without CUDA: `pytestmark = pytest.mark.skipif(...)`, or
