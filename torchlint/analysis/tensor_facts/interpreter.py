@@ -946,6 +946,10 @@ class Interpreter:
         and under `no_grad` here nothing it computes records a graph."""
         if not isinstance(summary, TensorFacts):
             return summary
+        placed = self._explicit_device(call) if summary.device is Device.TARGET else None
+        if placed not in (None, Device.TARGET, Device.UNKNOWN):
+            # `sample(n, k, device="cpu")`: the helper made it on the device its parameter named.
+            summary = replace(summary, device=placed, origin=call)
         if summary.device in (Device.DEFAULT, Device.CPU) and summary.origin is not None:
             summary = replace(summary, origin=call)
         if self._no_grad and summary.requires_grad:
