@@ -12,6 +12,11 @@ from torchlint.rule import Rule
 _CONSTANT_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
 
 
+# Rounding to a whole number: the cancellation's error (one ulp of 1) cannot change the result.
+_ROUNDING_FUNCTIONS = frozenset({"torch.round", "torch.floor", "torch.ceil", "torch.trunc"})
+_ROUNDING_METHODS = frozenset({"round", "floor", "ceil", "trunc", "long", "int"})
+
+
 def _is_minus_one(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and is_literal_one(expr.expression)
 
@@ -20,7 +25,9 @@ class ManualExpm1(Rule):
     """
     ## What it does
     Flags `torch.exp(x) - 1` (also `- 1.0`), `-1 + torch.exp(x)` and `x.exp() - 1`. An exponent written as a number
-    (`torch.exp(torch.tensor(10.0)) - 1`) is not flagged: its size is known.
+    (`torch.exp(torch.tensor(10.0)) - 1`) is not flagged: its size is known. Nor is a result
+    rounded at once to a whole number (`torch.round(torch.exp(x) - 1)`, `(x.exp() - 1).long()`):
+    the cancellation's error, one unit in the last place of 1, cannot change it.
 
     ## Why is this bad?
     For `x` near 0, `exp(x)` is close to 1 and the subtraction cancels almost every significant
@@ -61,7 +68,7 @@ class ManualExpm1(Rule):
         if not isinstance(left, cst.Call) or left.lpar:
             return
         exponent = unary_operand(self.ctx, left, EXP_FUNCTIONS, "exp")
-        if exponent is None or self._is_constant(exponent):
+        if exponent is None or self._is_constant(exponent) or self._rounded():
             return
         is_method = self.ctx.callee(left) is None
         self.report(
@@ -76,6 +83,16 @@ class ManualExpm1(Rule):
             positional = positional_args(exponent)
             return bool(positional) and is_number(positional[0].value)
         return is_number(exponent)
+
+    def _rounded(self) -> bool:
+        """`torch.round(torch.exp(x) - 1)`, `(x.exp() - 1).long()`: a whole number comes out."""
+        ancestors = self.ctx.ancestors
+        if len(ancestors) < 2 or not isinstance(ancestors[-2], cst.Call):
+            return False
+        parent, call = ancestors[-1], ancestors[-2]
+        if isinstance(parent, cst.Arg):
+            return self.ctx.callee(call) in _ROUNDING_FUNCTIONS and len(call.args) == 1
+        return isinstance(parent, cst.Attribute) and call.func is parent and parent.attr.value in _ROUNDING_METHODS
 
     def _fix(self, node: cst.BinaryOperation, exponent: cst.BaseExpression, is_method: bool) -> FixSpec | None:
         operand = self.ctx.code_for(exponent)
