@@ -223,7 +223,8 @@ def _name_leaves(expr: cst.BaseExpression) -> list[cst.Name]:
 
 def _reads(expr: cst.BaseExpression, container: str) -> bool:
     return any(
-        isinstance(node, (cst.Name, cst.Attribute)) and dotted_name(node) == container for node in nodes_in_order(expr)
+        isinstance(node, (cst.Name, cst.Attribute)) and dotted_name(node) == container
+        for node in (expr, *nodes_in_order(expr))
     )
 
 
