@@ -52,3 +52,28 @@ def test_deprecated_api_replacements_need_their_torch_version() -> None:
     assert rows("TL504", (1, 13)) == []
     assert rows("TL504", (2, 2)) == [3, 10]
     assert rows("TL504", (2, 3)) == [3, 10, 11]
+
+
+WORKER_SOURCE = textwrap.dedent(
+    """
+    import numpy as np
+    from torch.utils.data import DataLoader, Dataset
+
+    class Jitter(Dataset):
+        def __getitem__(self, i):
+            return i * np.random.uniform(0.9, 1.1)
+
+    loader = DataLoader(Jitter(), batch_size=4, num_workers=4)
+    """
+)
+
+
+def test_numpy_global_random_in_workers_only_before_1_9() -> None:
+    def worker_rows(target):
+        settings = Settings(rules=(get_rule("TL022"),), target_torch_version=target)
+        return [d.location.row for d in check_source(WORKER_SOURCE, "t.py", settings)]
+
+    # Torch 1.9 and later reseed NumPy's global generator in every worker; an unknown floor is quiet.
+    assert worker_rows((1, 8)) == [7]
+    assert worker_rows((1, 9)) == []
+    assert worker_rows(None) == []
