@@ -18,7 +18,8 @@ class CreatedThenMoved(Rule):
     ## What it does
     Flags a tensor made by a factory on the CPU and moved at once: `torch.zeros(n).to(device)`,
     `torch.tensor(values).cuda()`, `torch.arange(n).to("cuda")`. A note: the code is correct.
-    Moves that also change the dtype, `non_blocking` copies and moves to the CPU are left alone.
+    Moves that also change the dtype, `non_blocking` copies, moves to the CPU and tensors made
+    with `requires_grad` (TL008: the move makes a non-leaf copy) are left alone.
 
     ## Why is this bad?
     The tensor is allocated and filled in host memory, then copied to the device: two
@@ -56,8 +57,9 @@ class CreatedThenMoved(Rule):
         factory = method_receiver(node)
         if not isinstance(factory, cst.Call) or self.ctx.callee(factory) not in _FACTORIES:
             return
-        if keyword_arg(factory, "device") is not None or any(arg.star for arg in factory.args):
-            return
+        if any(keyword_arg(factory, name) is not None for name in ("device", "requires_grad")) \
+                or any(arg.star for arg in factory.args):
+            return  # a leaf that requires grad, moved, is TL008's non-leaf copy: not the same tensor
         target = self._target(node, method)
         if target is None:
             return
