@@ -48,7 +48,7 @@ def test_flake8_findings_equal_torchlint_check(project: Path) -> None:
 
 
 def test_flake8_selection_turns_on_a_rule_that_is_off_by_default(project: Path) -> None:
-    (project / "train.py").write_text("import torch\nx = torch.ones(3).cuda()\ny = torch.Tensor(3)\n")
+    (project / "train.py").write_text("import torch\nx = torch.load('x.pt', weights_only=True).cuda()\ny = torch.Tensor(3)\n")
     (project / ".flake8").write_text(LOCAL_PLUGIN)
     environment = {**os.environ, "PYTHONPATH": str(REPO)}
 
