@@ -81,10 +81,10 @@ class LossAccumulatedWithGraph(Rule):
             return
         container = _container_name(node.func.value)
         stored = node.args[0].value
-        if container is None or not isinstance(stored, cst.Name) or self._backpropagated_later(container):
+        if container is None or not isinstance(stored, cst.Name):
             return
         leaf = self._attached_loss([stored], container)
-        if leaf is not None:
+        if leaf is not None and not self._backpropagated_later(container):
             written = self.ctx.code_for(node.func.value)
             self.report(
                 node,
@@ -117,10 +117,8 @@ class LossAccumulatedWithGraph(Rule):
             return
         if isinstance(index.value, (cst.SimpleString, cst.Integer, cst.Float, cst.ConcatenatedString)):
             return
-        if self._backpropagated_later(container):
-            return
         leaf = self._attached_loss([value], container)
-        if leaf is not None:
+        if leaf is not None and not self._backpropagated_later(container):
             written = self.ctx.code_for(target.value)
             self.report(
                 node,

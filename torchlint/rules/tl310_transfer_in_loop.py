@@ -56,10 +56,12 @@ class TransferInLoop(Rule):
         if not isinstance(moved, cst.Name):
             return
         loops = enclosing_loops(self.ctx.ancestors)
-        if not loops or not self._unchanged_in(loops[0], moved.value):
+        if not loops:
             return
         facts = self.ctx.tensors.facts(moved)
         if getattr(facts, "device", None) not in (Device.CPU, Device.DEFAULT) or getattr(facts, "loaded", False):
+            return
+        if not self._unchanged_in(loops[0], moved.value):
             return
         origin = getattr(facts, "origin", None)
         self.report(
