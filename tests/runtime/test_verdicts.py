@@ -200,3 +200,89 @@ def test_an_error_a_check_knows_is_read_off_the_uncaught_exception_on_the_cpu(sc
     assert report.exit_status == 1
     assert [(d.code, d.runtime, d.location.row) for d in report.diagnostics] == [
         ("TL101", "confirmed", line_of(path, "x.view("))]
+
+
+def test_an_epoch_schedule_is_confirmed_when_it_steps_with_every_batch(script):
+    path = script("""
+        import sys
+        import torch
+        w = torch.nn.Parameter(torch.ones(3))
+        opt = torch.optim.SGD([w], lr=0.1)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=30)
+        per_batch = "--per-batch" in sys.argv
+        for epoch in range(2):
+            for batch in range(4):
+                opt.zero_grad()
+                (w ** 2).sum().backward()
+                opt.step()
+                if per_batch or batch == 3:
+                    sched.step()
+    """)
+    findings = [finding(path, "TL017", "sched.step()")]
+    per_batch = run_script(str(path), ["--per-batch"], findings, device="cpu")
+    assert [(d.runtime, d.runtime_detail) for d in per_batch.diagnostics] == [
+        ("confirmed", "the schedule stepped 2 times in 2 optimizer steps: once per batch")]
+    per_epoch = run_script(str(path), [], findings, device="cpu")
+    assert [(d.runtime, d.runtime_detail) for d in per_epoch.diagnostics] == [
+        ("refuted", "the schedule stepped 1 times in 4 optimizer steps: not once per batch")]
+
+
+def test_evaluation_in_training_mode_is_confirmed_by_the_models_mode(script):
+    path = script("""
+        import sys
+        import torch
+        from torch import nn
+        model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5), nn.BatchNorm1d(4))
+        if "--eval" in sys.argv:
+            model.eval()
+        with torch.no_grad():
+            scores = model(torch.randn(8, 4))
+        plain = nn.Linear(4, 2)
+        with torch.no_grad():
+            out = plain(torch.randn(8, 4))
+    """)
+    findings = [finding(path, "TL019", "model(torch.randn(8, 4))"), finding(path, "TL019", "plain(torch.randn(8, 4))")]
+    training = run_script(str(path), [], findings, device="cpu")
+    assert [(d.runtime, d.runtime_detail) for d in training.diagnostics] == [
+        ("confirmed", "the model ran in training mode: 2 layers (BatchNorm1d, Dropout) acted as in training"),
+        ("refuted", "the model has no Dropout or BatchNorm layers: its mode changes nothing")]
+    evaluating = run_script(str(path), ["--eval"], findings, device="cpu")
+    assert [d.runtime for d in evaluating.diagnostics] == ["refuted", "refuted"]
+    assert evaluating.diagnostics[0].runtime_detail == "the model was in eval mode when this ran"
+
+
+def test_an_optimizer_built_in_the_loop_is_confirmed_when_it_is_built_again(script):
+    path = script("""
+        import sys
+        import torch
+        w = torch.nn.Parameter(torch.ones(3))
+        for step in range(int(sys.argv[1])):
+            opt = torch.optim.Adam([w], lr=0.1)
+            opt.zero_grad()
+            (w ** 2).sum().backward()
+            opt.step()
+    """)
+    findings = [finding(path, "TL021", "torch.optim.Adam([w], lr=0.1)")]
+    twice = run_script(str(path), ["2"], findings, device="cpu")
+    assert [(d.runtime, d.runtime_detail) for d in twice.diagnostics] == [
+        ("confirmed", "`Adam` was built again on the next iteration: its state restarted")]
+    once = run_script(str(path), ["1"], findings, device="cpu")
+    assert [(d.runtime, d.runtime_detail) for d in once.diagnostics] == [
+        (NOT_OBSERVED, "built once in this run: the loop ran one iteration")]
+
+
+def test_logits_into_nll_loss_are_told_from_log_probabilities(script):
+    path = script("""
+        import torch
+        import torch.nn.functional as F
+        torch.manual_seed(0)
+        logits = torch.randn(4, 3) * 3
+        raw = F.nll_loss(logits, torch.tensor([0, 1, 2, 0]))
+        normalised = F.nll_loss(F.log_softmax(logits, dim=1), torch.tensor([0, 1, 2, 0]))
+    """)
+    findings = [finding(path, "TL210", "F.nll_loss(logits, torch.tensor([0, 1, 2, 0]))"),
+                finding(path, "TL210", "F.nll_loss(F.log_softmax(logits, dim=1), torch.tensor([0, 1, 2, 0]))")]
+    report = run_script(str(path), [], findings, device="cpu")
+    assert [d.runtime for d in report.diagnostics] == ["confirmed", "refuted"]
+    assert report.diagnostics[0].runtime_detail.startswith("the input's rows are not log-probabilities: their exp sums to")
+    assert report.diagnostics[1].runtime_detail == "the input's rows are log-probabilities: their exp sums to 1"

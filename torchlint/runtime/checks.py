@@ -251,6 +251,76 @@ class AdamCoupledWeightDecay(Check):
         return super().judge(site, events, run)
 
 
+@register
+class EpochScheduleSteppedPerBatch(Check):
+    """Counts the flagged `scheduler.step()` calls against the optimizer steps so far: a schedule
+    stepped as often as the optimizer runs per batch; one stepped less often runs per epoch."""
+
+    code = "TL017"
+    wants_call = True
+
+    def __init__(self) -> None:
+        self._calls: dict[int, int] = {}
+
+    def after_call(self, rec, site, func, args, kwargs, result):
+        calls = self._calls[site] = self._calls.get(site, 0) + 1
+        steps = max(rec.steps_by_optimizer.values(), default=0)
+        if calls >= 2 and calls >= steps:
+            rec.confirm(site, f"the schedule stepped {calls} times in {steps} optimizer steps: once per batch")
+        elif steps > calls:
+            rec.refute(site, f"the schedule stepped {calls} times in {steps} optimizer steps: not once per batch")
+
+
+@register
+class EvaluationInTrainingMode(Check):
+    """The flagged model call, seen before it runs: in training mode with Dropout or BatchNorm
+    layers, or not."""
+
+    code = "TL019"
+    wants_call = True
+
+    def before_call(self, rec, site, func, args, kwargs):
+        import torch
+
+        if not isinstance(func, torch.nn.Module):
+            return
+        acting = [m for m in func.modules() if m.training and isinstance(m, _mode_layers())]
+        if acting:
+            kinds = sorted({type(m).__name__ for m in acting})
+            rec.confirm(site, f"the model ran in training mode: {len(acting)} layers ({', '.join(kinds)}) acted as in training")
+        elif any(isinstance(m, _mode_layers()) for m in func.modules()):
+            rec.refute(site, "the model was in eval mode when this ran")
+        else:
+            rec.refute(site, "the model has no Dropout or BatchNorm layers: its mode changes nothing")
+
+
+def _mode_layers() -> tuple[type, ...]:
+    """Layers that act differently in training mode."""
+    from torch import nn
+
+    return (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
+
+
+@register
+class OptimizerBuiltInLoop(Check):
+    """The optimizer (or compiled model) made at the site: built a second time, its state restarted."""
+
+    code = "TL021"
+    wants_call = True
+    data_dependent = True  # a loop that ran once cannot show it
+
+    def __init__(self) -> None:
+        self._built: dict[int, int] = {}
+
+    def after_call(self, rec, site, func, args, kwargs, result):
+        built = self._built[site] = self._built.get(site, 0) + 1
+        if built == 2:
+            rec.confirm(site, f"`{type(result).__name__}` was built again on the next iteration: its state restarted")
+
+    def describe_absence(self, events, run):
+        return "built once in this run: the loop ran one iteration"
+
+
 # ---------------------------------------------------------------------------------------------
 # TL1xx shapes
 
@@ -443,6 +513,28 @@ class ManualExpm1(Check):
 @register
 class ManualLog1p(ManualExpm1):
     code = "TL207"
+
+
+@register
+class LogitsIntoNllLoss(Check):
+    """The input the flagged NLL loss gets: log-probabilities have rows whose exp sums to 1."""
+
+    code = "TL210"
+    wants_call = True
+
+    def before_call(self, rec, site, func, args, kwargs):
+        import torch
+
+        scores = args[0] if args else kwargs.get("input")
+        if not _is_tensor(scores) or not scores.is_floating_point() or scores.numel() == 0:
+            return
+        with torch.no_grad():
+            totals = scores.detach().float().exp().sum(dim=1 if scores.dim() > 1 else 0)
+            farthest = float((totals - 1).abs().max())
+        if farthest > 1e-3:
+            rec.confirm(site, f"the input's rows are not log-probabilities: their exp sums to {float(totals.flatten()[0]):.3g}, not 1")
+        else:
+            rec.refute(site, "the input's rows are log-probabilities: their exp sums to 1")
 
 
 # ---------------------------------------------------------------------------------------------
