@@ -224,7 +224,7 @@ def test_an_epoch_schedule_is_confirmed_when_it_steps_with_every_batch(script):
         ("confirmed", "the schedule stepped 2 times in 2 optimizer steps: once per batch")]
     per_epoch = run_script(str(path), [], findings, device="cpu")
     assert [(d.runtime, d.runtime_detail) for d in per_epoch.diagnostics] == [
-        ("refuted", "the schedule stepped 1 times in 4 optimizer steps: not once per batch")]
+        ("refuted", "the schedule stepped 1 time in 4 optimizer steps: not once per batch")]
 
 
 def test_evaluation_in_training_mode_is_confirmed_by_the_models_mode(script):

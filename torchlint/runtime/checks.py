@@ -266,9 +266,9 @@ class EpochScheduleSteppedPerBatch(Check):
         calls = self._calls[site] = self._calls.get(site, 0) + 1
         steps = max(rec.steps_by_optimizer.values(), default=0)
         if calls >= 2 and calls >= steps:
-            rec.confirm(site, f"the schedule stepped {calls} times in {steps} optimizer steps: once per batch")
+            rec.confirm(site, f"the schedule stepped {_plural(calls, 'time')} in {_plural(steps, 'optimizer step')}: once per batch")
         elif steps > calls:
-            rec.refute(site, f"the schedule stepped {calls} times in {steps} optimizer steps: not once per batch")
+            rec.refute(site, f"the schedule stepped {_plural(calls, 'time')} in {_plural(steps, 'optimizer step')}: not once per batch")
 
 
 @register
@@ -287,11 +287,15 @@ class EvaluationInTrainingMode(Check):
         acting = [m for m in func.modules() if m.training and isinstance(m, _mode_layers())]
         if acting:
             kinds = sorted({type(m).__name__ for m in acting})
-            rec.confirm(site, f"the model ran in training mode: {len(acting)} layers ({', '.join(kinds)}) acted as in training")
+            rec.confirm(site, f"the model ran in training mode: {_plural(len(acting), 'layer')} ({', '.join(kinds)}) acted as in training")
         elif any(isinstance(m, _mode_layers()) for m in func.modules()):
             rec.refute(site, "the model was in eval mode when this ran")
         else:
             rec.refute(site, "the model has no Dropout or BatchNorm layers: its mode changes nothing")
+
+
+def _plural(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def _mode_layers() -> tuple[type, ...]:
