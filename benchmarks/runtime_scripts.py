@@ -1,6 +1,6 @@
 """Runtime mode on whole scripts of different kinds: same behaviour as python, verdicts, overhead.
 
-    python benchmarks/runtime_scripts.py [--examples DIR] [--devices cpu,auto] [--only NAMES]
+    python benchmarks/runtime_scripts.py [--examples DIR] [--devices cpu,auto] [--only NAMES] [--dry-run]
         [--repeat 2] [--report FILE]
 
 Each script runs in a fresh copy of its folder under plain `python`, then under
@@ -345,8 +345,9 @@ def _run(script: Script, examples: Path | None, scratch: Path, device: str | Non
             command = [sys.executable, "-c", _RUN_NOTEBOOK, script.main]
     else:
         record = run_dir.parent / "record.json"
+        placement = ["--dry-run"] if device == DRY_RUN else ["--device", device]
         command = [sys.executable, "-m", "torchlint", "check", "--no-cache", "--output-format", "concise",
-                   "-q", "--runtime", "--device", device, "--run-record", str(record), script.main, "--", *args]
+                   "-q", "--runtime", *placement, "--run-record", str(record), script.main, "--", *args]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     start = time.perf_counter()
     done = subprocess.run(command, cwd=run_dir, capture_output=True, text=True, env=env, timeout=900)
@@ -377,6 +378,9 @@ def _masked(text: str, logical: bool) -> str:
         text = re.sub(r"\b(cuda|mps|cpu)(:\d+)?\b", "DEVICE", text)
     return re.sub(r" +", " ", re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", text))
 
+
+# The `device` of a run with `--dry-run` (every tensor on meta) instead of `--device`.
+DRY_RUN = "dry-run"
 
 FINDING = re.compile(r"^(?P<path>[^\n]+?):(?P<row>\d+):\d+: (?P<code>TL\d+) \[(?P<verdict>[^\]]+)\] "
                      r"(?P<message>[^\n]*)$", re.MULTILINE)
@@ -468,6 +472,17 @@ def report(results: dict, devices: list[str], skipped: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
+def dry_run(script: Script, examples: Path | None, scratch: Path) -> str:
+    """One `--dry-run` of the script: its time, exit status, what it wrote, where it stopped."""
+    run = _run(script, examples, scratch, DRY_RUN, False)
+    notes = [line.removeprefix("torchlint: note: ") for line in run.stderr.splitlines() if line.startswith("torchlint: note:")]
+    written = ", ".join(sorted(run.files)) or "nothing"
+    return "\n".join([
+        f"{script.name}: {run.seconds:.1f} s, torchlint exit {run.status}, wrote {written}; {'; '.join(notes) or 'ran to its end'}",
+        *[f"    {line}" for line in _verdicts(run) or ["no findings"]],
+    ])
+
+
 def _missing(script: Script, examples: Path | None) -> str | None:
     if script.folder and examples is None:
         return "needs --examples (a git directory of pytorch/examples)"
@@ -482,6 +497,8 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated script names")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--report", help="also write the report to this file")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="instead: one `--runtime --dry-run` per script (time, exit, files written, where it stopped)")
     options = parser.parse_args()
     devices = options.devices.split(",")
     chosen = [s for s in SCRIPTS if not options.only or s.name in options.only.split(",")]
@@ -494,8 +511,13 @@ def main() -> None:
             if why:
                 skipped[script.name] = why
                 continue
+            if options.dry_run:
+                print(dry_run(script, examples, scratch), flush=True)
+                continue
             results[script] = measure(script, examples, scratch, devices, options.repeat)
             print(_row(script, results[script], devices), *_details(script, results[script]), sep="\n", flush=True)
+    if options.dry_run:
+        return
     text = report(results, devices, skipped)
     print(text)
     if options.report:

@@ -147,10 +147,13 @@ class _CheckCommand(click.Command):
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps", "logical:cuda", "logical:mps"]),
               default="auto", show_default=True, help="With --runtime: where the script's tensors go.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="With --runtime: stop the script after SECONDS.")
+@click.option("--dry-run", "dry_run", is_flag=True,
+              help="With --runtime: run the script with every tensor on the meta device (shapes, no values), "
+                   "for one optimizer step, writing nothing to disk; report its shape errors.")
 def check(paths, select, ignore, extend_select, output_format, exit_zero, statistics, config_values, isolated,
           show_settings, jobs, force_exclude, quiet, color, no_color, stdin_filename, no_cache, fix, unsafe_fixes,
           diff, show_fixes, exit_non_zero_on_fix, baseline, write_baseline, diff_base, progress, add_noqa, runtime,
-          module, fail_on, run_record, device, timeout) -> None:
+          module, fail_on, run_record, device, timeout, dry_run) -> None:
     """Check PATHS (files or directories; default: the current directory).
 
     With --runtime: `torchlint check --runtime SCRIPT -- ARGS...` (or `--runtime -m MODULE -- ARGS...`)
@@ -176,6 +179,10 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
     fixed = None
     listing = ""
     run = None
+    if dry_run:
+        if not runtime or device != "auto":
+            raise click.UsageError("--dry-run needs --runtime, and chooses its device (meta) itself")
+        device = "meta"
     if runtime:
         if fix or diff:
             raise click.UsageError("--fix and --diff cannot be combined with --runtime")

@@ -72,6 +72,21 @@ def test_engine_findings_get_verdicts_through_run_script(script):
 def test_runtime_options_need_runtime(tmp_path):
     result = _torchlint("check", "--timeout", "3", ".", cwd=tmp_path)
     assert result.returncode == 2 and "--runtime" in result.stderr
+    dry = _torchlint("check", "--dry-run", ".", cwd=tmp_path)
+    assert dry.returncode == 2 and "--dry-run needs --runtime" in dry.stderr
+
+
+def test_dry_run_from_the_command_line(script, tmp_path):
+    path = script("""
+        import torch
+        model = torch.nn.Linear(6, 2)
+        print(model(torch.randn(4, 5)).shape)
+    """)
+    result = _torchlint("check", "--runtime", "--dry-run", "--output-format", "concise", "train.py", cwd=tmp_path)
+    assert result.returncode == 1
+    row = line_of(path, "model(torch.randn(4, 5))")
+    assert f"train.py:{row}:" in result.stdout and "TL104 [confirmed]" in result.stdout
+    assert "operands (4, 5) and (2, 6)" in result.stdout
 
 
 CI_SCRIPT = """

@@ -27,7 +27,9 @@ from torchlint.runtime.notebook import NotebookFindings, is_notebook
 
 __all__ = ["RuntimeReport", "RuntimeUnavailable", "run_script", "DEVICES"]
 
-DEVICES = ("auto", "cpu", "cuda", "mps", "logical:cuda", "logical:mps")
+DEVICES = ("auto", "cpu", "cuda", "mps", "logical:cuda", "logical:mps", "meta")
+# What a dry run (`meta`: shapes, no values) can confirm.
+DRY_RUN_CODES = frozenset({"TL103", "TL104", "TL105"})
 # Seconds a child gets to write its observations after SIGTERM before it is killed.
 TERM_GRACE = 5.0
 # How long the processes a finished script leaves behind may take to end.
@@ -71,7 +73,7 @@ def _probe_devices() -> dict[str, bool]:
 def resolve_device(device: str) -> str:
     if device not in DEVICES:
         raise ValueError(f"unknown device {device!r}; choose one of {', '.join(DEVICES)}")
-    if device in ("cpu", "logical:cuda", "logical:mps"):
+    if device in ("cpu", "logical:cuda", "logical:mps", "meta"):
         return device
     present = _probe_devices()
     if device == "auto":
@@ -113,11 +115,16 @@ def run_script(
     resolved = resolve_device(device)
     from torchlint.runtime.child import CONFIG_VARIABLE, SITECUSTOMIZE
     from torchlint.runtime.recorder import merge
-    from torchlint.runtime.verdicts import judge_all, sites_for
+    from torchlint.runtime.checks import NOT_CHECKED
+    from torchlint.runtime.verdicts import judge_all, loaded_files, sites_for
 
     notebook = NotebookFindings(script) if script is not None and is_notebook(script) else None
     if notebook is not None:
         findings = notebook.for_run(findings)
+    unchecked = []
+    if resolved == "meta":
+        unchecked = [d.with_runtime(NOT_CHECKED, "a dry run checks shapes only") for d in findings if d.code not in DRY_RUN_CODES]
+        findings = [d for d in findings if d.code in DRY_RUN_CODES]
     sites = sites_for(findings)
     roots = [os.getcwd()] if script is None else [os.path.dirname(os.path.abspath(script)), os.getcwd()]
     try:
@@ -137,7 +144,7 @@ def run_script(
                 "restore_pythonpath": env.get("PYTHONPATH", ""), "added_path": _added_path(package_root),
             }
             env["PYTHONPATH"] = os.pathsep.join(p for p in (config["added_path"], env.get("PYTHONPATH")) if p)
-            if resolved == "cpu":
+            if resolved in ("cpu", "meta"):
                 # The script's tensors go to the CPU, in every process it starts: a GPU it
                 # could see would take them there, unwatched.
                 env["CUDA_VISIBLE_DEVICES"] = ""
@@ -153,6 +160,8 @@ def run_script(
         raise SystemExit(128 + stop.signum) from None
     main_file = None if script is None else os.path.realpath(script)
     diagnostics = judge_all(findings, sites, observed, resolved, main_file, completed=status == 0 and not timed_out)
+    loaded = loaded_files(observed, main_file)
+    diagnostics += [d for d in unchecked if os.path.realpath(d.filename) in loaded]
     if notebook is not None:
         diagnostics = notebook.by_cell(diagnostics)
     return RuntimeReport(

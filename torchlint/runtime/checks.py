@@ -85,6 +85,10 @@ class Check:
         rec.event(self.code, position, first_line(text))
 
     # -- parent side -------------------------------------------------------------------------
+    def adds(self, event: dict) -> bool:
+        """Whether an event no static finding explains becomes a finding of its own."""
+        return self.adds_findings
+
     def counts(self, event: dict, run: RunFacts) -> bool:
         """Whether an observed event is the pitfall (TL302 asks for repetition)."""
         return True
@@ -462,16 +466,44 @@ class ShapeMismatch(Check):
     proof against it."""
 
     code = "TL104"
+    message = "The operands' sizes cannot work together: torch raised a shape error here"
     data_dependent = True
+    adds_findings = True  # a shape error at a line the static side did not flag (see `adds`)
     warning = _LOSS_BROADCAST
     error = re.compile(
         r"must match the size of tensor|shapes cannot be multiplied|is invalid for input of size|"
         r"Sizes of tensors must match|Expected target size|Expected input batch_size|"
-        r"expected .* to have the same|size mismatch|must match except in dimension"
+        r"expected .* to have the same|size mismatch|must match except in dimension|"
+        # The same errors as the meta device words them (a dry run).
+        r"must have same reduction dim|to have \d+ channels, but got|Invalid channel dimensions"
     )
+
+    def adds(self, event: dict) -> bool:
+        """A shape error anywhere (a dry run's above all); a loss broadcast's warning is TL601's."""
+        return self.adds_findings and self.error.search(event.get("detail", "")) is not None
 
     def describe_absence(self, events, run):
         return "the flagged code ran without a shape error on the shapes of this run"
+
+
+@register
+class LayerSizeMismatch(ShapeMismatch):
+    """The shape error of layers that cannot chain, raised where the first batch meets them."""
+
+    code = "TL103"
+    message = ""
+    adds_findings = False
+    warning = None
+
+
+@register
+class ReductionBroadcast(ShapeMismatch):
+    """A reduction broadcast back the wrong way raises only where the sizes differ."""
+
+    code = "TL105"
+    message = ""
+    adds_findings = False
+    warning = None
 
 
 @register

@@ -153,6 +153,12 @@ class Instrumentation:
         )
 
         device = self.config["device"]
+        if device == "meta":
+            from torchlint.runtime import dry_run
+
+            logical.hide_accelerators()
+            self.mode = dry_run.install(self.rec, self.files)
+            return
         kind = logical.logical_kind(device)
         if kind is not None:
             logical.install(kind)
@@ -291,11 +297,14 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(rec.exception)
         status = 128 + signal.SIGINT
     except BaseException as error:  # noqa: BLE001 - the script's own failure
-        if instrumentation.mode is not None:
-            instrumentation.mode.failed(error)
-        rec.exception = _user_traceback(error)
-        sys.stderr.write(rec.exception)
-        status = 1
+        if getattr(error, "ends_dry_run", False):
+            rec.notes.append(str(error))  # the dry run went as far as it could: a success
+        else:
+            if instrumentation.mode is not None:
+                instrumentation.mode.failed(error)
+            rec.exception = _user_traceback(error)
+            sys.stderr.write(rec.exception)
+            status = 1
     finally:
         rec.exit_status = status
         rec.flush()

@@ -4,7 +4,7 @@ Only findings in files the run loaded (the script, and the user's modules any of
 imported) get a verdict; the others are left out, as the run says nothing about them. An event
 (rule code + user position) belongs to the finding of the same code, in the same file, whose range
 overlaps it (the smallest when several do); what is left over becomes a new finding when its
-rule's check `adds_findings`. Each finding's verdict comes from its check's `judge`.
+rule's check `adds` it. Each finding's verdict comes from its check's `judge`.
 """
 
 from __future__ import annotations
@@ -53,6 +53,15 @@ def _overlaps(site: Site, start: Location, end: Location | None) -> bool:
     return (start.row, start.column) < site_end and site_start < (end.row, end.column)
 
 
+def loaded_files(observed: dict, main_file: str | None) -> set[str]:
+    """The files the run loaded (the script, and the user's modules any process imported): the
+    only ones it says anything about."""
+    loaded = set(observed.get("loaded", ()))
+    if main_file is not None:
+        loaded.add(main_file)
+    return loaded
+
+
 def judge_all(
     findings: list[Diagnostic], sites: list[Site], observed: dict, device: str, main_file: str | None = None,
     completed: bool = True,
@@ -62,9 +71,7 @@ def judge_all(
         steps=observed.get("steps", 0), iteration_steps=observed.get("iteration_steps", 0), device=device,
         iterations=observed.get("iterations", {}), completed=completed,
     )
-    loaded = set(observed.get("loaded", ()))
-    if main_file is not None:
-        loaded.add(main_file)
+    loaded = loaded_files(observed, main_file)
     events_by_site: dict[int, list[dict]] = {site.id: [] for site in sites}
     leftovers: list[tuple[dict, str, Location, Location | None]] = []
     for event in observed.get("events", []):
@@ -73,6 +80,8 @@ def judge_all(
             site for site in sites
             if site.code == event["code"] and site.filename == filename and _overlaps(site, start, end)
         ]
+        if not matching:
+            matching = _related_sites(event["code"], filename, start.row, sites, findings)
         if matching:
             best = min(matching, key=lambda s: ((s.end_row - s.row), s.end_column - s.column))
             events_by_site[best.id].append(event)
@@ -100,10 +109,15 @@ def judge_all(
     # matching the same warning there (TL601 beside TL104's loss broadcast) adds nothing.
     explained = {(os.path.realpath(d.filename), d.location.row, check_for(d.code).warning)
                  for d in result if d.runtime == CONFIRMED}
+    # Likewise an error: the shape error that confirmed TL103 at a line adds no TL104 there.
+    explained |= {(os.path.realpath(place.filename), place.location.row, check_for(d.code).error)
+                  for d in result if d.runtime == CONFIRMED and check_for(d.code).error is not None
+                  for place in (d, *d.related)}
     for event, filename, start, end in leftovers:
         check = check_for(event["code"])
-        if not check.adds_findings or not check.counts(event, run) or (
-                check.warning is not None and (filename, start.row, check.warning) in explained):
+        if not check.adds(event) or not check.counts(event, run) or any(
+                pattern is not None and (filename, start.row, pattern) in explained
+                for pattern in (check.warning, check.error)):
             continue
         result.append(
             Diagnostic(
@@ -114,6 +128,18 @@ def judge_all(
             )
         )
     return result
+
+
+def _related_sites(code: str, filename: str, row: int, sites: list[Site], findings: list[Diagnostic]) -> list[Site]:
+    """Sites of `code` whose finding names the event's line as a related place: a layer-size
+    finding at the layer's construction, whose shape error raises where the layer is applied."""
+    return [
+        site for site, finding in zip(sites, findings)
+        if site.code == code and any(
+            os.path.realpath(note.filename) == filename and note.location.row <= row <= note.end_location.row
+            for note in finding.related
+        )
+    ]
 
 
 def _display_name(filename: str, originals: dict[str, str]) -> str:
