@@ -7,7 +7,7 @@ import libcst as cst
 from torchlint.analysis.literals import needs_parentheses
 from torchlint.analysis.names import argument, method_name, method_receiver, positional_args
 from torchlint.diagnostics import Applicability, Severity
-from torchlint.reports import FixSpec
+from torchlint.reports import FixSpec, RelatedNode
 from torchlint.rule import Rule
 
 _UINT8_TEXT = re.compile(r"uint8|\.byte\(|ByteTensor")
@@ -23,7 +23,8 @@ class Uint8Mask(Rule):
     `masked_fill` / `masked_select` / `masked_scatter` (method or function), or as the condition of
     `torch.where(mask, a, b)`. The dtype comes from the tensor facts: `torch.ByteTensor(...)`,
     `dtype=torch.uint8`, `.byte()`, `.to(torch.uint8)`, also through local names and what
-    helpers of this file return.
+    helpers of this file return. The finding names the call that made the mask uint8 as a
+    related place: that is the line to change.
 
     ## Why is this bad?
     Masks were uint8 before torch 1.2; they are bool now. `masked_fill`, `masked_select` and
@@ -88,12 +89,15 @@ class Uint8Mask(Rule):
         self._check_mask(mask, f"`{name}` raises for a uint8 mask (it only supports bool masks)", Severity.ERROR)
 
     def _check_mask(self, mask: cst.BaseExpression | None, problem: str, severity: Severity | None = None) -> None:
-        if mask is None or getattr(self.ctx.tensors.facts(mask), "dtype", None) != "uint8":
+        facts = self.ctx.tensors.facts(mask) if mask is not None else None
+        if getattr(facts, "dtype", None) != "uint8":
             return
         written = self.ctx.code_for(mask)
+        made = facts.typed_by
         self.report(
             mask, f"`{written}` is a uint8 mask: {problem}; make it bool (`{written}.bool()`, or build it as bool)",
             fix=FixSpec("Use `.bool()`", ((mask, f"({written}).bool()" if needs_parentheses(mask) else f"{written}.bool()"),)),
             severity=severity,
+            related=(RelatedNode(made, "made as uint8 here"),) if made is not None and made is not mask else (),
         )
 

@@ -100,6 +100,9 @@ class TensorFacts:
     placed_when: tuple[str, bool] | None = None
     # For a parameter a caller passes on the GPU: that call (a project `Note`), for the evidence.
     placed_by: object = field(default=None, compare=False, repr=False)
+    # The call that gave the tensor its dtype (`torch.ByteTensor(...)`, `.byte()`), for a
+    # finding's evidence (not a fact).
+    typed_by: cst.CSTNode | None = field(default=None, compare=False, repr=False)
 
     @property
     def rank(self) -> int | None:
@@ -232,6 +235,7 @@ def join_facts(first: TensorFacts, second: TensorFacts) -> TensorFacts:
         activated_by=first.activated_by if first.activation == second.activation else None,
         placed_when=first.placed_when if first.placed_when == second.placed_when else None,
         placed_by=first.placed_by if first.placed_by is not None else second.placed_by,
+        typed_by=first.typed_by if first.dtype == second.dtype and first.typed_by is second.typed_by else None,
     )
 
 

@@ -904,6 +904,17 @@ class Interpreter:
         callee = self.eval(func, env)
         return self._call_value(call, callee, args)
 
+    def _typed_call(self, call: cst.Call, env: Env) -> Value:
+        """A call's value, with the call as where its dtype came from when it set one (a factory,
+        `.byte()`, `.to(torch.uint8)`): the evidence of a dtype finding."""
+        value = self._call(call, env)
+        if type(value) is not TensorFacts or value.dtype is None:
+            return value
+        receiver = self.model.memo.get(id(call.func.value)) if type(call.func) is cst.Attribute else None
+        if type(receiver) is TensorFacts and receiver.dtype == value.dtype:
+            return value if value.typed_by is receiver.typed_by else replace(value, typed_by=receiver.typed_by)
+        return replace(value, typed_by=call) if value.typed_by is None else value
+
     def _call_value(self, call: cst.Call, callee: Value, args) -> Value:
         if isinstance(callee, ModuleValue):
             return self._module_call(call, callee, args)
@@ -1619,7 +1630,7 @@ class Interpreter:
 # The interpreter's rule for each expression class; any other expression is only walked into.
 _EVALUATORS = {
     cst.Name: Interpreter._name,
-    cst.Call: Interpreter._call,
+    cst.Call: Interpreter._typed_call,
     cst.Attribute: Interpreter._attribute,
     cst.BinaryOperation: Interpreter._binary_operation,
     cst.Subscript: Interpreter._subscript,
