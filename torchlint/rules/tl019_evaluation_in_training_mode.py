@@ -28,7 +28,9 @@ class EvaluationInTrainingMode(Rule):
     `self.net(x)`), with no `backward()` or `step()` (it does not train), no `.eval()` or
     `.train(...)` of its own, and every call of it in the file reached with no `.eval()` before
     it in the calling function (or with a `.train()` after the last one: the usual
-    `for epoch: train(...); validate(...)`). The file must train a model (a training loop), and
+    `for epoch: train(...); validate(...)`). A script's own evaluation block at the top level
+    is flagged too: a loop that calls the model after the training loop, with no `.eval()` since
+    (the tutorial's `# Test the model` block). The file must train a model (a training loop), and
     its models must have a layer that behaves differently in training: a `Dropout` or
     `BatchNorm` in a Module class of the file, or a model from a library (torchvision, timm,
     `from_pretrained`). Functions never called in the file, `test_*` functions of test files, and
@@ -77,6 +79,7 @@ class EvaluationInTrainingMode(Rule):
         if not self.ctx.loops.training_loops():
             return
         test_file = self.ctx.is_test_file
+        self._evaluated_at_top_level(node)
         functions = _every_function(node)
         for function in functions:
             name = function.name.value
@@ -97,8 +100,32 @@ class EvaluationInTrainingMode(Rule):
                     "`.train()` again before training)",
                 )
 
-    def _model_call_in_loop(self, function: cst.FunctionDef) -> cst.Call | None:
-        for loop in _own_nodes(function.body, (cst.For, cst.While)):
+    def _evaluated_at_top_level(self, module: cst.Module) -> None:
+        """A script's `# Test the model` block after its training loop: a loop over data that
+        calls the model, with no `.eval()` since the training."""
+        trained = evaluating = False
+        for statement in module.body:
+            if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            loops = [statement] * isinstance(statement, (cst.For, cst.While)) + _own_nodes(statement, (cst.For, cst.While))
+            if any(self.ctx.loops.is_training_loop(loop) for loop in loops):
+                trained, evaluating = True, _last_mode(statement) == "eval"
+            elif trained and not evaluating and loops and not _HANDLES_MODE.search(self.ctx.code_for(statement)):
+                model_call = self._model_call_in_loop(statement)
+                if model_call is not None:
+                    model = self.ctx.code_for(model_call.func)
+                    self.report(
+                        model_call,
+                        f"`{model}` is evaluated here in training mode: no `.eval()` since the training loop, so "
+                        f"dropout stays on and batch norm learns from this data; call `{model}.eval()` first",
+                    )
+            else:
+                mode = _last_mode(statement)
+                evaluating = evaluating if mode is None else mode == "eval"
+
+    def _model_call_in_loop(self, root: cst.CSTNode) -> cst.Call | None:
+        body = root.body if isinstance(root, cst.FunctionDef) else root
+        for loop in [root] * isinstance(root, (cst.For, cst.While)) + _own_nodes(body, (cst.For, cst.While)):
             for call in _own_nodes(loop.body, (cst.Call,)):
                 written = dotted_name(call.func)
                 if written is None or method_name(call) is not None and not written.startswith("self."):
@@ -106,6 +133,12 @@ class EvaluationInTrainingMode(Rule):
                 if _MODEL_WORDS.search(written.rsplit(".", 1)[-1]) or self.ctx.kinds.is_module(call.func):
                     return call
         return None
+
+
+def _last_mode(statement: cst.CSTNode) -> str | None:
+    """`"eval"` or `"train"`: the last mode switch the statement makes (None: none)."""
+    modes = [method_name(call) for call in _own_nodes(statement, (cst.Call,)) if method_name(call) in ("eval", "train")]
+    return modes[-1] if modes else None
 
 
 def _own_nodes(root: cst.CSTNode, kinds: tuple) -> list:
