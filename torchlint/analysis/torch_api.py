@@ -125,25 +125,29 @@ def callable_source(ctx, func: cst.BaseExpression) -> cst.BaseExpression | None:
 
 
 def loss_of_produced_input(
-    ctx, call: cst.Call, producers: frozenset[str], method: str
+    ctx, call: cst.Call, producers: frozenset[str], method: str, losses: frozenset[str]
 ) -> tuple[str, cst.Call | None, cst.BaseExpression] | None:
-    """For a call whose first (`input`) argument is the result of one of `producers` (or of the
-    tensor method `method`), written inline or held in a local, or a tensor the tensor facts
-    know to hold that activation's values (returned by a helper, a method or a model's `forward`,
-    indexed, unpacked): (what the call computes, see `called_function`; the producing call, None
-    when it is not in sight; the argument as written). None otherwise."""
+    """For a call of one of `losses` whose first (`input`) argument is the result of one of
+    `producers` (or of the tensor method `method`), written inline or held in a local, or a
+    tensor the tensor facts know to hold that activation's values (returned by a helper, a
+    method or a model's `forward`, indexed, unpacked): (what the call computes, see
+    `called_function`; the producing call, None when it is not in sight; the argument as
+    written). None otherwise."""
     if not call.args:
         return None
     written = argument(call, 0, "input")
     if written is None:
+        return None
+    # The loss first: asking the tensor facts of every call's argument would interpret every function.
+    computed = called_function(ctx, call)
+    if computed not in losses:
         return None
     producer = ctx.values.resolve(written)
     if not isinstance(producer, cst.Call) or not call_matches(ctx, producer, producers, method):
         if not holds_activation(ctx, written, method):
             return None
         producer = None
-    computed = called_function(ctx, call)
-    return None if computed is None else (computed, producer, written)
+    return computed, producer, written
 
 
 def holds_activation(ctx, expr: cst.BaseExpression, activation: str) -> bool:

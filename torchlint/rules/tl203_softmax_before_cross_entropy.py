@@ -51,7 +51,7 @@ class SoftmaxBeforeCrossEntropy(Rule):
     severity = Severity.ERROR
 
     def visit_Call(self, node: cst.Call) -> None:
-        found = loss_of_produced_input(self.ctx, node, SOFTMAX_FUNCTIONS, "softmax")
+        found = loss_of_produced_input(self.ctx, node, SOFTMAX_FUNCTIONS, "softmax", CROSS_ENTROPY_LOSSES | NLL_LOSSES)
         if found is None:
             return
         loss, producer, written = found

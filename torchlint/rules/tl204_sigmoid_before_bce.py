@@ -63,7 +63,7 @@ class SigmoidBeforeBce(Rule):
     fix_applicability = Applicability.SAFE
 
     def visit_Call(self, node: cst.Call) -> None:
-        found = loss_of_produced_input(self.ctx, node, SIGMOID_FUNCTIONS, "sigmoid")
+        found = loss_of_produced_input(self.ctx, node, SIGMOID_FUNCTIONS, "sigmoid", BINARY_CROSS_ENTROPY_LOSSES)
         if (found is None or found[1] is None) and self._check_model_output(node):
             return
         if found is None:
