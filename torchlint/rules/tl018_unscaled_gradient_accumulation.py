@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchlint.analysis.dataflow import target_names
 from torchlint.analysis.loops import Event, Iteration, Kind
 from torchlint.analysis.names import method_name
 from torchlint.analysis.torch_api import looks_like_loss
@@ -21,7 +22,10 @@ class UnscaledGradientAccumulation(Rule):
     `if (i + 1) % N == 0:`, with `zero_grad()` there too, or nowhere else), and the loss it
     back-propagates is a loss computed in the loop (`criterion(...)`, `F.cross_entropy(...)`,
     `model(...).loss`) that no statement of the loop divides or multiplies (`loss = loss / N`,
-    `loss /= N`, `(loss / N).backward()`, `criterion(...) / N`). Not flagged: `accelerator.backward`
+    `loss /= N`, `(loss / N).backward()`, `criterion(...) / N`). The same holds for the form with
+    an inner loop of micro steps (`for micro_step in range(N):` with the backward, the optimizer
+    stepping after it; nanoGPT's form), where a loss unpacked from the model's outputs
+    (`logits, loss = model(x, y)`) counts as a loss by its name. Not flagged: `accelerator.backward`
     and Lightning's `self.backward` (they scale it themselves), a loss from a helper whose scaling
     is out of sight, and loops that clear the gradients every iteration (nothing accumulates).
 
@@ -59,7 +63,7 @@ class UnscaledGradientAccumulation(Rule):
 
     def leave_Module(self, node: cst.Module) -> None:
         for iteration in self.ctx.loops.training_loops():
-            backward = self._accumulating_backward(iteration)
+            backward = self._accumulating_backward(iteration) or self._micro_step_backward(iteration)
             if backward is None or not isinstance(backward.target, cst.Name):
                 continue
             loss = backward.target.value
@@ -92,6 +96,32 @@ class UnscaledGradientAccumulation(Rule):
         return backwards[0]
 
 
+    @staticmethod
+    def _micro_step_backward(iteration: Iteration) -> Event | None:
+        """nanoGPT's form: the step's own loop steps once, after an inner `for micro_step in
+        range(N):` loop whose one backward runs every micro step, clearing nothing there."""
+        own = [event for event in iteration.events if not event.via]
+        steps = [event for event in own if event.kind is Kind.OPTIMIZER_STEP and not event.loops]
+        backwards = [event for event in own if event.kind is Kind.BACKWARD]
+        if not steps or len(backwards) != 1 or len(backwards[0].loops) != 1 or backwards[0].conditional:
+            return None
+        inner = backwards[0].loops[0]
+        if not _counts_micro_steps(inner) or any(
+                event.kind in (Kind.ZERO_GRAD, Kind.GRAD_SET, Kind.OPTIMIZER_STEP) and inner in event.loops for event in own):
+            return None
+        return backwards[0]
+
+
+def _counts_micro_steps(loop) -> bool:
+    """`for micro_step in range(gradient_accumulation_steps):` (not a loop over data)."""
+    return isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and isinstance(loop.iter.func, cst.Name) \
+        and loop.iter.func.value == "range"
+
+
+# `logits, loss = model(x, y)`: an unpacked value named as a loss stands in as `outputs.loss`.
+_UNPACKED_LOSS = cst.Attribute(cst.Name("outputs"), cst.Name("loss"))
+
+
 def _assignments(block: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
     """The values `name = ...` and `name /= ...` statements of the block give it, in order (an
     augmented assignment counts as its whole expression), nested functions left out."""
@@ -100,6 +130,9 @@ def _assignments(block: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
         if isinstance(node, cst.Assign) and any(
                 isinstance(target.target, cst.Name) and target.target.value == name for target in node.targets):
             found.append(node.value)
+        elif isinstance(node, cst.Assign) and "loss" in name and any(
+                isinstance(target.target, cst.Tuple) and name in target_names(target.target) for target in node.targets):
+            found.append(_UNPACKED_LOSS)
         elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name) and node.target.value == name:
             found.append(cst.BinaryOperation(node.target, _AUGMENTED.get(type(node.operator), cst.Add)(), node.value))
     return found
