@@ -1,9 +1,9 @@
 """`--dry-run`: the script runs once with every tensor on the `meta` device (shapes, no data).
 
 Factories the user's code calls make meta tensors, modules' parameters and buffers become meta
-as they are registered, every tensor that enters a torch function becomes one (data loaded from
-disk or NumPy included), and moves (`.to(device)`, `.cuda()`, `Module.to`) keep them there: no
-data is computed, and a model runs on any machine in seconds.
+as they are registered, a tensor that meets a meta one in a torch function becomes one too (data
+loaded from disk or NumPy, once it reaches the model), and moves (`.to(device)`, `.cuda()`,
+`Module.to`) keep them there: no data is computed, and a model runs on any machine in seconds.
 A shape error raises as it would with real tensors, at the user's line, and is recorded there.
 
 What needs values cannot run: `.item()`, `.tolist()`, `bool(t)`, `.numpy()` stop the run with a
@@ -51,6 +51,8 @@ class DryRunStop(BaseException):
 
 
 class MetaMode(TorchFunctionMode):
+    """Every torch call of the run: keeps the script's tensors on meta and records shape errors."""
+
     def __init__(self, rec, files) -> None:
         super().__init__()
         self.rec = rec
