@@ -149,6 +149,11 @@ class UncheckedRule(Check):
 RUNNING_IS_THE_PITFALL = frozenset({"TL005", "TL009", "TL014", "TL403", "TL504"})
 
 
+def checks_explaining(error_text: str) -> list[Check]:
+    """The checks whose `error` pattern matches the text of an exception torch raised."""
+    return [check for check in CHECKS.values() if check.error is not None and check.error.search(error_text)]
+
+
 def check_for(code: str) -> Check:
     found = CHECKS.get(code)
     if found is None:
@@ -486,24 +491,27 @@ class ShapeMismatch(Check):
         return "the flagged code ran without a shape error on the shapes of this run"
 
 
+class _ConfirmedByShapeError(ShapeMismatch):
+    """A shape rule that TL104's shape errors confirm at its own findings; it adds none (TL104
+    does), and a loss's broadcast warning is not its pitfall."""
+
+    message = ""
+    adds_findings = False
+    warning = None
+
+
 @register
-class LayerSizeMismatch(ShapeMismatch):
+class LayerSizeMismatch(_ConfirmedByShapeError):
     """The shape error of layers that cannot chain, raised where the first batch meets them."""
 
     code = "TL103"
-    message = ""
-    adds_findings = False
-    warning = None
 
 
 @register
-class ReductionBroadcast(ShapeMismatch):
+class ReductionBroadcast(_ConfirmedByShapeError):
     """A reduction broadcast back the wrong way raises only where the sizes differ."""
 
     code = "TL105"
-    message = ""
-    adds_findings = False
-    warning = None
 
 
 @register

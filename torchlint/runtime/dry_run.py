@@ -25,7 +25,7 @@ import tempfile
 import torch
 from torch.overrides import TorchFunctionMode
 
-from torchlint.runtime.checks import CHECKS, first_line
+from torchlint.runtime.checks import checks_explaining, first_line
 from torchlint.runtime.logical import FACTORIES
 
 _NEEDS_VALUES = {
@@ -57,7 +57,6 @@ class MetaMode(TorchFunctionMode):
         super().__init__()
         self.rec = rec
         self.files = files
-        self.error_checks = [c for c in CHECKS.values() if c.error is not None]
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -77,9 +76,8 @@ class MetaMode(TorchFunctionMode):
             return func(*args, **kwargs)
         except Exception as error:
             text = str(error)
-            for check in self.error_checks:
-                if check.error.search(text):
-                    self.rec.event(check.code, self.files.here(), f"{first_line(text)} (operands {_shapes(args, kwargs)})")
+            for check in checks_explaining(text):
+                self.rec.event(check.code, self.files.here(), f"{first_line(text)} (operands {_shapes(args, kwargs)})")
             raise
 
     def _values(self, func, args, kwargs):
@@ -235,21 +233,23 @@ def _save_nothing(obj, f, *args, **kwargs) -> None:
     """`torch.save` in a dry run: meta tensors hold nothing to save, and the disk stays as it was."""
 
 
+def _called_by_torchlint() -> bool:
+    """The caller of the patched function is torchlint itself: its record of the run is written
+    where it belongs."""
+    return sys._getframe(2).f_code.co_filename.startswith(_PACKAGE_DIR)
+
+
 def _unless_ours(original):
     """A folder the script makes is not made (what it writes there goes to the scratch folder)."""
     def call(*args, **kwargs):
-        if sys._getframe(1).f_code.co_filename.startswith(_PACKAGE_DIR):
-            return original(*args, **kwargs)
-        return None
+        return original(*args, **kwargs) if _called_by_torchlint() else None
 
     return call
 
 
 def _scratch_open(original, scratch: str):
     def open_(file, mode="r", *args, **kwargs):
-        # torchlint's own record of the run is written where it belongs.
-        ours = sys._getframe(1).f_code.co_filename.startswith(_PACKAGE_DIR)
-        if not ours and isinstance(file, (str, os.PathLike)) and _WRITE_MODES & set(mode):
+        if not _called_by_torchlint() and isinstance(file, (str, os.PathLike)) and _WRITE_MODES & set(mode):
             file = os.path.join(scratch, os.path.basename(os.fspath(file)) or "unnamed")
         return original(file, mode, *args, **kwargs)
 

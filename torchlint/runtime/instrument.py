@@ -17,7 +17,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from torchlint.runtime import logical
-from torchlint.runtime.checks import CHECKS, check_for, first_line
+from torchlint.runtime.checks import CHECKS, check_for, checks_explaining, first_line
 from torchlint.runtime.frames import UserFiles
 from torchlint.runtime.recorder import Recorder
 
@@ -230,7 +230,6 @@ class Runtime(TorchFunctionMode):
         self.discards: dict = {}  # code object -> offsets of calls whose result is popped
         self.device_reads: dict = {}  # see logical.property_handlers
         self.left_behind: set = set()  # positions of discarded .to() calls whose receiver stayed
-        self.error_checks = [c for c in CHECKS.values() if c.error is not None]
         self.special = {}
         for func in SYNCS:
             self.special[func] = self._sync
@@ -256,9 +255,8 @@ class Runtime(TorchFunctionMode):
 
     def _error(self, error: Exception, position=None) -> None:
         text = str(error)
-        for check in self.error_checks:
-            if check.error.search(text):
-                self.rec.event(check.code, position or self.files.here(), first_line(text))
+        for check in checks_explaining(text):
+            self.rec.event(check.code, position or self.files.here(), first_line(text))
 
     def failed(self, error: BaseException) -> None:
         """The script's uncaught exception: the mode saw it raised (`_call`)."""
