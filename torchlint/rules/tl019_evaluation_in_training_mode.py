@@ -135,9 +135,17 @@ class EvaluationInTrainingMode(Rule):
         return None
 
 
+def _mode_switch(call: cst.Call) -> str | None:
+    """`"eval"` for `model.eval()`, `"train"` for `model.train(...)`, else None."""
+    called = method_name(call)
+    if called == "eval" and not call.args:
+        return "eval"
+    return "train" if called == "train" else None
+
+
 def _last_mode(statement: cst.CSTNode) -> str | None:
     """`"eval"` or `"train"`: the last mode switch the statement makes (None: none)."""
-    modes = [method_name(call) for call in _own_nodes(statement, (cst.Call,)) if method_name(call) in ("eval", "train")]
+    modes = [mode for call in _own_nodes(statement, (cst.Call,)) if (mode := _mode_switch(call)) is not None]
     return modes[-1] if modes else None
 
 
@@ -179,11 +187,9 @@ def _calls_in_mode(scope: cst.CSTNode, name: str) -> list[bool]:
             parts = [statement]
         for part in parts:
             for call in [part] * isinstance(part, cst.Call) + _own_nodes(part, (cst.Call,)):
-                called = method_name(call)
-                if called == "eval" and not call.args:
-                    evaluating = True
-                elif called == "train":
-                    evaluating = False
+                mode = _mode_switch(call)
+                if mode is not None:
+                    evaluating = mode == "eval"
                 elif dotted_name(call.func) in (name, f"self.{name}"):
                     found.append(evaluating)
     return found

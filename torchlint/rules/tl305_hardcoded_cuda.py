@@ -120,15 +120,22 @@ class HardcodedCuda(Rule):
             elif isinstance(ancestor, cst.BooleanOperation) and isinstance(ancestor.operator, cst.Or):
                 return False  # `get_accelerator() or torch.device("cuda")`: a fallback
             elif isinstance(ancestor, cst.FunctionDef):
-                if self._names_cuda(ancestor) or self._function_guarded(ancestor) or self._callers_guarded(ancestor):
+                if self._definition_guarded(ancestor) or self._callers_guarded(ancestor):
                     return False
-            elif isinstance(ancestor, cst.ClassDef) and (
-                self._names_cuda(ancestor) or any(self._mentions_guard(d) for d in ancestor.decorators)
-            ):
+            elif isinstance(ancestor, cst.ClassDef) and self._definition_guarded(ancestor):
                 # `class CUDAAccelerator`: CUDA-specific by design; a test class under
                 # `@unittest.skipIf(not torch.cuda.is_available(), ...)`: guarded.
                 return False
         return not self._module_guarded() and not self._module_skipped()
+
+    def _definition_guarded(self, definition: cst.FunctionDef | cst.ClassDef) -> bool:
+        """Named for CUDA or GPUs, or guarded: a function by a decorator or a check in its body,
+        a class by a decorator."""
+        if self._names_cuda(definition):
+            return True
+        if isinstance(definition, cst.FunctionDef):
+            return self._function_guarded(definition)
+        return any(self._mentions_guard(decorator) for decorator in definition.decorators)
 
     @staticmethod
     def _names_cuda(definition: cst.FunctionDef | cst.ClassDef) -> bool:
@@ -166,15 +173,14 @@ class HardcodedCuda(Rule):
         verdicts = []
         for statement in self.ctx.module.body:
             if isinstance(statement, cst.ClassDef):
-                class_guarded = self._names_cuda(statement) or any(self._mentions_guard(d) for d in statement.decorators)
                 verdicts.extend(
-                    class_guarded or self._names_cuda(method) or self._function_guarded(method)
+                    self._definition_guarded(statement) or self._definition_guarded(method)
                     for method in suite_statements(statement.body)
                     if isinstance(method, cst.FunctionDef) and _calls(method, name)
                 )
             elif isinstance(statement, cst.FunctionDef):
                 if statement.name.value != name and _calls(statement, name):
-                    verdicts.append(self._names_cuda(statement) or self._function_guarded(statement))
+                    verdicts.append(self._definition_guarded(statement))
             elif _calls(statement, name):
                 verdicts.append(False)
         return bool(verdicts) and all(verdicts)
