@@ -18,7 +18,9 @@ class OptimizerBuiltInLoop(Rule):
     that the loop does not build itself. Loops that build a new model each iteration (a sweep
     over learning rates, cross-validation folds) are left alone, and so is an outer loop over
     settings (`for device in ["cpu", "cuda"]:`) around the training loop; an outer loop over
-    epochs (`for epoch in range(n)`, `while`) is reported. The optimizer is a warning;
+    epochs (`for epoch in range(n)`, `while`) is reported. An optimizer rebuilt under a condition
+    (`if (epoch + 1) % 20 == 0:`, a hand-made learning-rate decay) runs now and then, on purpose,
+    and is left alone. The optimizer is a warning;
     `torch.compile` a note.
 
     ## Why is this bad?
@@ -64,7 +66,7 @@ class OptimizerBuiltInLoop(Rule):
         if not is_optimizer and qualified != "torch.compile":
             return
         loop = next((loop for loop in enclosing_loops(self.ctx.ancestors) if self.ctx.loops.is_training_loop(loop)), None)
-        if loop is None or not node.args or _built_in(loop, node.args[0].value):
+        if loop is None or not node.args or _built_in(loop, node.args[0].value) or self._conditional_in(loop):
             return
         if not self.ctx.loops.iteration(loop).steps_each_iteration and not _counts_epochs(loop):
             return  # `for device in ["cpu", "cuda"]:` around a training loop: one run per setting
@@ -81,6 +83,11 @@ class OptimizerBuiltInLoop(Rule):
                 severity=Severity.NOTE,
             )
 
+    def _conditional_in(self, loop: cst.For | cst.While) -> bool:
+        """Built under an `if` in the loop (`if (epoch + 1) % 20 == 0:`): rebuilt now and then, on
+        purpose (a hand-made learning-rate decay), not every iteration."""
+        inside = self.ctx.ancestors[next(i for i, node in enumerate(self.ctx.ancestors) if node is loop) + 1:]
+        return any(isinstance(node, cst.If) for node in inside)
 
 
 def _built_in(loop: cst.For | cst.While, argument: cst.BaseExpression) -> bool:
