@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from torchlint.analysis.module_attributes import ClassFrames, first_parameter, self_attribute
@@ -12,6 +14,10 @@ from torchlint.reports import RelatedNode
 from torchlint.rule import Rule
 from torchlint.walker import child_nodes, nodes_in_order
 
+# The factories that make a tensor of the data they are given.
+_FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor"})
+_NUMBER_TYPES = frozenset({"float", "int"})
+_SEQUENCE_TYPES = frozenset({"List", "list", "Sequence", "Tuple", "tuple", "Iterable", "ndarray"})
 _NUMBER_BUILTINS = frozenset({"float", "int", "abs", "round", "min", "max"})
 # `float("inf")`, `float("-inf")`, `float("nan")`: numbers written as strings.
 _NUMBER_WORDS = frozenset({"inf", "-inf", "+inf", "nan", "infinity", "-infinity"})
@@ -20,6 +26,8 @@ _MOVING_METHODS = frozenset({"_apply", "to", "cuda", "state_dict"})
 # What a method that moves attributes chosen at run time calls or reads.
 _BY_NAME = frozenset({"setattr", "getattr", "vars", "__dict__"})
 _EVERY_ATTRIBUTE = "*"
+# The DataLoader arguments that name a function run on the batches it loads.
+_BATCHING_HOOKS = frozenset({"collate_fn", "worker_init_fn"})
 _VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 # Methods that put a tensor on another device (or that of another tensor).
 _MOVES = frozenset({"to", "cuda", "type_as"})
@@ -45,15 +53,28 @@ def _scalar(expr: cst.BaseExpression) -> bool:
 
 def _scalar_constant(ctx, factory: cst.Call) -> bool:
     """`torch.tensor(1 / math.sqrt(d))`: a 0-dim constant works on any device and needs no saving."""
-    if ctx.callee(factory) != "torch.tensor" or not factory.args:
+    if ctx.callee(factory) not in _FROM_DATA or not factory.args:
         return False
     data = factory.args[0].value
     if isinstance(data, (cst.Integer, cst.Float)):
         return True
     if isinstance(data, cst.Name):
-        return _layer_size(ctx, data.value)  # `torch.tensor(attn_dim)` beside `nn.Linear(d, attn_dim)`
+        # `torch.tensor(attn_dim)` beside `nn.Linear(d, attn_dim)`, `torch.as_tensor(threshold)` of a `float` argument
+        return _layer_size(ctx, data.value) or _number_argument(ctx, data.value)
     # A literal number somewhere is what makes an expression a computed scalar (`1 / d`, not `values`).
     return isinstance(data, (cst.BinaryOperation, cst.UnaryOperation, cst.Call)) and _scalar(data)
+
+
+def _number_argument(ctx, name: str) -> bool:
+    """`name` is an argument of the enclosing function annotated as a number (`float`,
+    `Optional[Union[torch.Tensor, float]]`): a threshold or a scale, not a list of values."""
+    function = ctx.enclosing_function()
+    parameters = function.params.params + function.params.kwonly_params if function is not None else ()
+    annotation = next((param.annotation for param in parameters if param.name.value == name), None)
+    if annotation is None:
+        return False
+    words = set(re.findall(r"\w+", ctx.code_for(annotation.annotation)))
+    return bool(words & _NUMBER_TYPES) and not words & _SEQUENCE_TYPES
 
 
 def _layer_size(ctx, name: str) -> bool:
@@ -83,6 +104,7 @@ def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
             continue
         receiver = first_parameter(method)
         overrides = method.name.value in _MOVING_METHODS
+        aliases = _aliases(method, receiver)
         consumed: set[int] = set()  # `self.x` nodes already accounted for: moved, or stored to
         pending: list[cst.CSTNode] = [method.body]
         while pending:
@@ -96,9 +118,13 @@ def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
                 return {_EVERY_ATTRIBUTE}  # `setattr(self, name, ...)` over its attributes: all of them
             elif isinstance(node, cst.Assign) and len(node.targets) == 1:
                 consumed.add(id(node.targets[0].target))
-                moved = _moved_in_place(node, receiver)
+                if _alias_of(node, receiver) is not None:
+                    consumed.add(id(node.value))  # read through the local name, judged there
+                moved = _moved_in_place(node, receiver) if receiver is not None else None
                 if moved is not None:
                     found.add(moved)
+                if (local := _moved_in_place(node, None)) in aliases:
+                    found.add(aliases[local])
                 consumed.update(id(read) for read in _reshaped_in_place(node, receiver))
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _MOVES:
                 moved_object = node.func.value
@@ -125,14 +151,38 @@ def _reshaped_in_place(assignment: cst.Assign, receiver: str | None) -> list[cst
 
 
 def _moved_in_place(assignment: cst.Assign, receiver: str | None) -> str | None:
-    """`self.x = self.x.to(...)` (or `.cuda()`, `.type_as(...)`): the name `x`."""
+    """`self.x = self.x.to(...)` (or `.cuda()`, `.type_as(...)`, then reshaped): the name `x`; with no receiver,
+    a local name moved in place: `x = x.to(...)`."""
     target, value = assignment.targets[0].target, assignment.value
-    if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == receiver):
+    if receiver is None:
+        moved = target.value if isinstance(target, cst.Name) else None
+    elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == receiver:
+        moved = target.attr.value
+    else:
         return None
-    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _MOVES \
-            and dotted_name(value.func.value) == f"{receiver}.{target.attr.value}":
-        return target.attr.value
+    written = f"{receiver}.{moved}" if receiver else moved
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):  # `.to(d).view(1, -1)` too
+        if value.func.attr.value in _MOVES and dotted_name(value.func.value) == written:
+            return moved
+        value = value.func.value
     return None
+
+
+def _alias_of(assignment: cst.Assign, receiver: str | None) -> tuple[str, str] | None:
+    """`threshold = self.threshold`: (the local name, the attribute)."""
+    target = assignment.targets[0].target
+    attribute = self_attribute(assignment.value, receiver) if receiver is not None else None
+    return (target.value, attribute) if isinstance(target, cst.Name) and attribute is not None else None
+
+
+def _aliases(method: cst.FunctionDef, receiver: str | None) -> dict[str, str]:
+    """The local names a method gives its attributes (`classes = self.classes`), which it may
+    move under that name: `classes = classes.to(x.device)`."""
+    found = {}
+    for node in nodes_in_order(method.body):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and (alias := _alias_of(node, receiver)):
+            found[alias[0]] = alias[1]
+    return found
 
 
 class UnregisteredTensorAttribute(Rule):
@@ -150,11 +200,14 @@ class UnregisteredTensorAttribute(Rule):
     class moves itself: named in its own `to()` / `cuda()` / `_apply()` override (the others still
     are), or moved where it is used (`self.mean = self.mean.to(x.device)`, or every read outside
     `__init__` moving it: `conv(x, self.kernel.to(x.device))`, reshaping it in place aside:
-    `self.kernel = self.kernel.repeat(c, 1, 1)`). Nor is a 0-dim value from a full
+    `self.kernel = self.kernel.repeat(c, 1, 1)`, also under a local name: `keep = self.keep`
+    then `keep = keep.to(x.device)`), nor one read only where a DataLoader builds batches (the
+    method given as its `collate_fn`, and the methods that calls), on CPU data. Nor is a 0-dim value from a full
     reduction (`self.dim = torch.prod(torch.tensor(shape))`): it mixes with tensors on any device
     and `__init__` computes it again when a checkpoint is loaded, nor a 0-dim constant:
     `torch.tensor(float("inf"))`, `torch.sqrt(torch.tensor(attn_dim))` of a size the class gives a
-    layer (`nn.Linear(d, attn_dim)`).
+    layer (`nn.Linear(d, attn_dim)`), `torch.as_tensor(threshold)` of an argument annotated as a
+    number (`threshold: float`).
 
     ## Why is this bad?
     A plain tensor attribute is invisible to the Module machinery: `model.to(device)`,
@@ -197,10 +250,13 @@ class UnregisteredTensorAttribute(Rule):
         unregistered = frame.unregistered()
         # Read only for a class with an unregistered tensor: few classes have one.
         moved = _moved_by_hand(node) if unregistered else set()
+        batching = _batching_methods(node) if unregistered else frozenset()
         for assignment, name, message in unregistered:
             if name in moved or _EVERY_ATTRIBUTE in moved:
                 continue
-            used = _first_read(node, name)
+            used = _first_read(node, name, batching)
+            if batching and not used and _first_read(node, name):
+                continue  # read only where a DataLoader builds batches, from CPU data, on the CPU
             # Read only in `__init__` (to build a buffer, a parameter or another attribute): the
             # tensor is never used on the wrong device, and nothing is lost with the state_dict.
             if used or self._read_outside_init(name):
@@ -338,12 +394,36 @@ def _attribute_reads_outside_init(module: cst.Module) -> set[str]:
     return found
 
 
-def _first_read(classdef: cst.ClassDef, name: str) -> tuple[RelatedNode, ...]:
-    """Where a method other than `__init__` first reads `self.<name>`: where the tensor, left on
+def _batching_methods(classdef: cst.ClassDef) -> frozenset[str]:
+    """The methods a DataLoader calls to build batches (`DataLoader(..., collate_fn=self._sample)`),
+    and those they call (`self._pos_sample(batch)`): they run on CPU data, in the loader's workers."""
+    found: set[str] = set()
+    calls: dict[str, set[str]] = {}
+    for method in classdef.body.body:
+        if not isinstance(method, cst.FunctionDef):
+            continue
+        receiver = first_parameter(method)
+        calls[method.name.value] = called = set()
+        for node in nodes_in_order(method.body):
+            if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in _BATCHING_HOOKS:
+                found.add(self_attribute(node.value, receiver or "self") or "")
+            elif isinstance(node, cst.Call) and receiver is not None and (callee := self_attribute(node.func, receiver)):
+                called.add(callee)
+    pending = list(found)
+    while pending:
+        for callee in calls.get(pending.pop(), ()):
+            if callee not in found:
+                found.add(callee)
+                pending.append(callee)
+    return frozenset(found - {"", "__init__"})
+
+
+def _first_read(classdef: cst.ClassDef, name: str, skipped: frozenset[str] = frozenset()) -> tuple[RelatedNode, ...]:
+    """Where a method other than `__init__` (and the `skipped` ones) first reads `self.<name>`: where the tensor, left on
     the device it was made on, meets inputs on the device the module was moved to (unless that
     method moves it by hand). Searched only for a class with a finding."""
     for method in classdef.body.body:
-        if not isinstance(method, cst.FunctionDef) or method.name.value == "__init__":
+        if not isinstance(method, cst.FunctionDef) or method.name.value == "__init__" or method.name.value in skipped:
             continue
         self_name = first_parameter(method)
         pending: list[cst.CSTNode] = [method.body]
