@@ -7,9 +7,12 @@ call and never reaches the optimizer.
 
 from __future__ import annotations
 
+import builtins
+
 import libcst as cst
 
 from torchlint.analysis.names import keyword_arg
+from torchlint.walker import nodes_in_order
 
 _ALWAYS_PARAMETERIZED = frozenset(
     {
@@ -79,3 +82,43 @@ def parameterized_layer(ctx, call: cst.Call) -> str | None:
         switches = [keyword_arg(call, keyword) for keyword in _OPT_IN[name]]
         return name if any(s is not None and _is_true(s.value) for s in switches) else None
     return None
+
+
+# Libraries whose Module classes hold no learnable parameters: signal and image transforms.
+_PARAMETER_FREE_LIBRARIES = ("torchaudio.transforms.", "torchvision.transforms.")
+_BUILTINS = frozenset(dir(builtins))
+
+
+def parameter_free_class(ctx, classdef: cst.ClassDef, seen: frozenset[str] = frozenset()) -> bool:
+    """A Module class of this file, derived from `nn.Module` itself, whose `__init__` builds
+    nothing that owns parameters: no `nn.Parameter`, no `torch.nn` layer with parameters, no
+    class of unknown content, only parameter-free layers, torchaudio/torchvision transforms and
+    parameter-free classes of this file (`self.resampler = torchaudio.transforms.Resample(...)`)."""
+    if classdef.name.value in seen or not all(
+        ctx.qualified_name(base.value) == "torch.nn.Module" for base in classdef.bases
+    ):
+        return False
+    init = next((statement for statement in classdef.body.body
+                 if isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__"), None)
+    calls = [node for node in nodes_in_order(init.body) if isinstance(node, cst.Call)] if init else []
+    return all(_builds_no_parameters(ctx, call, seen | {classdef.name.value}) for call in calls)
+
+
+def _builds_no_parameters(ctx, call: cst.Call, seen: frozenset[str]) -> bool:
+    qualified = ctx.callee(call)
+    if qualified is not None:
+        if qualified.startswith(_PARAMETER_FREE_LIBRARIES):
+            return True
+        if nn_class_name(qualified) is not None:
+            return parameterized_layer(ctx, call) is None and not qualified.endswith(".Parameter")
+        return qualified.startswith(("torch.", "math.")) and qualified.rsplit(".", 1)[-1][:1].islower()
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        # A method of something built here (`layers.append(...)`), or `super().__init__()`; not `self.register_parameter`.
+        return func.attr.value != "register_parameter"
+    if isinstance(func, cst.Name):
+        local = ctx.module_classes.class_named(func.value)
+        if local is not None:
+            return parameter_free_class(ctx, local, seen)
+        return func.value in _BUILTINS
+    return False

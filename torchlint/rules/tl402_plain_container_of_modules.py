@@ -5,7 +5,7 @@ import libcst as cst
 from torchlint.analysis.module_attributes import ClassFrames
 from torchlint.analysis.module_values import top_level_function
 from torchlint.analysis.names import dotted_name, isinstance_check
-from torchlint.analysis.nn_layers import CONTAINERS, nn_class_name, parameterized_layer
+from torchlint.analysis.nn_layers import CONTAINERS, nn_class_name, parameter_free_class, parameterized_layer
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 from torchlint.walker import nodes_in_order
@@ -34,7 +34,10 @@ class PlainContainerOfModules(Rule):
     `add_module`). Layers added later count too: `self.layers.append(nn.Linear(...))`, an item
     stored by key, and a `layer` appended under `if isinstance(layer, nn.Module):`; so does a
     list that a function of the file fills with modules and returns in a tuple
-    (`self.info, self.layers = create_modules(cfg)`).
+    (`self.info, self.layers = create_modules(cfg)`). Not reported: a list of modules of a class
+    of the file, derived from `nn.Module`, that owns no parameters (its `__init__` builds only
+    parameter-free layers and torchaudio/torchvision transforms, such as a resampler): there is
+    nothing to train or save, and such a list is often kept on one device on purpose.
 
     ## Why is this bad?
     `nn.Module` only registers submodules assigned directly or held in `nn.ModuleList` /
@@ -168,7 +171,9 @@ class PlainContainerOfModules(Rule):
             return written
         local = dotted_name(element.func)
         if local is not None and "." not in local and self.ctx.module_classes.is_module_name(local):
-            return written
+            # A class of the file that owns no parameters (a resampler, an activation) has none to lose.
+            classdef = self.ctx.module_classes.class_named(local)
+            return None if classdef is not None and parameter_free_class(self.ctx, classdef) else written
         return None
 
     def _checked_module(self, added: cst.BaseExpression) -> str | None:
