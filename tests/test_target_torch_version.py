@@ -39,6 +39,15 @@ def test_torch_load_default_is_safe_from_2_6() -> None:
     assert rows("TL502", (3, 0)) == [7]
 
 
+def test_torch_load_of_a_pickled_model_fails_from_2_6() -> None:
+    source = "import torch\n\ndef restore(path, x):\n    model = torch.load(path)\n    return model(x)\n"
+    for target in (None, (2, 5), (2, 6)):
+        settings = Settings(rules=(get_rule("TL502"),), target_torch_version=target)
+        [finding] = check_source(source, "t.py", settings)
+        assert finding.fix is None  # `weights_only=True` would break this load
+        assert ("fails here from torch 2.6 on" in finding.message) == (target == (2, 6))
+
+
 def test_amp_replacements_need_their_torch_version() -> None:
     assert rows("TL501", None) == [8, 9]
     # torch.amp.autocast exists since 1.10, torch.amp.GradScaler since 2.3.

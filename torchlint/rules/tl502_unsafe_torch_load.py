@@ -3,14 +3,23 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.call_edits import keyword, with_arguments
-from torchlint.analysis.names import argument, keyword_arg
+from torchlint.analysis.names import argument, keyword_arg, positional_args
+from torchlint.analysis.tensor_facts.domain import ModuleValue
 from torchlint.analysis.torch_api import LOAD_FUNCTIONS
 from torchlint.diagnostics import Applicability, Severity
-from torchlint.reports import FixSpec
+from torchlint.reports import FixSpec, RelatedNode
 from torchlint.rule import Rule
+from torchlint.walker import nodes_in_order
 
 # From this version on, a missing `weights_only` means `weights_only=True`.
 _SAFE_DEFAULT_SINCE = (2, 6)
+_SAVE_FUNCTIONS = frozenset({"torch.save", "torch.serialization.save"})
+# What only a Module answers: a loaded object used so is a whole pickled model.
+_MODULE_METHODS = frozenset({"eval", "train", "parameters", "named_parameters", "state_dict", "forward", "modules"})
+_PICKLED_MODULE = (
+    "a whole pickled module loads only with `weights_only=False`, which runs any code in the file: "
+    "save and load its `state_dict()` instead, or pass `weights_only=False` for a file you trust"
+)
 
 
 class UnsafeTorchLoad(Rule):
@@ -42,6 +51,12 @@ class UnsafeTorchLoad(Rule):
     `torch.serialization.add_safe_globals([...])`, or pass `weights_only=False` and suppress this
     finding with a `# noqa: TL502` comment that says why the file is trusted.
 
+    Where the file holds a whole pickled Module (the loaded object is used as a model:
+    `model = torch.load(path)` then `model.eval()` or `model(x)`; or the same file saves one:
+    `torch.save(model, path)`), `weights_only=True` cannot load it: the finding says so, asks for a
+    `state_dict()` or an explicit `weights_only=False` for a trusted file, and offers no fix. It is
+    reported under a `target-torch-version` of 2.6 or newer too: there the load fails.
+
     ## Fix safety
     The fix adds `weights_only=True` and is unsafe: loading a file that holds objects other than
     tensors and primitive containers will then raise. It is not offered when a `pickle_module` is
@@ -58,8 +73,17 @@ class UnsafeTorchLoad(Rule):
     severity = Severity.ERROR
     fix_applicability = Applicability.UNSAFE
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._saved_module: cst.Call | None = None  # the file's first `torch.save(model, path)`
+        # Loads without `weights_only`, judged once the whole file is read: (call, its fix).
+        self._unmarked: list[tuple[cst.Call, FixSpec | None]] = []
+
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.callee(node) not in LOAD_FUNCTIONS or any(arg.star == "**" for arg in node.args):
+        callee = self.ctx.callee(node)
+        if callee in _SAVE_FUNCTIONS and self._saved_module is None and self._saves_module(node):
+            self._saved_module = node
+        if callee not in LOAD_FUNCTIONS or any(arg.star == "**" for arg in node.args):
             return
         weights_only = keyword_arg(node, "weights_only")
         if weights_only is not None:
@@ -74,18 +98,71 @@ class UnsafeTorchLoad(Rule):
                 "trusted files, or use `weights_only=True` with `torch.serialization.add_safe_globals`",
             )
             return
-        target = self.ctx.settings.target_torch_version
-        if target is not None and tuple(target[:2]) >= _SAFE_DEFAULT_SINCE:
-            return
         if self.ctx.guards.in_compat_code(node, fallback_only=True):
+            return
+        used = self._used_as_module(node)
+        if used is not None:
+            self._report_pickled_module(node, RelatedNode(used, "the loaded object is used as a model here"))
             return
         fix = None
         if argument(node, 2, "pickle_module") is None:
             fixed = with_arguments(node, last=[keyword("weights_only", "True")])
             fix = FixSpec("Add `weights_only=True`", ((node, self.ctx.code_for(fixed)),), Applicability.UNSAFE)
-        self.report(
-            node,
-            "`torch.load` without `weights_only` unpickles arbitrary code before torch 2.6; pass "
-            "`weights_only=True`",
-            fix=fix,
-        )
+        self._unmarked.append((node, fix))
+
+    def leave_Module(self, node: cst.Module) -> None:
+        for load, fix in self._unmarked:
+            if self._saved_module is not None:
+                self._report_pickled_module(load, RelatedNode(self._saved_module, "a whole module is saved here"))
+            elif not self._safe_by_default():
+                self.report(
+                    load,
+                    "`torch.load` without `weights_only` unpickles arbitrary code before torch 2.6; pass "
+                    "`weights_only=True`",
+                    fix=fix,
+                )
+
+    def _safe_by_default(self) -> bool:
+        target = self.ctx.settings.target_torch_version
+        return target is not None and tuple(target[:2]) >= _SAFE_DEFAULT_SINCE
+
+    def _report_pickled_module(self, node: cst.Call, evidence: RelatedNode) -> None:
+        """`weights_only=True` would break this load, whole pickled Module that the file holds:
+        say what works instead, with no fix."""
+        if self._safe_by_default():
+            message = f"`torch.load` fails here from torch 2.6 on, where `weights_only` defaults to True: {_PICKLED_MODULE}"
+        else:
+            message = f"`torch.load` without `weights_only` unpickles arbitrary code before torch 2.6, and {_PICKLED_MODULE}"
+        self.report(node, message, related=(evidence,))
+
+    def _saves_module(self, save: cst.Call) -> bool:
+        saved = positional_args(save)[:1]
+        return bool(saved) and isinstance(self.ctx.tensors.facts(saved[0].value), ModuleValue)
+
+    def _used_as_module(self, load: cst.Call) -> cst.CSTNode | None:
+        """`torch.load(path).eval()`, or the name it is assigned to (through `.to(device)`) called
+        or asked for what only a Module has in the same function."""
+        ancestors = self.ctx.ancestors
+        index = len(ancestors) - 1
+        while index >= 1 and isinstance(ancestors[index], cst.Attribute) and isinstance(ancestors[index - 1], cst.Call):
+            if ancestors[index].attr.value in _MODULE_METHODS:
+                return ancestors[index - 1]
+            index -= 2
+        assignment = ancestors[index] if index >= 0 else None
+        if not (isinstance(assignment, cst.Assign) and len(assignment.targets) == 1
+                and isinstance(assignment.targets[0].target, cst.Name)):
+            return None
+        name = assignment.targets[0].target.value
+        scope = self.ctx.enclosing_function() or self.ctx.module
+        for node in nodes_in_order(scope):
+            if isinstance(node, cst.Call) and _uses_as_module(node.func, name):
+                return node
+        return None
+
+
+def _uses_as_module(func: cst.BaseExpression, name: str) -> bool:
+    """`model(x)`, `model.eval()`, `model.parameters()`."""
+    if isinstance(func, cst.Name):
+        return func.value == name
+    return isinstance(func, cst.Attribute) and func.attr.value in _MODULE_METHODS \
+        and isinstance(func.value, cst.Name) and func.value.value == name
