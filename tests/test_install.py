@@ -131,6 +131,8 @@ def test_the_action_annotates_findings_writes_sarif_and_fails_on_usage_errors(in
     assert annotations[0].startswith("::warning title=torchlint (TL102),file=src/train.py,line=2,col=5,")
     sarif = json.loads((tmp_path / "torchlint.sarif").read_text())
     assert len(sarif["runs"][0]["results"]) == 2
+    check_script = _steps({"sarif-file": "torchlint.sarif"}, REPO)[-1][0]
+    assert check_script.count("torchlint check") == 1  # annotations and SARIF from one run, not two
 
     (tmp_path / "torchlint.sarif").unlink()
     *_, failed = _run_action(installed, tmp_path, {"args": "--select TL999", "sarif-file": "torchlint.sarif"})

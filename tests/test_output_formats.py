@@ -82,6 +82,16 @@ def test_sarif_validates_and_has_what_code_scanning_needs(repo):
     assert len(set(fingerprints)) == len(fingerprints)
 
 
+def test_sarif_file_is_written_beside_the_chosen_output_in_one_run(repo):
+    result = run_torchlint("check", "--output-format", "github", "--sarif-file", "out.sarif", cwd=repo)
+    assert result.returncode == 1
+    annotations = result.stdout.splitlines()
+    log = json.loads((repo / "out.sarif").read_text())
+    jsonschema.validate(log, json.loads(SCHEMA.read_text()))
+    assert [r["ruleId"] for r in log["runs"][0]["results"]] == ["TL102", "TL202"]
+    assert len(annotations) == 2 and "TL102" in annotations[0] and "TL202" in annotations[1]
+
+
 def test_sarif_fingerprints_survive_moved_lines(repo):
     before = json.loads(run_torchlint("check", "--output-format", "sarif", cwd=repo).stdout)
     (repo / "src" / "bad,name.py").write_text("# a new first line\n" + BAD)

@@ -107,6 +107,8 @@ class _CheckCommand(click.Command):
 @click.option("--extend-select", help="Comma-separated rule codes or prefixes to enable in addition.")
 @click.option("--output-format", type=click.Choice(format_names()), default="full", show_default=True)
 @click.option("--exit-zero", is_flag=True, help="Exit with status 0 even when there are findings.")
+@click.option("--sarif-file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also write the findings as SARIF to FILE (for code scanning), in the same run.")
 @click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of the findings.")
 @click.option("--config", "config_values", multiple=True,
               help="Read settings from this TOML file; or KEY=VALUE (TOML) to override one setting. Repeatable.")
@@ -150,7 +152,7 @@ class _CheckCommand(click.Command):
 @click.option("--dry-run", "dry_run", is_flag=True,
               help="With --runtime: run the script with every tensor on the meta device (shapes, no values), "
                    "for one optimizer step, writing nothing to disk; report its shape errors.")
-def check(paths, select, ignore, extend_select, output_format, exit_zero, statistics, config_values, isolated,
+def check(paths, select, ignore, extend_select, output_format, exit_zero, sarif_file, statistics, config_values, isolated,
           show_settings, jobs, force_exclude, quiet, color, no_color, stdin_filename, no_cache, fix, unsafe_fixes,
           diff, show_fixes, exit_non_zero_on_fix, baseline, write_baseline, diff_base, progress, add_noqa, runtime,
           module, fail_on, run_record, device, timeout, dry_run) -> None:
@@ -246,6 +248,9 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, statis
     if script_failed and not diagnostics and output_format in ("full", "concise") and not statistics:
         output = "" if quiet else "No findings in the code that ran, but the script did not finish.\n"
     click.echo(output, nl=False, color=context.color)  # click strips colour off a pipe otherwise
+    if sarif_file:
+        with open(sarif_file, "w", encoding="utf-8") as handle:
+            handle.write(render("sarif", diagnostics, context))
     _exit_on_internal_errors(internal_errors)
     failing = [d for d in diagnostics if d.severity.at_least(threshold) and (not runtime or d.runtime in verdicts)]
     failed = bool(failing) or script_failed or (exit_non_zero_on_fix and bool(fixed))
