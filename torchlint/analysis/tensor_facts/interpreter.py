@@ -62,6 +62,8 @@ _PAIR_OUTPUT = frozenset({"torch.nn.MultiheadAttention"})
 _NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode"})
 _NUMBER_BUILTINS = frozenset({"len", "int", "float", "round", "abs", "ord", "hash", "sum", "max", "min"})
 _REDUCING_BUILTINS = frozenset({"sum", "max", "min"})
+# Without a dim these work along the last one (`x.sort()`, `x.mode()`), not over the whole tensor.
+_ALONG_LAST_DIM_BY_DEFAULT = frozenset({"sort", "mode", "cummax", "cummin"})
 _SEQUENCE_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set"})
 # Keyword arguments of torch ops that are operands (a tensor there must be on the op's device).
 _OPERAND_KEYWORDS = frozenset(
@@ -1378,10 +1380,10 @@ class Interpreter:
         dims = [arg for arg in call.args if arg.keyword is None or arg.keyword.value in ("dim", "k")]
         keepdim = keyword_arg(call, "keepdim")
         keeps = keepdim is not None and isinstance(keepdim.value, cst.Name) and keepdim.value.value == "True"
-        if not dims:
+        if not dims and name not in _ALONG_LAST_DIM_BY_DEFAULT:
             return replace(receiver, layout=Layout(0, (), ()), scalar=True, origin=receiver.origin)
         rank = receiver.rank
-        single_dim = len(dims) == 1 and int_value(dims[0].value) is not None
+        single_dim = not dims or (len(dims) == 1 and int_value(dims[0].value) is not None)
         if keeps or name in ("topk", "sort", "cummax", "cummin"):
             new_rank = rank
         elif rank is not None and single_dim:
