@@ -3,12 +3,14 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.names import keyword_arg, method_name, method_receiver, positional_args
-from torchlint.analysis.values import DATA_FACTORIES, SIZE_FACTORIES, string_value
+from torchlint.analysis.values import SIZE_FACTORIES, string_value
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
-_FACTORIES = SIZE_FACTORIES | DATA_FACTORIES
+# Factories that make a tensor from a size: given `device=`, they fill it there. `torch.tensor(data)`
+# is not one: torch builds it in host memory and copies it even with `device=`.
+_FACTORIES = SIZE_FACTORIES
 # Made on the device, these draw from its generator instead of the CPU's: other numbers.
 _RANDOM = frozenset({"torch.rand", "torch.randn", "torch.randint", "torch.randperm"})
 
@@ -17,9 +19,11 @@ class CreatedThenMoved(Rule):
     """
     ## What it does
     Flags a tensor made by a factory on the CPU and moved at once: `torch.zeros(n).to(device)`,
-    `torch.tensor(values).cuda()`, `torch.arange(n).to("cuda")`. A note: the code is correct.
+    `torch.ones(b, t).cuda()`, `torch.arange(n).to("cuda")`. A note: the code is correct.
     Moves that also change the dtype, `non_blocking` copies, moves to the CPU and tensors made
-    with `requires_grad` (TL008: the move makes a non-leaf copy) are left alone.
+    with `requires_grad` (TL008: the move makes a non-leaf copy) are left alone, and so are
+    tensors of data (`torch.tensor(values).cuda()`, `torch.as_tensor(...)`, `torch.from_numpy`):
+    torch builds those in host memory and copies them even when given `device=`.
 
     ## Why is this bad?
     The tensor is allocated and filled in host memory, then copied to the device: two
