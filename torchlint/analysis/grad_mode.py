@@ -30,7 +30,8 @@ _DISABLE = frozenset(f"{prefix}{name}" for prefix in _AUTOGRAD_PREFIXES for name
 _ENABLE = frozenset(f"{prefix}enable_grad" for prefix in _AUTOGRAD_PREFIXES)
 _SET_ENABLED = frozenset(f"{prefix}set_grad_enabled" for prefix in _AUTOGRAD_PREFIXES)
 _INFERENCE = frozenset(f"{prefix}inference_mode" for prefix in _AUTOGRAD_PREFIXES)
-# Local helpers whose names say they switch grad mode (`maybe_no_grad()`, `self.inference_ctx()`).
+# Helpers whose names say they switch grad mode (`maybe_no_grad()`, `self.inference_ctx()`,
+# an imported `smart_inference_mode()`).
 _GRAD_WORDS = ("no_grad", "inference", "grad_enabled", "enable_grad")
 
 
@@ -79,8 +80,9 @@ class GradMode:
         call = expr if isinstance(expr, cst.Call) else None
         target = call.func if call is not None else expr
         qualified = self._imports.qualified_name(target)
-        if qualified is None:
-            written = dotted_name(target) or ""
+        if qualified is None or not qualified.startswith("torch."):
+            # A helper of the project or a library (`@smart_inference_mode()`): judged by its name.
+            written = qualified or dotted_name(target) or ""
             last = written.rsplit(".", 1)[-1].lower()
             if isinstance(expr, cst.IfExp):
                 branches = (self.switch_effect(expr.body), self.switch_effect(expr.orelse))

@@ -47,7 +47,9 @@ class EvalWithoutNoGrad(Rule):
     ## What it does
     Flags a call of a model inside a loop that runs after `model.eval()` when no
     `torch.no_grad()`, `torch.inference_mode()` or `torch.set_grad_enabled(False)` is in effect
-    (as a `with` block, a decorator of the function, or a `set_grad_enabled(False)` statement).
+    (as a `with` block, a decorator of the function, or a `set_grad_enabled(False)` statement);
+    a helper of the project or a library whose name says it switches grad mode
+    (`@smart_inference_mode()`, `with maybe_no_grad():`) counts as one.
     Loops that want gradients (they call `backward()`, `torch.autograd.grad`, `requires_grad_()`:
     saliency maps, adversarial examples) are left alone, and so are functions that freeze the
     parameters (`p.requires_grad = False`), where autograd records nothing anyway. Test functions
