@@ -10,6 +10,7 @@ from torchlint.analysis.values import DATA_FACTORIES, SIZE_FACTORIES
 from torchlint.context import RelatedNode
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
+from torchlint.walker import nodes_in_order
 
 # Calls that can put a tensor on the default device or the CPU (checked before asking the model).
 _FACTORIES = SIZE_FACTORIES | DATA_FACTORIES | LEGACY_CONSTRUCTORS | {"torch.from_numpy"}
@@ -68,7 +69,9 @@ class MixedDevices(Rule):
     The finding is reported at the call that created the tensor, where `device=` belongs. 0-dim
     tensors (`torch.tensor(2.0)`), Python scalars, tensors moved later (`torch.arange(n).to(x.device)`),
     factories given `device=x.device`, indexing with a CPU index and tensors whose device is
-    unknown are not reported.
+    unknown are not reported, nor a probe of the module in its own `__init__`
+    (`self.forward(torch.zeros(1, 3, s, s))` to measure strides): its parameters are still on the
+    default device there.
 
     ## Why is this bad?
     The op raises `RuntimeError: Expected all tensors to be on the same device` as soon as the
@@ -102,6 +105,11 @@ class MixedDevices(Rule):
             return
         origin, related = origin
         conflicts = self.ctx.tensors.conflicts(node)
+        if conflicts and (constructor := self._unmoved_constructor()):
+            # A shape probe in `__init__` (`self.forward(torch.zeros(1, 3, s, s))`): the module's
+            # parameters are still on the default device, where `.to(device)` has yet to move them.
+            conflicts = [(partner, device) for partner, device in conflicts
+                         if device is not Device.MODULE or id(partner) not in constructor]
         if not conflicts:
             return
         partner, device = conflicts[0]
@@ -123,6 +131,18 @@ class MixedDevices(Rule):
         # Where the devices meet: the op (or the module call) that raises on a GPU.
         meets = RelatedNode(partner, f"meets `{written}` here" if written else "meets the other tensor here")
         self.report(node, f"{origin} but it is {where}; {self._remedy(node)}", related=(*related, meets))
+
+    def _unmoved_constructor(self) -> set[int]:
+        """The nodes of the Module's `__init__` the call is in, unless it moves the module itself
+        (`self.to(device)`); else none."""
+        function = self.ctx.enclosing_function()
+        if function is None or function.name.value != "__init__" or self.ctx.enclosing_class() is None:
+            return set()
+        nodes = list(nodes_in_order(function.body))
+        moves = any(isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                    and node.func.attr.value in ("to", "cuda") and dotted_name(node.func.value) == "self"
+                    for node in nodes)
+        return set() if moves else {id(node) for node in nodes}
 
     def _report_unmoved_batch(self, call: cst.Call) -> None:
         found = self.ctx.tensors.unmoved_batch(call)
