@@ -8,7 +8,7 @@ from torchlint.analysis.module_attributes import ClassFrames, first_parameter, s
 from torchlint.analysis.names import dotted_name, method_receiver, positional_args
 from torchlint.analysis.nn_layers import parameterized_layer
 from torchlint.analysis.tensor_facts.domain import TensorFacts
-from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS, PARAMETER_CLASSES, TENSOR_FACTORIES
+from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS, PARAMETER_CLASSES, TENSOR_FACTORIES, requires_grad_true
 from torchlint.diagnostics import Severity
 from torchlint.reports import RelatedNode
 from torchlint.rule import Rule
@@ -52,8 +52,9 @@ def _scalar(expr: cst.BaseExpression) -> bool:
 
 
 def _scalar_constant(ctx, factory: cst.Call) -> bool:
-    """`torch.tensor(1 / math.sqrt(d))`: a 0-dim constant works on any device and needs no saving."""
-    if ctx.callee(factory) not in _FROM_DATA or not factory.args:
+    """`torch.tensor(1 / math.sqrt(d))`: a 0-dim constant works on any device and needs no saving
+    (one that requires grad is a learned value: it must be saved and trained)."""
+    if ctx.callee(factory) not in _FROM_DATA or not factory.args or requires_grad_true(factory):
         return False
     data = factory.args[0].value
     if isinstance(data, (cst.Integer, cst.Float)):
