@@ -31,7 +31,8 @@ class LossAccumulatedWithGraph(Rule):
     inside the loop (`running_loss = 0` after the optimizer step), holds no saved activations
     and never more than a few steps' graph nodes. So are losses stored to be back-propagated
     later in the same function (`accelerator.backward(losses[i])`, `sum(losses).backward()`):
-    their graphs are kept on purpose.
+    their graphs are kept on purpose; and a loss detached right after its backward
+    (`loss.backward()` then `loss = loss.detach()`, as gradient caching does).
 
     ## Why is this bad?
     `loss` carries its autograd graph, and so does `total` after the addition (or the list that
@@ -157,6 +158,8 @@ class LossAccumulatedWithGraph(Rule):
                 continue
             if leaf.value in freed and _reset_in(loops[0], total):
                 continue  # gradient accumulation: each graph is freed, the sum reset every step
+            if _detached_after_backward(loops[0], leaf.value):
+                continue  # `loss.backward()` then `loss = loss.detach()`: what is kept has no graph
             if leaf.value in subjects or (value is not None and looks_like_loss(value)):
                 return leaf
         return None
@@ -197,6 +200,39 @@ def _reset_in(loop, total: str) -> bool:
         and any(isinstance(t.target, cst.Name) and t.target.value == total for t in node.targets)
         for node in nodes_in_order(loop.body)
     )
+
+
+def _detached_after_backward(loop, name: str) -> bool:
+    """The loop back-propagates `name` only in blocks whose next use of it detaches it
+    (`loss.backward()` then `loss = loss.detach()`, as gradient caching does): wherever it meets
+    a backward, what the loop keeps afterwards holds no graph."""
+    found = False
+    for block in nodes_in_order(loop.body):
+        if not isinstance(block, cst.IndentedBlock):
+            continue
+        statements = list(block.body)
+        backward = next((i for i, statement in enumerate(statements) if _backpropagates(statement, name)), None)
+        if backward is None:
+            continue
+        next_use = next((statement for statement in statements[backward + 1:] if _reads(statement, name)), None)
+        if next_use is None or not _detaches(next_use, name):
+            return False
+        found = True
+    return found
+
+
+def _backpropagates(statement: cst.CSTNode, name: str) -> bool:
+    """`name.backward(...)` as a statement of its own."""
+    call = statement.body[0].value if isinstance(statement, cst.SimpleStatementLine) \
+        and isinstance(statement.body[0], cst.Expr) else None
+    return isinstance(call, cst.Call) and method_name(call) == "backward" and dotted_name(call.func.value) == name
+
+
+def _detaches(statement: cst.CSTNode, name: str) -> bool:
+    """`name = name.detach()` (or `.item()`, `float(name)`)."""
+    assignment = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else None
+    return isinstance(assignment, cst.Assign) and len(assignment.targets) == 1 \
+        and dotted_name(assignment.targets[0].target) == name and _detached(assignment.value)
 
 
 def _detach_fix(leaf: cst.Name) -> FixSpec:
