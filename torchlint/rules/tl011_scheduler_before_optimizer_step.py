@@ -4,9 +4,13 @@ import libcst as cst
 
 from torchlint.analysis.dataflow import target_names
 from torchlint.analysis.loops import Condition, Event, Iteration, Kind
+from torchlint.analysis.module_attributes import string_value
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
-from torchlint.walker import child_nodes
+from torchlint.walker import child_nodes, nodes_in_order
+
+# The calls that make a `warnings.catch_warnings()` block ignore warnings.
+_IGNORING = frozenset({"warnings.simplefilter", "warnings.filterwarnings"})
 
 
 class SchedulerBeforeOptimizerStep(Rule):
@@ -20,7 +24,9 @@ class SchedulerBeforeOptimizerStep(Rule):
     condition holds the first time it is tested: a warm-up guard (`if epoch <= warm_epochs:`),
     a flag that does not change over the loop, or a training phase (`else: sched.step();
     train_one_epoch(...)`). `if epoch > 0:` and throttles (`if step % 100 == 0:`) do not: they
-    skip the first iteration.
+    skip the first iteration. A step under `with warnings.catch_warnings():` that ignores
+    warnings is left alone: the code silences PyTorch's own warning about this order on purpose
+    (it offsets the schedule by hand, through `last_epoch`).
 
     ## Why is this bad?
     Since PyTorch 1.1 the scheduler must be stepped after the optimizer. Stepped first, it skips
@@ -54,6 +60,18 @@ class SchedulerBeforeOptimizerStep(Rule):
     summary = "scheduler.step() before optimizer.step(): the first learning-rate value is skipped"
     severity = Severity.WARNING
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._warnings_silenced: set[int] = set()  # nodes under `with warnings.catch_warnings():` that ignore them
+
+    def visit_With(self, node: cst.With) -> None:
+        if any(self.ctx.callee(item.item) == "warnings.catch_warnings" for item in node.items
+               if isinstance(item.item, cst.Call)):
+            inside = list(nodes_in_order(node.body))
+            if any(isinstance(call, cst.Call) and self.ctx.callee(call) in _IGNORING
+                   and call.args and string_value(call.args[0].value) == "ignore" for call in inside):
+                self._warnings_silenced.update(id(inner) for inner in inside)
+
     def leave_Module(self, node: cst.Module) -> None:
         for sequence in self.ctx.loops.step_sequences():
             events = sequence.events
@@ -62,6 +80,8 @@ class SchedulerBeforeOptimizerStep(Rule):
                 # A step inside an inner loop is judged there. `step(metric)` is ReduceLROnPlateau.
                 if event.kind is not Kind.SCHEDULER_STEP or event.has_args or event.loops:
                     continue
+                if id(event.node) in self._warnings_silenced:
+                    continue  # torch's warning about this order silenced on purpose: an offset the code chose
                 if any(earlier.kind is Kind.OPTIMIZER_STEP and not earlier.exclusive_with(event)
                        for earlier in events[:position]):
                     continue
