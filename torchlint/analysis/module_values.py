@@ -24,6 +24,13 @@ from torchlint.analysis.values import MODULE_FLUENT_METHODS
 _MAX_BUILDER_DEPTH = 3
 
 
+# Inference runtimes and frameworks whose models are named like torch's but are no Modules.
+_OTHER_RUNTIMES = (
+    "cv2.", "onnxruntime.", "tensorrt.", "openvino.", "tensorflow.", "tflite_runtime.", "coremltools.",
+    "paddle.", "jax.", "keras.",
+)
+
+
 def holds_module(ctx, expr: cst.BaseExpression, *, by_name: bool = True) -> bool:
     """`expr` holds a module instance; `by_name=False` asks for proof from how it was built."""
     if ctx.kinds.is_module(expr):
@@ -31,10 +38,12 @@ def holds_module(ctx, expr: cst.BaseExpression, *, by_name: bool = True) -> bool
     resolved = ctx.values.resolve(expr)
     if isinstance(resolved, cst.Call) and builds_module(ctx, resolved):
         return True
-    if isinstance(expr, cst.Attribute):
-        made = ctx.self_attributes.value_of(expr)
-        if isinstance(made, cst.Call) and builds_module(ctx, made):
-            return True
+    made = ctx.self_attributes.value_of(expr) if isinstance(expr, cst.Attribute) else None
+    if isinstance(made, cst.Call) and builds_module(ctx, made):
+        return True
+    if any(isinstance(value, cst.Call) and (ctx.callee(value) or "").startswith(_OTHER_RUNTIMES)
+           for value in (resolved, made)):
+        return False  # `self.net = cv2.dnn.readNetFromONNX(path)`: a net, but no torch Module
     return by_name and (named_like_module(expr) or named_like_module(resolved))
 
 

@@ -28,7 +28,9 @@ class ForwardCalledDirectly(Rule):
     people give to modules (`model`, `encoder`, `netD`). Calls on `super()`, on a class
     (`Base.forward(self, x)`) and `self.forward(...)` are fine, and so is
     `torch.distributed.nn.RemoteModule`, whose `forward` is its documented remote call: in a file
-    that uses `RemoteModule`, only a value known to be built as a module is reported. Inside a
+    that uses `RemoteModule`, only a value known to be built as a module is reported. A model of
+    another runtime named like a module (`self.net = cv2.dnn.readNetFromONNX(path)`) is no
+    Module either. Inside a
     function the file registers as a forward hook (`register_forward_pre_hook(fn)`), `.forward`
     is right: calling the module there would run the hook again.
 
