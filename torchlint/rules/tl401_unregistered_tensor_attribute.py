@@ -66,6 +66,11 @@ def _scalar_constant(ctx, factory: cst.Call) -> bool:
     return isinstance(data, (cst.BinaryOperation, cst.UnaryOperation, cst.Call)) and _scalar(data)
 
 
+def _empty_placeholder(ctx, factory: cst.Call) -> bool:
+    """`torch.Tensor()`: an empty tensor that stands for "nothing yet", assigned anew before it holds data."""
+    return not factory.args and ctx.callee(factory) in LEGACY_CONSTRUCTORS
+
+
 def _number_argument(ctx, name: str) -> bool:
     """`name` is an argument of the enclosing function annotated as a number (`float`,
     `Optional[Union[torch.Tensor, float]]`): a threshold or a scale, not a list of values."""
@@ -128,11 +133,13 @@ def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
                     found.add(aliases[local])
                 consumed.update(id(read) for read in _reshaped_in_place(node, receiver))
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _MOVES:
-                moved_object = node.func.value
-                if isinstance(moved_object, cst.Attribute) and isinstance(moved_object.value, cst.Name) \
-                        and moved_object.value.value == receiver:
-                    consumed.add(id(moved_object))
-                    moved_reads.add(moved_object.attr.value)
+                moved = node.func.value
+                # `(self.feats if feats is None else feats).type_as(x)`: either branch is moved.
+                for moved_object in (moved.body, moved.orelse) if isinstance(moved, cst.IfExp) else (moved,):
+                    if isinstance(moved_object, cst.Attribute) and isinstance(moved_object.value, cst.Name) \
+                            and moved_object.value.value == receiver:
+                        consumed.add(id(moved_object))
+                        moved_reads.add(moved_object.attr.value)
             pending.extend(child_nodes(node))
     found |= moved_reads - other_reads
     return {_EVERY_ATTRIBUTE} if "__dict__" in found else found
@@ -208,7 +215,9 @@ class UnregisteredTensorAttribute(Rule):
     and `__init__` computes it again when a checkpoint is loaded, nor a 0-dim constant:
     `torch.tensor(float("inf"))`, `torch.sqrt(torch.tensor(attn_dim))` of a size the class gives a
     layer (`nn.Linear(d, attn_dim)`), `torch.as_tensor(threshold)` of an argument annotated as a
-    number (`threshold: float`).
+    number (`threshold: float`), nor an empty placeholder made without arguments
+    (`self.cache = torch.Tensor()`), assigned anew before it holds data; nor one moved where it is
+    read under a condition: `(self.feats if feats is None else feats).type_as(x)`.
 
     ## Why is this bad?
     A plain tensor attribute is invisible to the Module machinery: `model.to(device)`,
@@ -283,7 +292,8 @@ class UnregisteredTensorAttribute(Rule):
         if name is None:
             return
         factory = self._factory(node.value, frame)
-        if factory is None or _scalar_constant(self.ctx, factory) or self._full_reduction(node.value):
+        if factory is None or _empty_placeholder(self.ctx, factory) or _scalar_constant(self.ctx, factory) \
+                or self._full_reduction(node.value):
             if self._is_parameter(node.value):
                 frame.registered.add(name)
             return
