@@ -447,6 +447,19 @@ def test_file_names_cannot_forge_finding_lines(project, output_format):
     assert "b.py\\:12\\:3\\: TL999 planted.py:2:5: TL102" in result.stdout
 
 
+def test_a_file_name_that_is_not_utf8_is_cached_and_reported_in_every_format(project):
+    # A name from a Latin-1 system, "\udce9" to Python: the cache key and the SARIF fingerprint
+    # hash it, and UTF-8 cannot encode it.
+    name = os.fsdecode(b"latin\xe9.py")
+    (project / name).write_text(BAD)
+    text = run_torchlint("check", "--output-format", "concise", "--sarif-file", "out.sarif", ".", cwd=project)
+    assert text.stderr == ""
+    assert text.stdout.startswith("latin\\udce9.py:2:5: TL102")
+    assert len(json.loads((project / "out.sarif").read_text())["runs"][0]["results"]) == 1
+    records = run_torchlint("check", "--output-format", "json", ".", cwd=project)  # from the cache
+    assert _codes(records) == [(name, "TL102")]
+
+
 def test_a_long_source_line_is_shown_cut_around_the_finding(project):
     line = "x = [" + "1, " * 2000 + "torch.Tensor([3.0])" + ", 2" * 2000 + "]"
     (project / "generated.py").write_text("import torch\n" + line + "\n")

@@ -35,7 +35,7 @@ def _fingerprint(diagnostic: Diagnostic, path: str, seen: Counter) -> str:
     lines = source_lines(diagnostic.filename, diagnostic.cell)
     row = diagnostic.location.row
     text = lines[row - 1].strip() if 0 < row <= len(lines) else ""
-    digest = hashlib.sha256(f"{diagnostic.code}\0{path}\0{text}".encode()).hexdigest()[:16]
+    digest = hashlib.sha256(f"{diagnostic.code}\0{path}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
     seen[digest] += 1
     return f"{digest}:{seen[digest]}"
 
