@@ -3,7 +3,7 @@
     python scripts/fuzz.py --kind all --count 10000 --seconds 3600 --seed 1 --jobs 1 \\
         --corpus /work/corpus/src_timm --save fuzz-failures
 
-Three kinds of input:
+Four kinds of input:
   generated  programs from hypothesmith (grammar- and libcst-based), with torch-flavoured names
              swapped in and torch snippets appended, so that rules fire and fixes run;
   mutated    real modules (the test fixtures, examples/ and any --corpus directory) mutated at
@@ -11,12 +11,18 @@ Three kinds of input:
              a bracket dropped, a tab, form feed or carriage return inserted, a non-UTF-8 byte,
              a huge literal, `# noqa` comments added on the rows of findings;
   notebook   valid JSON notebooks with odd cells (empty, magics only, source as a string,
-             missing keys, non-code cells holding code, cells that are not objects).
+             missing keys, non-code cells holding code, cells that are not objects);
+  repository hostile trees, each checked through the CLI: ordinary files with a pitfall beside
+             links to devices, FIFOs, link loops, deep nesting, huge or malformed pyproject.toml,
+             requirements, .gitignore and METADATA files, file names made to forge finding lines,
+             sources and notebooks that cannot be read.
 
 Every input is checked for the properties in `input_problems` and, in batches, for the same
-findings with one and two processes and with and without the cache. A failing input is saved
-under --save (the input and a .problems file); the same --seed gives the same inputs (hypothesis
-draws the generated programs from the seed too).
+findings with one and two processes and with and without the cache; every tree for those in
+`tree_problems`. A failing input is saved under --save (the input and a .problems file; a tree's
+.problems file and a .planted file listing its hostile entries); the same --seed gives the same
+inputs (hypothesis draws the generated programs from the seed too), and tree N of a seed is
+rebuilt alone with `hostile_tree(directory, random.Random(f"repository-{seed}-{N}"))`.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ import os
 import random
 import re
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +45,7 @@ import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import libcst as cst
 
@@ -47,10 +56,11 @@ from torchlint.config import UNSUPPRESSIBLE, Options, resolve_settings  # noqa: 
 from torchlint.engine import check_file, check_files  # noqa: E402
 from torchlint.fix import fix_file  # noqa: E402
 from torchlint.output import OutputContext, render  # noqa: E402
+from torchlint.output.text import shown_filename  # noqa: E402
 from torchlint.sources import LINE_BREAK, UnreadableFile, decode_source, source_rows  # noqa: E402
 
 SARIF_SCHEMA = REPO / "tests" / "data" / "sarif" / "sarif-schema-2.1.0.json"
-KINDS = ("generated", "mutated", "notebook")
+KINDS = ("generated", "mutated", "notebook", "repository")
 # An input that takes more CPU time than this (check, two fixes, outputs) is reported as slow.
 SLOW_SECONDS = 20.0
 # Inputs per batch for the -j 1 / -j 2 / cache comparison.
@@ -338,6 +348,13 @@ def input_problems(path: Path, settings, outputs: _Outputs) -> list[str]:
     return problems
 
 
+def _cpu_seconds() -> float:
+    """CPU time of this process and of the processes it has waited for (a torchlint run, and the
+    workers it waited for)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
 def _describe(error: BaseException) -> str:
     frames = traceback.extract_tb(error.__traceback__)
     where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
@@ -528,13 +545,321 @@ def source_pool(directories: list[Path], limit: int = 30_000) -> list[Path]:
     return pool
 
 
+# Hostile repositories ---------------------------------------------------------------------
+
+# Every ordinary file of a hostile tree holds this pitfall, whatever else it holds: its finding
+# must be reported, however hostile the entries beside the file.
+PITFALL = "x = torch.Tensor([3.0])\n"
+PITFALL_CODE = "TL102"
+# Seconds one `torchlint check` of a hostile tree may take before it counts as a hang (a small
+# tree takes a few; a file that hangs its worker is cut at 4 x 30 s of wall clock).
+TREE_TIMEOUT = 180
+# The address space of a `torchlint check` of a tree: a read of /dev/zero that ran away would
+# fill the memory of the machine, not only end the run.
+TREE_MEMORY = 4 << 30
+# A finding's first line in the full and concise formats, as a CI log parser would read it,
+# having split the log where a text file's lines end (a source line shown with a form feed is
+# one line, as it is to Python).
+FINDING_LINE = re.compile(r"^(.+?):(?:cell \d+:)?(\d+):(\d+): (TL\d{3})")
+LOG_LINE_BREAK = re.compile(r"\r\n?|\n")
+# A line of the full format's source frame: the file's own text after its row number and a bar
+# (which only a parser that ignored that prefix could read as a finding), or the gutter.
+CODE_FRAME_LINE = re.compile(r"^(?:\d+| *) \|")
+# Names of ordinary files, made to forge a finding line or to break the encoding of the output
+# (Latin-1, a UTF-8 sequence cut short): each must be reported under its own, escaped, name.
+ODD_NAMES = (
+    "a\nforged.py:9:9: TL999 planted.py", "b.py:12:3: TL999 planted.py", "carriage\rreturn.py",
+    "\x1b[31mred.py", "tab\tname.py", "-n.py", " leading space.py", "line\u2028separator.py", "ümlaut.py",
+    os.fsdecode(b"latin\xe9.py"), os.fsdecode(b"cut\xe2\x82.py"), "m" * 250 + ".py",
+)
+# pyproject.toml files that are not valid configuration, or only just are.
+BAD_PYPROJECTS = (
+    "[tool]\ntorchlint = 5\n", "tool = 5\n", "[tool.torchlint]\nselect = 5\n", "[tool.torchlint]\nunknown-key = 1\n",
+    "[tool.torchlint]\ntarget-torch-version = 'x.y'\n", "[project]\nname = 'x'\ndependencies = 5\n",
+    "[project]\nname = 'x'\ndependencies = [5, {a = 1}, 'torch>=', 'torch>=2.0; python_version<']\n",
+    "[project]\nname = 'x'\noptional-dependencies = 5\n", "[project.optional-dependencies]\ncuda = 'torch'\n",
+    "[tool.poetry.dependencies]\ntorch = 5\n", "[tool.poetry]\ndependencies = ['torch']\n",
+    "[tool.pdm]\ndev-dependencies = 5\n", "x = 1\nx = 2\n", "[project\n", "\ufeff[project]\nname = 'x'\n",
+)
+# Sources that cannot be read, parsed, or trusted at their rows: each one TL901 or TL902.
+ODD_SOURCES = (
+    b"x = '\xff'\n", b"import torch\x00\n", b"import torch\rx = torch.Tensor(3)\r", b"# coding: rot13\nk = 1\n",
+    b"# coding: utf-16\nx = 1\n", b"\xef\xbb\xbf# coding: latin-1\nx = 1\n", b"\xff\xfe" + "x = 1\n".encode("utf-16-le"),
+    b"import torch\nx = torch.Tensor(3)\n\\\n", b"x = " + b"(" * 5000 + b"\n", b"# padding\n" * 450_000,
+    b"import torch\n\x0cx = torch.Tensor(3)\x0cb.py:1:1: TL999 forged\n",
+)
+BROKEN_NOTEBOOKS = (
+    b"not json", b"{", b"[" * 100_000, b"\xff\xfe{}", b"", b'{"cells": 5}', b"null", b'{"cells": [{"source": 5}]}',
+    b'{"cells": [{"cell_type": "code", "source": ["import torch\\n", 3]}]}',
+)
+# .gitignore patterns too costly to match, or malformed; none matches a file of the tree.
+BAD_IGNORE_PATTERNS = (
+    "*" * 200 + "generated.txt", "*a" * 12 + "b", "x" * 2000, "[", "\\", "!", "**/**/**/**/x", "a/**/b/**/c/**/d",
+    "\x00", "\udcff", "#" + "*" * 5000,
+)
+
+
+@dataclass
+class HostileTree:
+    """A project tree built to break the walk, the reads or the output of `torchlint check`."""
+
+    root: Path
+    names: set[str] = field(default_factory=set)  # every entry made (relative): a finding may name only these
+    pitfalls: list[str] = field(default_factory=list)  # ordinary files: each must get PITFALL_CODE
+    planted: list[str] = field(default_factory=list)  # the hostile entries, to tell what a failing tree held
+    config_planted: bool = False  # a pyproject.toml was planted that may make the run a usage error
+
+    def make(self, path: Path, what: str, maker: Callable[[Path], object]) -> bool:
+        """Make one entry unless its name is taken (an earlier entry drew it); True when made.
+        `what` names a hostile entry, and is empty for an ordinary file."""
+        if os.path.lexists(path):
+            return False
+        maker(path)
+        relative = str(path.relative_to(self.root))
+        self.names.add(relative)
+        if what:
+            self.planted.append(f"{what}: {relative!r}")
+        return True
+
+    def ordinary(self, path: Path, rng: random.Random) -> None:
+        """A file with the pitfall among torch snippets: a module, or a notebook of one cell."""
+        source = HEADER + "".join(rng.sample(TORCH_SNIPPETS, rng.randint(0, 3))) + PITFALL
+        if path.suffix == ".ipynb":
+            cell = {"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
+            data = json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
+        else:
+            data = source.encode()
+        if self.make(path, "", lambda made: made.write_bytes(data)):
+            self.pitfalls.append(str(path.relative_to(self.root)))
+
+
+def _write(data: bytes) -> Callable[[Path], object]:
+    return lambda path: path.write_bytes(data)
+
+
+def _link_to(target: str) -> Callable[[Path], object]:
+    return lambda path: os.symlink(target, path)
+
+
+def _plant_device_link(tree: HostileTree, directory: Path, rng: random.Random) -> None:
+    device = rng.choice(("/dev/zero", "/dev/urandom"))
+    name = rng.choice(("zeros.py", "noise.ipynb", "stub.pyi", "pyproject.toml", "requirements.txt", ".gitignore",
+                       "PKG-INFO"))
+    tree.make(directory / name, f"link to {device}", _link_to(device))
+
+
+def _plant_fifo(tree: HostileTree, directory: Path, rng: random.Random) -> None:
+    name = rng.choice(("pipe.py", "pipe.ipynb", "pyproject.toml", "requirements.txt", ".gitignore", "PKG-INFO"))
+    if tree.make(directory / name, "FIFO", os.mkfifo) and rng.random() < 0.5:
+        tree.make(directory / "to_pipe.py", "link to a FIFO", _link_to(name))
+
+
+def _plant_loop_link(tree: HostileTree, directory: Path, rng: random.Random) -> None:
+    target = rng.choice(("..", ".", str(tree.root)))
+    tree.make(directory / rng.choice(("loop", "loop.py", "up.ipynb")), f"link to {target}", _link_to(target))
+
+
+def _plant_dangling_link(tree: HostileTree, directory: Path, rng: random.Random) -> None:
+    name = rng.choice(("gone.py", "gone.ipynb", "self.py", ".gitignore", "pyproject.toml"))
+    target = name if name == "self.py" else "missing/nowhere"  # a link to itself cannot be resolved (ELOOP)
+    tree.make(directory / name, f"dangling link to {target}", _link_to(target))
+
+
+def _plant_deep_nesting(tree: HostileTree, directory: Path, rng: random.Random) -> None:
+    """Hundreds of nested directories, an ordinary file at the bottom. Made one level at a time:
+    mkdir(parents=True) recurses."""
+    levels = rng.randint(100, 600)
+    if not tree.make(directory / "nest", f"{levels} nested directories", Path.mkdir):
+        return
+    bottom = directory / "nest"
+    for _ in range(levels - 1):
+        bottom = bottom / "d"
+        bottom.mkdir()
+    tree.ordinary(bottom / "deep.py", rng)
+
+
+def _plant_huge_auxiliary(tree: HostileTree, directory: Path, rng: random.Random) -> None:
+    """A configuration, requirements, ignore or metadata file of several MB, whose content, if it
+    were read, would change the findings (an ignore file hides every module)."""
+    name, line = rng.choice((
+        ("pyproject.toml", b"# padding\n"), ("requirements.txt", b"torch>=9.0\n"), (".gitignore", b"*.py\n"),
+        ("pkg-1.0.dist-info/METADATA", b"Requires-Dist: torch>=9.0\n"), ("PKG-INFO", b"Requires-Dist: torch>=9.0\n"),
+    ))
+    path = directory / name
+    path.parent.mkdir(exist_ok=True)
+    size = rng.randint(1_100_000, 5_000_000)
+    if tree.make(path, f"{size / 1e6:.1f} MB", _write(line * (size // len(line)))):
+        tree.config_planted |= name == "pyproject.toml"
+
+
+def _plant_bad_pyproject(tree: HostileTree, directory: Path, rng: random.Random) -> None:
+    depth = rng.choice((10, 400, 5000))
+    text = rng.choice((*BAD_PYPROJECTS, "[project]\nname = 'x'\nx = " + "[" * depth + "]" * depth + "\n"))
+    data = text.encode() if rng.random() < 0.9 else text.encode() + b"# \xff\n"
+    if tree.make(directory / "pyproject.toml", f"pyproject.toml {data[:40]!r}", _write(data)):
+        tree.config_planted = True
+
+
+def _plant_odd_name(tree: HostileTree, directory: Path, rng: random.Random) -> None:
+    tree.ordinary(directory / rng.choice(ODD_NAMES), rng)
+
+
+def _plant_odd_source(tree: HostileTree, directory: Path, rng: random.Random) -> None:
+    data = rng.choice(ODD_SOURCES)
+    tree.make(directory / f"odd_{rng.randrange(100)}.py", f"source {data[:30]!r}", _write(data))
+
+
+def _plant_broken_notebook(tree: HostileTree, directory: Path, rng: random.Random) -> None:
+    data = rng.choice(BROKEN_NOTEBOOKS)
+    tree.make(directory / f"broken_{rng.randrange(100)}.ipynb", f"notebook {data[:30]!r}", _write(data))
+
+
+def _plant_bad_gitignore(tree: HostileTree, directory: Path, rng: random.Random) -> None:
+    patterns = rng.sample(BAD_IGNORE_PATTERNS, rng.randint(1, 4))
+    data = rng.choice(("\n", "\r\n")).join(patterns).encode("utf-8", "surrogateescape")
+    tree.make(directory / ".gitignore", f".gitignore {data[:40]!r}", _write(data))
+
+
+PLANTERS = (
+    _plant_device_link, _plant_fifo, _plant_loop_link, _plant_dangling_link, _plant_deep_nesting, _plant_huge_auxiliary,
+    _plant_bad_pyproject, _plant_odd_name, _plant_odd_source, _plant_broken_notebook, _plant_bad_gitignore,
+)
+
+
+def hostile_tree(root: Path, rng: random.Random) -> HostileTree:
+    """A small project of ordinary files with pitfalls, in a few packages, with hostile entries
+    planted among them; the project's own pyproject.toml unless a planted entry took its name."""
+    root.mkdir(parents=True)
+    tree = HostileTree(root.resolve())  # as the CLI names the files it reports
+    directories = [root]
+    for number in range(rng.randint(0, 3)):
+        directories.append(rng.choice(directories) / f"pkg{number}")
+        directories[-1].mkdir()
+    for _ in range(rng.randint(1, 6)):
+        rng.choice(PLANTERS)(tree, rng.choice(directories), rng)
+    for number in range(rng.randint(1, 4)):
+        tree.ordinary(rng.choice(directories) / f"train_{number}{rng.choice(('.py', '.py', '.ipynb'))}", rng)
+    tree.make(root / "pyproject.toml", "", _write(b"[project]\nname = 'hostile'\n"))
+    return tree
+
+
+def _limit_tree_memory() -> None:
+    import resource  # not on Windows, where the trees' FIFOs and links cannot be made either
+
+    resource.setrlimit(resource.RLIMIT_AS, (TREE_MEMORY, TREE_MEMORY))
+
+
+def _run_check(root: Path, cache: Path, *arguments: str) -> subprocess.CompletedProcess | None:
+    """`torchlint check` of the tree from its root, as CI runs it; None when it did not end in
+    TREE_TIMEOUT (it and its workers are killed)."""
+    environment = {**os.environ, "PYTHONPATH": str(REPO), "TORCHLINT_CACHE_DIR": str(cache)}
+    command = [sys.executable, "-m", "torchlint", "check", "-j", "2", *arguments, "."]
+    process = subprocess.Popen(command, cwd=root, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True, preexec_fn=_limit_tree_memory)
+    try:
+        stdout, stderr = process.communicate(timeout=TREE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        return None
+    # A name that is not UTF-8 printed raw (it should be escaped) must not end the fuzzer.
+    return subprocess.CompletedProcess(command, process.returncode, stdout.decode("utf-8", "surrogateescape"),
+                                       stderr.decode("utf-8", "surrogateescape"))
+
+
+def _planted_config_error(tree: HostileTree, result: subprocess.CompletedProcess) -> bool:
+    """The run ended as it should on a planted pyproject.toml: a usage error naming one."""
+    errors = [line for line in result.stderr.splitlines() if line.startswith("torchlint: error: ")]
+    return tree.config_planted and result.returncode == 2 and len(errors) == 1 and "pyproject.toml" in errors[0]
+
+
+def _ending_problems(tree: HostileTree, result: subprocess.CompletedProcess | None, label: str) -> list[str]:
+    """A hang, a crash, a traceback, an internal error (a line of its own, exit status 2), or a
+    usage error that no planted pyproject.toml explains."""
+    if result is None:
+        return [f"hang: {label} did not end in {TREE_TIMEOUT} s"]
+    problems = [f"internal error with {label}: {line.removeprefix('torchlint: internal error: ')[:150]}"
+                for line in result.stderr.splitlines() if line.startswith("torchlint: internal error: ")]
+    if "Traceback (most recent call last)" in result.stderr:
+        problems.append(f"traceback with {label}: {result.stderr.strip().splitlines()[-1][:150]}")
+    if result.returncode not in (0, 1, 2):
+        problems.append(f"exit status {result.returncode} with {label}")
+    elif result.returncode == 2 and not problems and not _planted_config_error(tree, result):
+        problems.append(f"usage error with {label}: {result.stderr.strip()[:150]}")
+    return problems
+
+
+def _text_problems(tree: HostileTree, stdout: str, label: str) -> list[str]:
+    """No line a log parser would read as a finding names a file that is not in the tree, and
+    every ordinary file has its finding."""
+    names = {shown_filename(name): name for name in tree.names}
+    problems, reported = [], set()
+    for line in LOG_LINE_BREAK.split(stdout):
+        match = None if CODE_FRAME_LINE.match(line) else FINDING_LINE.match(line)
+        if match is None:
+            continue
+        name = names.get(match.group(1))
+        if name is None:
+            problems.append(f"forged: a {label} finding line names no file: {line[:100]!r}")
+        elif match.group(4) == PITFALL_CODE:
+            reported.add(name)
+    return problems + [f"missing: no {PITFALL_CODE} for {name[:60]!r} in {label}"
+                       for name in tree.pitfalls if name not in reported]
+
+
+def _json_problems(tree: HostileTree, stdout: str) -> list[str]:
+    try:
+        records = json.loads(stdout)
+    except ValueError as error:
+        return [f"json: not valid JSON: {error}"]
+    reported = {record["filename"] for record in records if record["code"] == PITFALL_CODE}
+    problems = [f"json: a finding names no file: {record['filename'][-100:]!r}"
+                for record in records if not os.path.lexists(record["filename"])]
+    return problems + [f"missing: no {PITFALL_CODE} for {name[:60]!r} in json"
+                       for name in tree.pitfalls if str(tree.root / name) not in reported]
+
+
+def _sarif_problems(sarif: Path, json_stdout: str) -> list[str]:
+    """The SARIF file written beside the text output (the cache cold) holds the findings of the
+    JSON run (the cache warm)."""
+    try:
+        results = json.loads(sarif.read_text(encoding="utf-8"))["runs"][0]["results"]
+        records = json.loads(json_stdout)
+    except (OSError, ValueError, KeyError, IndexError) as error:
+        return [f"sarif: not written, or not a log: {_describe(error)}"]
+    if len(results) != len(records):
+        return [f"sarif: {len(results)} results for {len(records)} findings in json"]
+    return []
+
+
+def tree_problems(tree: HostileTree, work: Path, text_format: str) -> list[str]:
+    """Every property of `torchlint check` of a hostile tree that does not hold: run twice, in a
+    text format writing SARIF too with the cache cold, then as JSON with the cache warm."""
+    cache, sarif = work / "tree-cache", work / "tree.sarif"
+    sarif.unlink(missing_ok=True)
+    text = _run_check(tree.root, cache, "--output-format", text_format, "--sarif-file", str(sarif))
+    records = _run_check(tree.root, cache, "--output-format", "json")
+    shutil.rmtree(cache, ignore_errors=True)
+    problems = _ending_problems(tree, text, text_format) + _ending_problems(tree, records, "json")
+    if problems:
+        return problems
+    if text.returncode != records.returncode:
+        return [f"exit status {text.returncode} with {text_format} but {records.returncode} with json"]
+    if _planted_config_error(tree, text):
+        return []
+    return _text_problems(tree, text.stdout, text_format) + _json_problems(tree, records.stdout) + \
+        _sarif_problems(sarif, records.stdout)
+
+
 # The run ----------------------------------------------------------------------------------
 
 
 @dataclass
 class KindReport:
     inputs: int = 0
-    seconds: float = 0.0  # CPU time of the checks in this process (the batch runs not counted)
+    # CPU time of the checks in this process (the batch runs not counted); of a tree, the time
+    # of the torchlint runs too.
+    seconds: float = 0.0
     slowest: float = 0.0
     failures: Counter = field(default_factory=Counter)  # problem (first words) -> inputs
 
@@ -555,13 +880,30 @@ class Fuzzer:
         self._batch: list[tuple[str, Path]] = []
 
     def run_input(self, kind: str, name: str, data: bytes) -> None:
-        report = self.reports[kind]
         started = time.process_time()
         path = self.work / "inputs" / name
         path.parent.mkdir(exist_ok=True)
         path.write_bytes(data)
         problems = input_problems(path, self.settings, self.outputs)
-        elapsed = time.process_time() - started
+        self._account(kind, path, problems, time.process_time() - started)
+        self._batch.append((kind, path))
+        if len(self._batch) >= BATCH:
+            self.flush()
+
+    def run_tree(self, name: str, rng: random.Random) -> None:
+        started = _cpu_seconds()
+        tree = hostile_tree(self.work / "trees" / name, rng)
+        try:
+            problems = tree_problems(tree, self.work, rng.choice(("full", "concise")))
+        finally:
+            shutil.rmtree(tree.root)
+        if problems and self.save:
+            self.save.mkdir(parents=True, exist_ok=True)
+            (self.save / f"{name}.planted").write_text("\n".join(tree.planted) + "\n", encoding="utf-8")
+        self._account("repository", tree.root, problems, _cpu_seconds() - started)
+
+    def _account(self, kind: str, path: Path, problems: list[str], elapsed: float) -> None:
+        report = self.reports[kind]
         if elapsed > SLOW_SECONDS:
             problems.append(f"slow: {elapsed:.1f} s of CPU")
         report.inputs += 1
@@ -572,9 +914,6 @@ class Fuzzer:
             # So that a run cut short (killed, out of disk) still tells how far it got.
             print(f"{kind}: {report.inputs} inputs, {sum(report.failures.values())} failing, "
                   f"{time.strftime('%H:%M:%S')}", file=sys.stderr, flush=True)
-        self._batch.append((kind, path))
-        if len(self._batch) >= BATCH:
-            self.flush()
 
     def flush(self) -> None:
         batch, self._batch = self._batch, []
@@ -599,7 +938,8 @@ class Fuzzer:
             print(f"{kind} {path.name}: {'; '.join(problems)}", file=sys.stderr, flush=True)
         if self.save:
             self.save.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, self.save / path.name)
+            if path.is_file():  # a tree is not copied: its FIFOs and device links would hang a copy
+                shutil.copyfile(path, self.save / path.name)
             with open(self.save / f"{path.name}.problems", "a", encoding="utf-8") as stream:
                 stream.write("\n".join(problems) + "\n")
 
@@ -666,13 +1006,21 @@ class Fuzzer:
                 return
             self.run_input("notebook", f"notebook_{self.seed}_{number}.ipynb", notebook_document(rng, self.snippets))
 
+    def repositories(self, count: int, deadline: float) -> None:
+        for number in range(count):
+            if time.monotonic() > deadline:
+                return
+            # A generator per tree, so that a failing tree is rebuilt alone from its number.
+            self.run_tree(f"repository_{self.seed}_{number}", random.Random(f"repository-{self.seed}-{number}"))
+
 
 def fuzz(kinds: list[str], count: int, seconds: float, seed: int, corpus: list[Path], save: Path | None,
          verbose: bool = False) -> dict[str, KindReport]:
     """Run `count` inputs of each kind (or until `seconds` per kind are spent); the reports."""
     with tempfile.TemporaryDirectory(prefix="torchlint-fuzz-") as directory:
         fuzzer = Fuzzer(Path(directory), save, seed, corpus, verbose)
-        generators = {"generated": fuzzer.generated, "mutated": fuzzer.mutated, "notebook": fuzzer.notebooks}
+        generators = {"generated": fuzzer.generated, "mutated": fuzzer.mutated, "notebook": fuzzer.notebooks,
+                      "repository": fuzzer.repositories}
         for kind in kinds:
             generators[kind](count, time.monotonic() + seconds)
             fuzzer.flush()

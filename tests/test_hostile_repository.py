@@ -8,7 +8,6 @@ from __future__ import annotations
 import faulthandler
 import json
 import os
-import re
 import signal
 import stat
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from scripts.fuzz import FINDING_LINE
 from tests.conftest import REPO, run_torchlint
 from torchlint import engine, workers
 from torchlint.cache import cache_key, project_directory
@@ -429,9 +429,6 @@ def test_a_malformed_pyproject_is_a_usage_error_naming_the_key(project, pyprojec
 
 
 # Output a repository could forge -----------------------------------------------------------
-
-
-FINDING_LINE = re.compile(r"^(.+?):(\d+):(\d+): (TL\d{3})")
 
 
 @pytest.mark.parametrize("output_format", ["full", "concise"])
