@@ -171,9 +171,11 @@ def test_brackets_nested_too_deep_are_a_syntax_error_not_a_crash(project):
     # libcst's native parser overflows its stack on a few thousand nested brackets.
     (project / "deep.py").write_text("import torch\nx = " + "(" * 5000 + "1" + ")" * 5000 + "\n")
     (project / "deep_in_string.py").write_text("import torch\ns = '" + "(" * 500 + "'\nx = torch.Tensor(3)\n")
-    found = _check(project, ["deep.py", "deep_in_string.py"], time_limit=30)
+    (project / "unclosed.py").write_text("x = " + "[{(" * 2000 + "\n")  # no pair to count: found by the fuzzer
+    found = _check(project, ["deep.py", "deep_in_string.py", "unclosed.py"], time_limit=30)
     assert found[0][:2] == ("deep.py", "TL901") and "too many nested parentheses" in found[0][2]
-    assert [(name, code) for name, code, _ in found[1:]] == [("deep_in_string.py", "TL102")]
+    assert [(name, code) for name, code, _ in found[1:2]] == [("deep_in_string.py", "TL102")]
+    assert found[2][:2] == ("unclosed.py", "TL901") and "too many nested parentheses" in found[2][2]
 
 
 def test_a_worker_that_crashes_costs_only_its_file(project, monkeypatch):

@@ -47,6 +47,7 @@ _MAX_LIMIT_FACTOR = 10
 _MAX_NESTING = 200
 _NOT_BRACKETS = bytes(set(range(256)) - set(b"()[]{}"))
 _INNERMOST_PAIRS = re.compile(rb"\(\)|\[\]|\{\}")
+_OPENING_RUN = re.compile(rb"[(\[{]+")
 # libcst 1.0 drops a line that holds only a backslash continuation: its tree no longer gives the
 # text back, and every row after that line is off by one (fixes would edit the wrong row).
 _LONE_CONTINUATION = re.compile(r"(?:\A|[\r\n])[ \t\f]*\\(?:\r\n?|\n)")
@@ -214,12 +215,14 @@ def _unique(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
 
 def _nested_deeper_than(source: str, depth: int) -> bool:
     """Do brackets nest deeper than `depth`? (Counting brackets in strings and comments too: a
-    cheap upper bound, removing the innermost pairs once per level.)"""
+    cheap upper bound, removing the innermost pairs once per level. Brackets never closed nest
+    too, as deep as the longest run of them left: `x = ((((...` overflows the native parser's
+    stack as surely as closed ones.)"""
     brackets = source.encode("utf-8", "surrogatepass").translate(None, _NOT_BRACKETS)
-    for _ in range(depth):
+    for level in range(depth):
         brackets, removed = _INNERMOST_PAIRS.subn(b"", brackets)
         if not removed:
-            return False
+            return level + max(map(len, _OPENING_RUN.findall(brackets)), default=0) > depth
     return bool(_INNERMOST_PAIRS.search(brackets))
 
 
