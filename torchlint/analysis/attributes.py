@@ -45,13 +45,14 @@ class SelfAttributes:
     def _enclosing_method(self) -> tuple[cst.FunctionDef | None, cst.ClassDef | None]:
         function = None
         for node in reversed(self._ancestors):
-            if isinstance(node, cst.FunctionDef):
+            node_class = type(node)  # exact classes: isinstance() misses on libcst's ABCs cost more
+            if node_class is cst.FunctionDef:
                 if function is not None:
                     return None, None  # a nested function: `self` may be anything
                 function = node
-            elif isinstance(node, cst.ClassDef):
+            elif node_class is cst.ClassDef:
                 return function, node
-            elif isinstance(node, cst.Lambda):
+            elif node_class is cst.Lambda:
                 return None, None
         return None, None
 

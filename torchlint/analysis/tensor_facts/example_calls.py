@@ -38,6 +38,9 @@ _EXAMPLE_TEXT = re.compile(r"\b(?:randn|rand|randint|zeros|ones|empty)\(")
 # Methods that return the model they are called on (`Net().to(device).eval()`).
 _SAME_MODEL = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "double", "half"})
 _CONFLICT = "conflict"
+# What `_scope` reads as scopes of their own. Compared by exact class, as the walker does: an
+# isinstance() miss against libcst's ABC-based classes costs several times more, on every node.
+_NESTED_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,7 @@ class ExampleCalls:
         if self._example_data is None:
             self._example_data = _EXAMPLE_TEXT.search(self._ctx.source) is not None and (
                 "example_input" in self._ctx.source or any(
-                isinstance(node, cst.Call) and self._ctx.callee(node) in _EXAMPLE_FACTORIES
+                type(node) is cst.Call and self._ctx.callee(node) in _EXAMPLE_FACTORIES
                 for node in _outside_classes(self._ctx.module)))
         return self._example_data
 
@@ -135,17 +138,18 @@ class ExampleCalls:
         pending = list(child_nodes(scope))
         while pending:
             node = pending.pop()
-            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            node_class = type(node)  # exact classes: this walks every node of the file
+            if node_class in _NESTED_SCOPES:
                 nested.append(node)
                 continue
-            if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            if node_class is cst.Assign and len(node.targets) == 1:
                 for name, value in _pairs(node.targets[0].target, node.value):
                     assigned[name] = value if name not in assigned else None
                 if classdef is not None and _is_example_attribute(node.targets[0].target):
                     # Lightning's `self.example_input_array = torch.randn(...)`: forward's first input.
                     sizes = self._factory_sizes(node.value)
                     _merge(self._calls.setdefault(classdef.name.value, _Calls()).inputs, 0, sizes or _CONFLICT)
-            elif isinstance(node, cst.Call):
+            elif node_class is cst.Call:
                 calls.append(node)
             pending.extend(child_nodes(node))
         site_of = (lambda call: Site(call, function, classdef)) if function is not None or scope is self._ctx.module \
@@ -289,7 +293,7 @@ def _outside_classes(module: cst.Module):
     while pending:
         node = pending.pop()
         yield node
-        if not isinstance(node, cst.ClassDef):
+        if type(node) is not cst.ClassDef:
             pending.extend(child_nodes(node))
 
 
@@ -300,7 +304,7 @@ def _submodule_classes(classdef: cst.ClassDef, class_built) -> dict[str, str]:
     pending = [init.body] if init is not None else []
     while pending:
         node = pending.pop()
-        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+        if type(node) is cst.Assign and len(node.targets) == 1:
             target = node.targets[0].target
             built = class_built(ExampleCalls._unwrapped(node.value))
             if built is not None and isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \

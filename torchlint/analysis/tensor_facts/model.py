@@ -308,15 +308,17 @@ class TensorModel:
     # Scopes ------------------------------------------------------------------------------
 
     def _current_scope(self) -> Scope:
+        # Exact classes on the ancestors: an isinstance() miss against libcst's ABC-based classes
+        # costs a Python-level call, and every question about a node starts here.
         ancestors = self.ctx.ancestors
         for index in range(len(ancestors) - 1, -1, -1):
             node = ancestors[index]
-            if isinstance(node, cst.FunctionDef):
+            if type(node) is cst.FunctionDef:
                 holder = ancestors[index - 2] if index >= 2 else None
                 classdef = holder if isinstance(holder, cst.ClassDef) else None
                 parent = None
                 for outer in range(index - 1, -1, -1):
-                    if isinstance(ancestors[outer], cst.FunctionDef):
+                    if type(ancestors[outer]) is cst.FunctionDef:
                         parent_holder = ancestors[outer - 2] if outer >= 2 else None
                         parent = self._scope_of(
                             ancestors[outer], parent_holder if isinstance(parent_holder, cst.ClassDef) else None, None
@@ -630,9 +632,10 @@ class TensorModel:
             pending: list[tuple[cst.CSTNode, cst.CSTNode]] = [(self.ctx.module, self.ctx.module)]
             while pending:
                 node, scope = pending.pop()
-                if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+                node_class = type(node)  # exact classes: this walks every node of the file
+                if node_class is cst.Call and type(node.func) is cst.Name:
                     found.setdefault(node.func.value, []).append((node, scope))
-                inner = node if isinstance(node, cst.FunctionDef) else scope
+                inner = node if node_class is cst.FunctionDef else scope
                 pending.extend((child, inner) for child in child_nodes(node))
             self._calls_by_name = found
         return self._calls_by_name.get(name, [])
