@@ -14,7 +14,9 @@ _EVALUATING = re.compile(r"(^|_)(eval|evaluate|evaluation|validate|validation|va
 # What the function body does that says it trains, or handles the mode itself.
 _HANDLES_MODE = re.compile(r"\.eval\(\)|\.train\(|\.backward\(|\.step\(|inference_mode|\.training\b")
 # Layers whose behaviour differs in training mode; a file whose models have none is quiet.
-_MODE_LAYERS = re.compile(r"[Dd]ropout|BatchNorm|batch_norm|SyncBatchNorm|dropout")
+# Words naming the layers that act differently in training (`SyncBatchNorm` holds `BatchNorm`),
+# looked up as plain substrings: many times faster than one regex alternation over the source.
+_MODE_LAYER_WORDS = ("Dropout", "dropout", "BatchNorm", "batch_norm")
 # Models built by a library (their layers are out of sight): torchvision, timm, Hugging Face.
 _LIBRARY_MODELS = re.compile(r"torchvision\.models|models\.\w+\(|timm\.create_model|from_pretrained|torch\.hub\.load")
 _MODEL_WORDS = re.compile(r"(model|net|network|classifier|encoder|decoder|backbone)$", re.I)
@@ -74,7 +76,8 @@ class EvaluationInTrainingMode(Rule):
     def leave_Module(self, node: cst.Module) -> None:
         if not self.ctx.imports.imports_module("torch"):
             return  # other frameworks' loops (MXNet's `net(X)` takes its mode from autograd.record)
-        if not _MODE_LAYERS.search(self.ctx.source) and not _LIBRARY_MODELS.search(self.ctx.source):
+        source = self.ctx.source
+        if not any(word in source for word in _MODE_LAYER_WORDS) and not _LIBRARY_MODELS.search(source):
             return
         if not self.ctx.loops.training_loops():
             return

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from torchlint.analysis.literals import needs_parentheses
@@ -10,7 +8,9 @@ from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec, RelatedNode
 from torchlint.rule import Rule
 
-_UINT8_TEXT = re.compile(r"uint8|\.byte\(|ByteTensor")
+# Spellings that make a uint8 tensor, looked up as plain substrings (many times faster than a
+# regex alternation over the source).
+_UINT8_WORDS = ("uint8", ".byte(", "ByteTensor")
 # Mask arguments that raise for a uint8 mask on current torch, by method and function name.
 _RAISING_METHODS = frozenset({"masked_fill", "masked_fill_", "masked_select", "masked_scatter", "masked_scatter_"})
 _RAISING_FUNCTIONS = frozenset({"torch.masked_select", "torch.masked_fill", "torch.masked_scatter"})
@@ -65,7 +65,7 @@ class Uint8Mask(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         # A uint8 tensor is made by one of these spellings: a file without any has no uint8 mask.
-        self._may_hold_uint8 = _UINT8_TEXT.search(ctx.source) is not None
+        self._may_hold_uint8 = any(word in ctx.source for word in _UINT8_WORDS)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if not self._may_hold_uint8 or len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
