@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import re
 
-_TOP_LEVEL = re.compile(r"^(?=[A-Za-z_@])", re.M)
+# A line that starts a top-level statement, found by its newline: a literal the regex engine skips
+# ahead to, where `^` in multiline mode would try every position of the text (6x slower).
+_TOP_LEVEL = re.compile(r"\n(?=[A-Za-z_@])")
+_STATEMENT_START = re.compile(r"[A-Za-z_@]")
 _CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")
 # A piece that defines a function or class, decorated or not: (`def` or `class`, its name).
 DEFINITION = re.compile(r"(?:@.*\n(?:[ \t]*(?:#.*)?\n)*)*(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
@@ -18,7 +21,8 @@ DEFINITION = re.compile(r"(?:@.*\n(?:[ \t]*(?:#.*)?\n)*)*(?:async[ \t]+)?(def|cl
 
 def top_level_pieces(text: str) -> list[tuple[str, int]]:
     """Top-level statements (an `if`/`try` with its `else`/`except` branches), with their rows."""
-    starts = [match.start() for match in _TOP_LEVEL.finditer(text)] + [len(text)]
+    first = [0] if _STATEMENT_START.match(text) else []
+    starts = first + [match.end() for match in _TOP_LEVEL.finditer(text)] + [len(text)]
     pieces: list[tuple[str, int]] = []
     row = 1 + text.count("\n", 0, starts[0])
     for start, end in zip(starts, starts[1:]):
