@@ -119,6 +119,7 @@ class TensorModel:
         self._layer_contradictions: dict[int, tuple] = {}
         self._uses_memo: dict[str, list] = {}
         self._models_passed: dict[tuple[str, str], str | None] = {}
+        self._call_counts: dict[str, int] = {}  # see `_times_called`
         # Only a file that mentions a loader can feed one's batches to a model.
         self._mentions_loader = "oader" in source
 
@@ -605,8 +606,7 @@ class TensorModel:
         """The class of the module that every call in this file of its top-level `function`
         passes as `param` (`train(model, ...)` after `model = net.Network().to(device)`)."""
         written = function.name.value
-        if self._functions().get(written) is not function or len(re.findall(
-                rf"(?<![\w.]){re.escape(written)}\s*\(", self.ctx.source)) < 2:
+        if self._functions().get(written) is not function or self._times_called(written) < 2:
             return None  # not a top-level function, or not called in the file (the `def` aside)
         name = param.name.value
         positional = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
@@ -619,6 +619,13 @@ class TensorModel:
             made = construction(self.ctx, passed) if passed is not None else None
             classes.add(self._class_of(made) if made is not None else None)
         return classes.pop() if len(classes) == 1 else None
+
+    def _times_called(self, name: str) -> int:
+        """How often the source writes `name(` (not `x.name(`), its `def` included: asked once per
+        parameter of a function, and a search of the whole source each time."""
+        if name not in self._call_counts:
+            self._call_counts[name] = len(re.findall(rf"(?<![\w.]){re.escape(name)}\s*\(", self.ctx.source))
+        return self._call_counts[name]
 
     def _class_of(self, made: cst.Call) -> str | None:
         """`torch.nn.Linear` for `nn.Linear(...)`, `Net` for `Net(...)` of a Module class of this file."""
