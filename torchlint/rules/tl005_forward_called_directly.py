@@ -12,6 +12,8 @@ from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
+# Libraries whose Module base replaces `__call__`: there `.forward` means something of its own.
+_OWN_CALL_LIBRARIES = ("gpytorch.",)
 # Module methods whose iteration yields submodules (`for m in self.children():`).
 _SUBMODULE_ITERATORS = frozenset({"children", "modules"})
 _NAMED_SUBMODULE_ITERATORS = frozenset({"named_children", "named_modules"})
@@ -30,7 +32,9 @@ class ForwardCalledDirectly(Rule):
     `torch.distributed.nn.RemoteModule`, whose `forward` is its documented remote call: in a file
     that uses `RemoteModule`, only a value known to be built as a module is reported. A model of
     another runtime named like a module (`self.net = cv2.dnn.readNetFromONNX(path)`) is no
-    Module either. Inside a
+    Module either. Nor is a call in a class whose Module base replaces `__call__` (gpytorch's
+    `Module`, or a base of the project that defines `__call__`): there calling a model means
+    something else (a GP's posterior, a kernel's lazy tensor) and `.forward` is chosen. Inside a
     function the file registers as a forward hook (`register_forward_pre_hook(fn)`), `.forward`
     is right: calling the module there would run the hook again.
 
@@ -70,6 +74,7 @@ class ForwardCalledDirectly(Rule):
         super().__init__(ctx)
         # Per class: the `self.<name>` attributes assigned a module constructor.
         self._module_attributes: dict[int, set[str]] = {}
+        self._own_call: dict[int, bool] = {}  # per class: does a Module base replace `__call__`?
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) != 1 or not isinstance(node.value, cst.Call):
@@ -88,7 +93,7 @@ class ForwardCalledDirectly(Rule):
         receiver = func.value
         if self._is_self_super_or_class(receiver, node) or not self._is_module(receiver):
             return
-        if self.ctx.guards.in_version_gate(node) or self._in_forward_hook():
+        if self.ctx.guards.in_version_gate(node) or self._in_forward_hook() or self._replaces_call():
             return
         written = self.ctx.code_for(receiver)
         self.report(
@@ -96,6 +101,29 @@ class ForwardCalledDirectly(Rule):
             f"`{written}.forward(...)` skips the module's hooks; call `{written}(...)`",
             fix=FixSpec(f"Call `{written}(...)`", ((func, written),), Applicability.UNSAFE),
         )
+
+    def _replaces_call(self) -> bool:
+        """In a class whose Module base replaces `__call__` (gpytorch's `Module`: calling a GP gives
+        its posterior, a kernel a lazy tensor, and no hooks run), where `.forward` is chosen."""
+        classdef = self.ctx.enclosing_class()
+        if classdef is None:
+            return False
+        if id(classdef) not in self._own_call:
+            self._own_call[id(classdef)] = self._base_replaces_call(classdef, frozenset())
+        return self._own_call[id(classdef)]
+
+    def _base_replaces_call(self, classdef: cst.ClassDef, seen: frozenset[str]) -> bool:
+        for base in classdef.bases:
+            written = dotted_name(base.value)
+            qualified = self.ctx.qualified_name(base.value) or written or ""
+            if qualified.startswith(_OWN_CALL_LIBRARIES) or self.ctx.project.lookup(f"{qualified}.__call__"):
+                return True
+            local = next((c for c in _classes_of(self.ctx.module) if c.name.value == written), None)
+            if local is not None and written not in seen and (
+                    any(isinstance(m, cst.FunctionDef) and m.name.value == "__call__" for m in local.body.body)
+                    or self._base_replaces_call(local, seen | {written})):
+                return True
+        return False
 
     def _in_forward_hook(self) -> bool:
         """Inside a function the file registers as a forward (pre-)hook: calling the module there
@@ -145,3 +173,7 @@ class ForwardCalledDirectly(Rule):
             container = names == [name] and isinstance(iterable, (cst.Name, cst.Attribute))
             return container and (named_like_modules(iterable) or holds_module(self.ctx, iterable, by_name=False))
         return False
+
+
+def _classes_of(module: cst.Module) -> list[cst.ClassDef]:
+    return [statement for statement in module.body if isinstance(statement, cst.ClassDef)]
