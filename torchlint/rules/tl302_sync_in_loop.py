@@ -47,7 +47,7 @@ class _Repetition:
     node: Loop | cst.BaseComp
     walk: ElementWalk | None
     throttled: bool  # the sync sits under a throttle (`if step % N == 0:`) inside this repetition
-    elements: bool = False  # it walks over tensors, parameters or a dict of tensors
+    elements: bool = False  # it walks over tensors or parameters
 
 
 @dataclass
@@ -64,8 +64,10 @@ class SyncInLoop(Rule):
     tensor, where the call runs on every iteration of a training step loop (one whose iteration
     calls `backward()` or an optimizer `step()`, also a GAN loop with several optimizers) or of a
     loop or comprehension over the elements of a tensor (`for row in t`, `range(len(t))`,
-    `range(t.size(0))`, `zip(t1, t2)`), over `model.parameters()` / `named_parameters()`, or over a
-    dict of tensors (`{k: v.item() for k, v in metrics.items()}`). A sync in a function or method
+    `range(t.size(0))`, `zip(t1, t2)`) or over `model.parameters()` / `named_parameters()`; a
+    walk over a dict of tensors (`{k: v.item() for k, v in metrics.items()}`) only inside a step
+    loop: on its own, its first read waits for the queued work and the others copy a number
+    each. A sync in a function or method
     of the file (`train_step`, `compute_metrics`) that a training loop calls on every step, not
     under a throttle, runs once per step too: it is reported in the helper, naming the loop's row
     (returning the synced value to the loop counts as recording it).
@@ -241,7 +243,8 @@ class SyncInLoop(Rule):
             if walk is None:
                 continue
             if walk.mapping is not None:
-                repetition.elements = True
+                # Not a walk that syncs per element: the first read waits for the queued work, the
+                # others copy a value each. Only a step loop around it repeats the wait.
                 target = known.tensors if self._holds_tensors(walk.mapping, known) else known.dict_values
                 target.update(name for name, _ in walk.elements)
                 continue
@@ -388,9 +391,7 @@ def _describe(repetition: _Repetition) -> str:
     node = repetition.node
     if repetition.elements:
         walk = repetition.walk
-        what = "parameters" if walk is not None and walk.over_parameters else (
-            "a dict of tensors" if walk is not None and walk.mapping is not None else "tensor elements"
-        )
+        what = "parameters" if walk is not None and walk.over_parameters else "tensor elements"
         return f"{'comprehension' if isinstance(node, cst.BaseComp) else 'loop'} over {what}"
     return "training loop"
 
