@@ -31,6 +31,8 @@ _BATCHING_HOOKS = frozenset({"collate_fn", "worker_init_fn"})
 _VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 # Methods that put a tensor on another device (or that of another tensor).
 _MOVES = frozenset({"to", "cuda", "type_as"})
+# Helpers that do so for their first argument (`c_f.to_device(self.labels, labels)`).
+_MOVING_HELPERS = frozenset({"to_device", "move_to_device", "move_to"})
 # Reductions that give a 0-dim tensor when no dimension is named.
 _FULL_REDUCTIONS = frozenset({"prod", "sum", "mean", "max", "min", "amax", "amin", "norm", "numel"})
 
@@ -132,8 +134,7 @@ def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
                 if (local := _moved_in_place(node, None)) in aliases:
                     found.add(aliases[local])
                 consumed.update(id(read) for read in _reshaped_in_place(node, receiver))
-            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _MOVES:
-                moved = node.func.value
+            elif isinstance(node, cst.Call) and (moved := _moved_by_call(node)) is not None:
                 # `(self.feats if feats is None else feats).type_as(x)`: either branch is moved.
                 for moved_object in (moved.body, moved.orelse) if isinstance(moved, cst.IfExp) else (moved,):
                     if isinstance(moved_object, cst.Attribute) and isinstance(moved_object.value, cst.Name) \
@@ -176,6 +177,16 @@ def _moved_in_place(assignment: cst.Assign, receiver: str | None) -> str | None:
     return None
 
 
+def _moved_by_call(call: cst.Call) -> cst.BaseExpression | None:
+    """What the call moves: `x` in `x.to(device)`, `x.type_as(y)`, and in a helper named for it,
+    `to_device(x, labels)`."""
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in _MOVES:
+        return call.func.value
+    written = dotted_name(call.func) or ""
+    first = positional_args(call)[:1]
+    return first[0].value if first and written.rsplit(".", 1)[-1] in _MOVING_HELPERS else None
+
+
 def _alias_of(assignment: cst.Assign, receiver: str | None) -> tuple[str, str] | None:
     """`threshold = self.threshold`: (the local name, the attribute)."""
     target = assignment.targets[0].target
@@ -207,7 +218,7 @@ class UnregisteredTensorAttribute(Rule):
     tensor read only in `__init__`, to build a buffer or a parameter, is not reported, nor one the
     class moves itself: named in its own `to()` / `cuda()` / `_apply()` override (the others still
     are), or moved where it is used (`self.mean = self.mean.to(x.device)`, or every read outside
-    `__init__` moving it: `conv(x, self.kernel.to(x.device))`, reshaping it in place aside:
+    `__init__` moving it: `conv(x, self.kernel.to(x.device))` or `to_device(self.kernel, x)`, reshaping it in place aside:
     `self.kernel = self.kernel.repeat(c, 1, 1)`, also under a local name: `keep = self.keep`
     then `keep = keep.to(x.device)`), nor one read only where a DataLoader builds batches (the
     method given as its `collate_fn`, and the methods that calls), on CPU data. Nor is a 0-dim value from a full
