@@ -43,7 +43,8 @@ class MixedDevices(Rule):
     branches of an `if` is still moved). A tensor moved in one branch only (`if use_cuda: x =
     x.cuda()`) is on the GPU on that path, where it meets the CPU tensor; a later `if` on the same
     test knows which path ran, and in the branch where `torch.cuda.is_available()` is false
-    nothing is on a GPU. A list filled with `append`/`extend` remembers where its tensors are:
+    nothing is on a GPU; where `isinstance(x, torch.Tensor)` is false, `x` is a number, on no
+    device (`if isinstance(x, torch.Tensor): x = x.to("cpu")` leaves no path on the GPU). A list filled with `append`/`extend` remembers where its tensors are:
     one made on the default device beside GPU ones is reported when `torch.stack`/`torch.cat`
     joins them (a 0-dim tensor too: only elementwise ops accept a CPU scalar). The parameters of
     a top-level function that makes tensors without `device=` are on the GPU when a call in the

@@ -223,7 +223,7 @@ class Interpreter:
                 return self._block(suite_statements(statement.body if forced else statement.orelse.body), env)
             body_entry = self._branch(test, True, env)
             body = self._block(suite_statements(statement.body), self._narrowed(test, body_entry))
-            orelse, other_entry = statement.orelse, self._branch(test, False, env)
+            orelse, other_entry = statement.orelse, self._not_a_tensor(test, self._branch(test, False, env))
             cpu_only = self._tests_cuda(test, False)
             self._cpu_only += cpu_only
             other = other_entry
@@ -329,6 +329,14 @@ class Interpreter:
             if not isinstance(value, TensorFacts) or value.maybe:
                 narrowed[name] = replace(value, maybe=False) if isinstance(value, TensorFacts) else TensorFacts()
         return narrowed
+
+    def _not_a_tensor(self, test: cst.BaseExpression, env: Env) -> Env:
+        """The state where `if isinstance(x, torch.Tensor):` fails: `x` holds no tensor there (a
+        number), so it is on no device."""
+        name = self._proven_tensor(test)
+        if name is None or not isinstance(env.get(name), TensorFacts):
+            return env
+        return {**env, name: UNKNOWN}
 
     def _proven_tensor(self, test: cst.BaseExpression) -> str | None:
         """The name `torch.is_tensor(x)` or `isinstance(x, torch.Tensor)` proves a tensor."""
