@@ -21,7 +21,8 @@ class CreatedThenMoved(Rule):
     Flags a tensor made by a factory on the CPU and moved at once: `torch.zeros(n).to(device)`,
     `torch.ones(b, t).cuda()`, `torch.arange(n).to("cuda")`. A note: the code is correct.
     Moves that also change the dtype, `non_blocking` copies, moves to the CPU and tensors made
-    with `requires_grad` (TL008: the move makes a non-leaf copy) are left alone, and so are
+    with `requires_grad` (TL008: the move makes a non-leaf copy) or drawn from a `generator=`
+    (which must be on the device it draws for) are left alone, and so are
     tensors of data (`torch.tensor(values).cuda()`, `torch.as_tensor(...)`, `torch.from_numpy`):
     torch builds those in host memory and copies them even when given `device=`.
 
@@ -61,9 +62,11 @@ class CreatedThenMoved(Rule):
         factory = method_receiver(node)
         if not isinstance(factory, cst.Call) or self.ctx.callee(factory) not in _FACTORIES:
             return
-        if any(keyword_arg(factory, name) is not None for name in ("device", "requires_grad")) \
+        if any(keyword_arg(factory, name) is not None for name in ("device", "requires_grad", "generator")) \
                 or any(arg.star for arg in factory.args):
-            return  # a leaf that requires grad, moved, is TL008's non-leaf copy: not the same tensor
+            # A leaf that requires grad, moved, is TL008's non-leaf copy: not the same tensor; a
+            # draw from a `generator` must be made on that generator's device.
+            return
         target = self._target(node, method)
         if target is None:
             return
