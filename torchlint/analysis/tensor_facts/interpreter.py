@@ -942,7 +942,7 @@ class Interpreter:
             return self._call_value(call, self._name(call.func, env), args)
         summary = self.model.function_summary(name)
         if summary is not None:
-            return self._from_summary(summary, call)
+            return self._from_summary(summary, call, self.model.function_named(name))
         values = [value for _, value in args]
         if name in _REDUCING_BUILTINS and len(values) == 1 and isinstance(element_of(values[0]), TensorFacts):
             return element_of(values[0])  # `sum(losses)`, `max(scores)` over tensors: a tensor
@@ -962,12 +962,12 @@ class Interpreter:
             self.model.register(self.scope, call, UNKNOWN)
         return UNKNOWN
 
-    def _from_summary(self, summary: Value, call: cst.Call) -> Value:
+    def _from_summary(self, summary: Value, call: cst.Call, function: cst.FunctionDef | None = None) -> Value:
         """A same-file helper's result: a default-device tensor it makes is reported at the call,
         and under `no_grad` here nothing it computes records a graph."""
         if not isinstance(summary, TensorFacts):
             return summary
-        placed = self._explicit_device(call) if summary.device is Device.TARGET else None
+        placed = self._device_passed(call, function) if summary.device is Device.TARGET else None
         if placed not in (None, Device.TARGET, Device.UNKNOWN):
             # `sample(n, k, device="cpu")`: the helper made it on the device its parameter named.
             summary = replace(summary, device=placed, origin=call)
@@ -1545,6 +1545,15 @@ class Interpreter:
     def _dtype_name(self, expr: cst.BaseExpression) -> str | None:
         qualified = self.ctx.qualified_name(expr) or ""
         return qualified.removeprefix("torch.") if qualified.startswith("torch.") else None
+
+    def _device_passed(self, call: cst.Call, function: cst.FunctionDef | None) -> Device | None:
+        """Where the call's `device=` argument points, also given by position to a helper of the
+        file whose parameter it is (`normalize(size, "cpu", dtype)`)."""
+        names = [param.name.value for param in function.params.params] if function is not None else []
+        if keyword_arg(call, "device") is None and "device" in names and not any(arg.star for arg in call.args):
+            given = argument(call, names.index("device"), "device")
+            return self._device_of(given) if given is not None else None
+        return self._explicit_device(call)
 
     def _explicit_device(self, call: cst.Call) -> Device | None:
         arg = keyword_arg(call, "device")

@@ -254,6 +254,10 @@ class TensorModel:
     def is_module_class(self, name: str) -> bool:
         return self.ctx.module_classes.is_module_name(name)
 
+    def function_named(self, name: str) -> cst.FunctionDef | None:
+        """The file's top-level function called `name`."""
+        return self._functions().get(name)
+
     def function_summary(self, name: str) -> Value | None:
         function = self._functions().get(name)
         if function is None:
