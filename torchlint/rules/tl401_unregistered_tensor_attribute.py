@@ -62,10 +62,21 @@ def _scalar_constant(ctx, factory: cst.Call) -> bool:
     if isinstance(data, (cst.Integer, cst.Float)):
         return True
     if isinstance(data, cst.Name):
-        # `torch.tensor(attn_dim)` beside `nn.Linear(d, attn_dim)`, `torch.as_tensor(threshold)` of a `float` argument
-        return _layer_size(ctx, data.value) or _number_argument(ctx, data.value)
+        # `torch.tensor(attn_dim)` beside `nn.Linear(d, attn_dim)`, `torch.as_tensor(threshold)` of a `float` argument,
+        # `torch.tensor(n)` of `n = K.shape[-1]`
+        return _layer_size(ctx, data.value) or _number_argument(ctx, data.value) or _size_read(ctx.values.value_of(data.value))
     # A literal number somewhere is what makes an expression a computed scalar (`1 / d`, not `values`).
     return isinstance(data, (cst.BinaryOperation, cst.UnaryOperation, cst.Call)) and _scalar(data)
+
+
+def _size_read(value) -> bool:
+    """`x.shape[-1]`, `x.size(0)`, `len(x)`: one whole number."""
+    if isinstance(value, cst.Subscript):
+        return isinstance(value.value, cst.Attribute) and value.value.attr.value == "shape"
+    if isinstance(value, cst.Call):
+        written = dotted_name(value.func) or ""
+        return written == "len" or (written.endswith(".size") and len(value.args) == 1) or written.endswith((".dim", ".numel"))
+    return False
 
 
 def _empty_placeholder(ctx, factory: cst.Call) -> bool:
@@ -226,7 +237,7 @@ class UnregisteredTensorAttribute(Rule):
     and `__init__` computes it again when a checkpoint is loaded, nor a 0-dim constant:
     `torch.tensor(float("inf"))`, `torch.sqrt(torch.tensor(attn_dim))` of a size the class gives a
     layer (`nn.Linear(d, attn_dim)`), `torch.as_tensor(threshold)` of an argument annotated as a
-    number (`threshold: float`), nor an empty placeholder made without arguments
+    number (`threshold: float`) or of a size read off a tensor (`n = K.shape[-1]`), nor an empty placeholder made without arguments
     (`self.cache = torch.Tensor()`), assigned anew before it holds data; nor one moved where it is
     read under a condition: `(self.feats if feats is None else feats).type_as(x)`.
 
