@@ -127,8 +127,8 @@ class UnsafeTorchLoad(Rule):
         return target is not None and tuple(target[:2]) >= _SAFE_DEFAULT_SINCE
 
     def _report_pickled_module(self, node: cst.Call, evidence: RelatedNode) -> None:
-        """`weights_only=True` would break this load, whole pickled Module that the file holds:
-        say what works instead, with no fix."""
+        """`weights_only=True` would break this load of a whole pickled Module: say what works
+        instead, with no fix."""
         if self._safe_by_default():
             message = f"`torch.load` fails here from torch 2.6 on, where `weights_only` defaults to True: {_PICKLED_MODULE}"
         else:
