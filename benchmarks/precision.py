@@ -1,6 +1,7 @@
 """Precision of every rule on expert library code, from findings judged by reading them.
 
 Usage: python benchmarks/precision.py [--cache DIR] [--judged FILE] [--per-rule N] [--library NAME==VERSION ...]
+       python benchmarks/precision.py --held-out 1|2|3 [--cache DIR]
 
 Downloads the pinned wheels (`pip download --no-deps`; needs a package index) into the cache
 directory, unpacks them, and runs `torchlint check --select ALL` on each. From each rule's
@@ -35,6 +36,15 @@ LIBRARIES = (
     "torchtune==0.6.1", "torchvision==0.29.1",
 )
 JUDGED = Path(__file__).with_name("precision_library_judgments.tsv")
+# Held-out sets: each was judged once before any change was made for it (its first figures are
+# the unseen ones), then kept to catch regressions. Their judgments share one file.
+HELD_OUT = {
+    "1": ("monai==1.6.1", "pyro-ppl==1.9.2", "ultralytics==8.4.190", "sentence-transformers==6.2.0"),
+    "2": ("gpytorch==1.15.2", "pytorch-metric-learning==2.9.0", "torchrl==0.14.1", "mmengine==0.10.7"),
+    "3": ("lightly==1.6.0", "torchgeo==0.8.1", "pytorch-forecasting==1.8.0", "flair==0.15.1"),
+}
+HELD_OUT_JUDGED = Path(__file__).with_name("precision_held_out_judgments.tsv")
+HELD_OUT_PER_RULE = 6
 VERDICTS = ("true", "false", "debatable")
 HEADER = "# library\tpath:row\tcode\tverdict\twhy (message as reported, for findings still to judge)\n"
 
@@ -140,12 +150,17 @@ def _row(code: str, found: int, notes: int, counts: Counter) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "torchlint-precision")
-    parser.add_argument("--judged", type=Path, default=JUDGED)
-    parser.add_argument("--per-rule", type=int, default=8, help="findings sampled per rule and library set")
+    parser.add_argument("--judged", type=Path)
+    parser.add_argument("--per-rule", type=int, help="findings sampled per rule and library set (8; held out: 6)")
     parser.add_argument("--library", action="append", metavar="NAME==VERSION",
                         help="a pinned library to read, instead of the default ones")
+    parser.add_argument("--held-out", choices=sorted(HELD_OUT), metavar="N",
+                        help="read held-out set N (judged in precision_held_out_judgments.tsv) instead")
     args = parser.parse_args()
-    libraries = args.library or list(LIBRARIES)
+    held_out = HELD_OUT.get(args.held_out, ())
+    args.judged = args.judged or (HELD_OUT_JUDGED if held_out else JUDGED)
+    args.per_rule = args.per_rule or (HELD_OUT_PER_RULE if held_out else 8)
+    libraries = args.library or list(held_out or LIBRARIES)
     if not all(PINNED.fullmatch(item) for item in libraries):
         parser.error("each --library must be pinned: NAME==VERSION")
     findings = []
