@@ -116,6 +116,7 @@ def report(findings: list[Finding], judged: dict) -> None:
     found = Counter(finding.code for finding in findings)
     notes = Counter(finding.code for finding in findings if finding.severity == "note")
     severity = {finding.key: finding.severity for finding in findings}
+    read = {finding.library for finding in findings}
     verdicts: dict[str, Counter] = defaultdict(Counter)
     alarms: Counter = Counter()
     gone: Counter = Counter()
@@ -124,7 +125,7 @@ def report(findings: list[Finding], judged: dict) -> None:
             verdicts[key[2]][verdict] += 1
             if severity[key] != "note":
                 alarms[verdict] += 1
-        elif verdict in VERDICTS:
+        elif verdict in VERDICTS and key[0] in read:  # a judged file may hold other libraries' findings
             gone[f"{key[2]} {verdict}"] += 1
     print(f"{'code':7} {'found':>6} {'notes':>6} {'judged':>7} {'true':>5} {'false':>6} {'debat.':>7} {'precision':>10}")
     total: Counter = Counter()
