@@ -14,6 +14,8 @@ from torchlint.reports import RelatedNode
 from torchlint.rule import Rule
 from torchlint.walker import child_nodes, nodes_in_order
 
+# Factories whose arguments are the sizes of the tensor they make.
+_SIZED = frozenset({"torch.empty", "torch.zeros", "torch.ones"})
 # The factories that make a tensor of the data they are given.
 _FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor"})
 _NUMBER_TYPES = frozenset({"float", "int"})
@@ -80,8 +82,14 @@ def _size_read(value) -> bool:
 
 
 def _empty_placeholder(ctx, factory: cst.Call) -> bool:
-    """`torch.Tensor()`: an empty tensor that stands for "nothing yet", assigned anew before it holds data."""
-    return not factory.args and ctx.callee(factory) in LEGACY_CONSTRUCTORS
+    """`torch.Tensor()`, `torch.empty(0)`: an empty tensor that stands for "nothing yet", assigned
+    anew (by a method or a hook) before it holds data."""
+    callee = ctx.callee(factory)
+    if not factory.args:
+        return callee in LEGACY_CONSTRUCTORS
+    sizes = positional_args(factory)
+    return callee in _SIZED and len(sizes) == len(factory.args) == 1 \
+        and isinstance(sizes[0].value, cst.Integer) and sizes[0].value.value == "0"
 
 
 def _number_argument(ctx, name: str) -> bool:
@@ -237,8 +245,8 @@ class UnregisteredTensorAttribute(Rule):
     and `__init__` computes it again when a checkpoint is loaded, nor a 0-dim constant:
     `torch.tensor(float("inf"))`, `torch.sqrt(torch.tensor(attn_dim))` of a size the class gives a
     layer (`nn.Linear(d, attn_dim)`), `torch.as_tensor(threshold)` of an argument annotated as a
-    number (`threshold: float`) or of a size read off a tensor (`n = K.shape[-1]`), nor an empty placeholder made without arguments
-    (`self.cache = torch.Tensor()`), assigned anew before it holds data; nor one moved where it is
+    number (`threshold: float`) or of a size read off a tensor (`n = K.shape[-1]`), nor an empty placeholder
+    (`self.cache = torch.Tensor()`, `torch.empty(0)`), assigned anew before it holds data; nor one moved where it is
     read under a condition: `(self.feats if feats is None else feats).type_as(x)`.
 
     ## Why is this bad?
