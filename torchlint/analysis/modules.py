@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.analysis.imports import ImportTable
-from torchlint.analysis.names import dotted_name, nested_statement_lists, suite_statements
+from torchlint.analysis.names import dotted_name, method_named, nested_statement_lists, suite_statements
 
 if TYPE_CHECKING:
     from torchlint.analysis.project_facts import ProjectFacts
@@ -84,13 +84,6 @@ def is_torch_module_class(qualified: str) -> bool:
         return True
     last = qualified.rsplit(".", 1)[-1]
     return qualified.startswith("torch.nn.") and last[:1].isupper() and ".functional." not in qualified
-
-
-def _defines(classdef: cst.ClassDef, method: str) -> bool:
-    return any(
-        isinstance(statement, cst.FunctionDef) and statement.name.value == method
-        for statement in classdef.body.body
-    )
 
 
 def _class_definitions(statements) -> list[cst.ClassDef]:
@@ -162,5 +155,5 @@ class ModuleClasses:
             if written in self._module_names:
                 return True
             has_unknown_base = has_unknown_base or written not in (None, "object")
-        return has_unknown_base and _defines(classdef, "forward")
+        return has_unknown_base and method_named(classdef, "forward") is not None
 

@@ -84,6 +84,12 @@ def top_level_functions(module: cst.Module) -> dict[str, cst.FunctionDef]:
     return {statement.name.value: statement for statement in module.body if isinstance(statement, cst.FunctionDef)}
 
 
+def method_named(classdef: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+    """The method `name` that the class body defines (the first one, if several)."""
+    return next((statement for statement in classdef.body.body
+                 if isinstance(statement, cst.FunctionDef) and statement.name.value == name), None)
+
+
 def has_parameter(function: cst.FunctionDef, name: str) -> bool:
     """Whether `name` is a parameter of `function` (a local that hides the module's)."""
     params = function.params

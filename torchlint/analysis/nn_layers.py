@@ -11,7 +11,7 @@ import builtins
 
 import libcst as cst
 
-from torchlint.analysis.names import keyword_arg
+from torchlint.analysis.names import keyword_arg, method_named
 from torchlint.walker import nodes_in_order
 
 _ALWAYS_PARAMETERIZED = frozenset(
@@ -98,8 +98,7 @@ def parameter_free_class(ctx, classdef: cst.ClassDef, seen: frozenset[str] = fro
         ctx.qualified_name(base.value) == "torch.nn.Module" for base in classdef.bases
     ):
         return False
-    init = next((statement for statement in classdef.body.body
-                 if isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__"), None)
+    init = method_named(classdef, "__init__")
     calls = [node for node in nodes_in_order(init.body) if isinstance(node, cst.Call)] if init else []
     return all(_builds_no_parameters(ctx, call, seen | {classdef.name.value}) for call in calls)
 

@@ -7,7 +7,7 @@ import libcst as cst
 from torchlint.analysis.dataflow import target_names
 from torchlint.analysis.module_values import builds_module, holds_module
 from torchlint.analysis.modules import last_word, named_like_modules
-from torchlint.analysis.names import dotted_name, positional_args
+from torchlint.analysis.names import dotted_name, method_named, positional_args
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
@@ -120,8 +120,7 @@ class ForwardCalledDirectly(Rule):
                 return True
             local = next((c for c in _classes_of(self.ctx.module) if c.name.value == written), None)
             if local is not None and written not in seen and (
-                    any(isinstance(m, cst.FunctionDef) and m.name.value == "__call__" for m in local.body.body)
-                    or self._base_replaces_call(local, seen | {written})):
+                    method_named(local, "__call__") is not None or self._base_replaces_call(local, seen | {written})):
                 return True
         return False
 

@@ -156,10 +156,10 @@ def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
             elif isinstance(node, cst.Call) and (moved := _moved_by_call(node)) is not None:
                 # `(self.feats if feats is None else feats).type_as(x)`: either branch is moved.
                 for moved_object in (moved.body, moved.orelse) if isinstance(moved, cst.IfExp) else (moved,):
-                    if isinstance(moved_object, cst.Attribute) and isinstance(moved_object.value, cst.Name) \
-                            and moved_object.value.value == receiver:
+                    name = self_attribute(moved_object, receiver) if receiver is not None else None
+                    if name is not None:
                         consumed.add(id(moved_object))
-                        moved_reads.add(moved_object.attr.value)
+                        moved_reads.add(name)
             pending.extend(child_nodes(node))
     found |= moved_reads - other_reads
     return {_EVERY_ATTRIBUTE} if "__dict__" in found else found
@@ -184,9 +184,9 @@ def _moved_in_place(assignment: cst.Assign, receiver: str | None) -> str | None:
     target, value = assignment.targets[0].target, assignment.value
     if receiver is None:
         moved = target.value if isinstance(target, cst.Name) else None
-    elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == receiver:
-        moved = target.attr.value
     else:
+        moved = self_attribute(target, receiver)
+    if moved is None:
         return None
     written = f"{receiver}.{moved}" if receiver else moved
     while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):  # `.to(d).view(1, -1)` too

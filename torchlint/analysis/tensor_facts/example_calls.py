@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from torchlint.analysis.layer_sizes import arithmetic, constant
-from torchlint.analysis.names import has_parameter, keyword_arg, positional_args, top_level_functions
+from torchlint.analysis.names import has_parameter, keyword_arg, method_named, positional_args, top_level_functions
 from torchlint.walker import child_nodes
 
 Sizes = tuple[str, ...]
@@ -299,7 +299,7 @@ def _outside_classes(module: cst.Module):
 
 def _submodule_classes(classdef: cst.ClassDef, class_built) -> dict[str, str]:
     """`{"attn": "Attention"}` for `self.attn = Attention(d)` in the class's `__init__`."""
-    init = next((s for s in classdef.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    init = method_named(classdef, "__init__")
     found: dict[str, str] = {}
     pending = [init.body] if init is not None else []
     while pending:

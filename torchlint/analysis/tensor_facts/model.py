@@ -26,7 +26,7 @@ from torchlint.analysis.layouts import Layout, arg_code
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.module_values import construction
 from torchlint.analysis.names import (
-    argument, keyword_arg, nested_statement_lists, suite_statements, top_level_functions,
+    argument, keyword_arg, method_named, nested_statement_lists, suite_statements, top_level_functions,
 )
 from torchlint.analysis.shape_annotations import annotated_shape
 from torchlint.analysis.shape_checks import known_sizes, literal
@@ -266,7 +266,7 @@ class TensorModel:
 
     def method_summary(self, scope: Scope, name: str) -> Value | None:
         classdef = scope.classdef
-        method = self._method_named(classdef, name) if classdef is not None else None
+        method = method_named(classdef, name) if classdef is not None else None
         return self._summary(self._scope_of(method, classdef, None)) if method is not None else None
 
     def module_method_summary(self, class_name: str, name: str) -> Value | None:
@@ -277,7 +277,7 @@ class TensorModel:
         learnt so: a second interpretation of the file, kept aside, answers instead (as for a
         function whose seed is being read from the very calls that ask, see `_summary`)."""
         classdef = self.ctx.module_classes.class_named(class_name)
-        method = self._method_named(classdef, name) if classdef is not None else None
+        method = method_named(classdef, name) if classdef is not None else None
         if method is None:
             return None
         scope = self._scope_of(method, classdef, None)
@@ -590,7 +590,7 @@ class TensorModel:
 
     def _call_site_arguments(self, scope: Scope) -> dict[str, Value]:
         """Parameter values of a Module helper method, joined over its calls from `forward()`."""
-        forward = self._method_named(scope.classdef, "forward")
+        forward = method_named(scope.classdef, "forward")
         if forward is None or forward is scope.node:
             return {}
         self._interpret(self._scope_of(forward, scope.classdef, None))
@@ -667,10 +667,6 @@ class TensorModel:
     @staticmethod
     def _class_methods(classdef: cst.ClassDef) -> list[cst.FunctionDef]:
         return [statement for statement in classdef.body.body if isinstance(statement, cst.FunctionDef)]
-
-    @staticmethod
-    def _method_named(classdef: cst.ClassDef, name: str) -> cst.FunctionDef | None:
-        return next((method for method in TensorModel._class_methods(classdef) if method.name.value == name), None)
 
     def _class_facts(self, classdef: cst.ClassDef) -> _ClassFacts | None:
         key = id(classdef)
