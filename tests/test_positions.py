@@ -107,3 +107,18 @@ def test_crlf_line_endings():
 )
 def test_rule_fixtures(path):
     _assert_same_positions(path.read_text(encoding="utf-8"))
+
+
+def test_a_walk_reporting_progress_visits_the_same_nodes_in_the_same_order():
+    module = cst.parse_module(TRICKY)
+    kinds = (cst.Module, cst.Call, cst.Name, cst.FunctionDef, cst.SimpleStatementLine)
+    recorder_class = type("Recorder", (_Everything,), {f"visit_{kind.__name__}": _Everything.on for kind in kinds})
+    walks = []
+    fractions: list[float] = []
+    for progress in (None, fractions.append):
+        ancestors: list = []
+        recorder = recorder_class(ancestors)
+        Walker([recorder], ancestors).walk(module, progress)
+        walks.append(recorder.seen)
+    assert walks[0] == walks[1]
+    assert fractions == [done / len(module.body) for done in range(len(module.body))]

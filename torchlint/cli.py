@@ -230,7 +230,8 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, sarif_
         else:
             meter = Progress(len(named), requested=progress)
             diagnostics = sorted(_per_settings(resolver, named, lambda group, group_settings: check_files(
-                group, group_settings, jobs, internal_errors, use_cache=not no_cache, on_done=meter.advance)),
+                group, group_settings, jobs, internal_errors, use_cache=not no_cache, on_done=meter.advance,
+                on_progress=meter.within)),
                 key=Diagnostic.sort_key)
             meter.close()
     diagnostics = _narrow(diagnostics, baseline, write_baseline, diff_base)

@@ -30,7 +30,7 @@ from torchlint.rules.tl903_unused_noqa import UnusedNoqa, unused_noqa
 from torchlint.sources import LINE_BREAK, UnreadableFile, decode_source, read_bytes, source_rows
 from torchlint.suppressions import NO_SUPPRESSIONS, Suppressions, may_hold_torchlint_noqa, read_suppressions
 from torchlint.walker import Walker
-from torchlint.workers import map_bounded
+from torchlint.workers import map_bounded, report_progress
 
 # Rules only look at files that mention torch at all: a cheap textual pre-filter.
 _RELEVANT = re.compile(r"torch|backward|zero_grad")
@@ -300,7 +300,7 @@ def traverse(
     ctx = FileContext(filename, source, module, settings, project=project)
     _collect_top_level_imports(ctx)
     try:
-        Walker([_ImportCollector(ctx), ctx.values, *participants_for(ctx)], ctx.ancestors).walk(module)
+        Walker([_ImportCollector(ctx), ctx.values, *participants_for(ctx)], ctx.ancestors).walk(module, report_progress)
         return ctx.pending
     finally:
         ctx.close()
@@ -426,13 +426,15 @@ def _check_one(job: tuple[str, str, Settings, bool]) -> tuple[list[Diagnostic], 
 
 
 def map_files(worker, work: list, jobs: int | None, lost, time_limit: float = FILE_TIME_LIMIT,
-              on_done: Callable[[], None] | None = None) -> list:
+              on_done: Callable[[], None] | None = None,
+              on_progress: Callable[[object, float], None] | None = None) -> list:
     """`worker` over each item of `work` (its first element a file's path), in order, in `jobs`
     worker processes (default: one per core). An item that takes longer than its time limit
     (`time_limit`, more for a large file: `file_time_limit`) or crashes its worker gets
-    `lost(item, why)`; `on_done()` after each item."""
+    `lost(item, why)`; `on_done()` after each item, `on_progress(item, fraction)` as a file's
+    statements are walked."""
     return map_bounded(worker, work, jobs or os.cpu_count() or 1, lambda job: file_time_limit(job[0], time_limit),
-                       lost, on_done)
+                       lost, on_done, on_progress)
 
 
 def file_time_limit(path: str, base: float = FILE_TIME_LIMIT) -> float:
@@ -456,11 +458,13 @@ def lost_file_error(display_name: str, why: str) -> Diagnostic:
 def check_files(
     files: list[tuple[str, str]], settings: Settings, jobs: int | None = None, errors: list[str] | None = None,
     *, use_cache: bool = False, time_limit: float = FILE_TIME_LIMIT, on_done: Callable[[], None] | None = None,
+    on_progress: Callable[[str, float], None] | None = None,
 ) -> list[Diagnostic]:
     """Check (path, display name) pairs, in parallel processes when there are several files.
 
     Internal errors are appended to `errors` when a list is given, else raised. With
-    `use_cache`, results are kept in the cache (see cache.py).
+    `use_cache`, results are kept in the cache (see cache.py). `on_done()` after each file,
+    `on_progress(display name, fraction)` while a file is checked.
     """
     results: list = [None] * len(files)
     if use_cache:
@@ -474,7 +478,8 @@ def check_files(
                     on_done()
     missed = [index for index, result in enumerate(results) if result is None]
     checked = map_files(_check_one, [(*files[index], settings, use_cache) for index in missed], jobs,
-                        lambda job, why: ([lost_file_error(job[1], why)], None), time_limit, on_done)
+                        lambda job, why: ([lost_file_error(job[1], why)], None), time_limit, on_done,
+                        None if on_progress is None else lambda job, fraction: on_progress(job[1], fraction))
     for index, result in zip(missed, checked):
         results[index] = result
     failures = [error for _, error in results if error is not None]

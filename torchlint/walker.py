@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 
 import libcst as cst
@@ -104,13 +104,31 @@ class Walker:
         for handlers in self._leave.values():
             handlers.reverse()
 
-    def walk(self, module: cst.Module) -> None:
+    def walk(self, module: cst.Module, progress: Callable[[float], None] | None = None) -> None:
+        """Walk `module`; `progress(fraction)` after each of its top-level statements, for a
+        meter of a file long enough to take seconds."""
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, 20000))
         try:
-            self._walk(module)
+            if progress is None:
+                self._walk(module)
+            else:
+                self._walk_reporting(module, progress)
         finally:
             sys.setrecursionlimit(limit)
+
+    def _walk_reporting(self, module: cst.Module, progress: Callable[[float], None]) -> None:
+        """`_walk(module)`, with `progress` told the share of statements walked."""
+        for handler in self._visit.get(cst.Module, ()):
+            handler(module)
+        self._ancestors.append(module)
+        statements = module.body
+        for done, statement in enumerate(statements):
+            progress(done / len(statements))
+            self._walk(statement)
+        self._ancestors.pop()
+        for handler in self._leave.get(cst.Module, ()):
+            handler(module)
 
     def _walk(self, node: cst.CSTNode) -> None:
         node_class = type(node)

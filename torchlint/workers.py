@@ -73,6 +73,25 @@ def _limit_memory(limit: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
+# In a worker process: where `report_progress` sends, and when it last did.
+_reporting: dict[str, object] = {}
+_PROGRESS_INTERVAL = 0.2  # seconds between a worker's progress messages
+
+
+def report_progress(fraction: float) -> None:
+    """How far the worker's current item is (0 to 1), for the parent's `on_progress`: sent at
+    once the first time for an item, then at most every `_PROGRESS_INTERVAL` seconds. Nothing
+    outside a worker process (the language server checks in its own process)."""
+    connection = _reporting.get("connection")
+    if connection is None:
+        return
+    now = time.monotonic()
+    if now - _reporting["last"] < _PROGRESS_INTERVAL:
+        return
+    _reporting["last"] = now
+    connection.send(("progress", _reporting["index"], fraction))
+
+
 def _serve(connection: Connection, worker: Callable, memory_limit: int) -> None:
     if resource is not None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file in the project
@@ -86,11 +105,12 @@ def _serve(connection: Connection, worker: Callable, memory_limit: int) -> None:
             return
         index, job, time_limit = message
         _limit_cpu_time(time_limit)
+        _reporting.update(connection=connection, index=index, last=-math.inf)
         try:
             result = worker(job)
         except MemoryError:
             os._exit(_OUT_OF_MEMORY)  # at once: with the memory spent, even sending a result may fail
-        connection.send((index, result))
+        connection.send(("done", index, result))
 
 
 class _Worker:
@@ -144,10 +164,12 @@ def _context():
 
 
 def map_bounded(worker: Callable, work: list, processes: int, time_limit: Callable[[object], float],
-                lost: Callable[[object, str], object], on_done: Callable[[], None] | None = None) -> list:
+                lost: Callable[[object, str], object], on_done: Callable[[], None] | None = None,
+                on_progress: Callable[[object, float], None] | None = None) -> list:
     """`worker` over each item of `work` (results in order) in `processes` worker processes.
     An item whose worker takes longer than `time_limit(item)` seconds or dies gets
-    `lost(item, why)`; `on_done()` after each item (a progress meter)."""
+    `lost(item, why)`; `on_done()` after each item and `on_progress(item, fraction)` when its
+    worker calls `report_progress` (a progress meter)."""
     context = _context()
     results: list = [None] * len(work)
     pending = deque(enumerate(work))
@@ -166,7 +188,11 @@ def map_bounded(worker: Callable, work: list, processes: int, time_limit: Callab
                 why = None
                 if current.connection in ready:
                     try:
-                        index, result = current.connection.recv()
+                        kind, index, result = current.connection.recv()
+                        if kind == "progress":
+                            if on_progress is not None:
+                                on_progress(work[index], result)
+                            continue
                         results[index] = result
                         busy.remove(current)
                         idle.append(current)
