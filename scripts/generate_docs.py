@@ -1,4 +1,5 @@
-"""Regenerate docs/rules/*.md and the rule table in README.md from the rules' docstrings."""
+"""Regenerate docs/rules/*.md, the rule table in README.md and torchlint/rules/catalog.py from the
+rule classes and their docstrings."""
 
 from __future__ import annotations
 

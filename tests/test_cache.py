@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from torchlint import engine
 from torchlint.config import Options, resolve_settings
 
@@ -58,3 +61,28 @@ def test_no_cache_writes_nothing(project, private_cache):
     (project / "a.py").write_text(BAD)
     _check(project, use_cache=False)
     assert not any(private_cache.iterdir())
+
+
+_REPORT_LIBCST_AT_EXIT = """
+import atexit, sys
+atexit.register(lambda: print("libcst imported:", "libcst" in sys.modules, file=sys.stderr))
+from torchlint.cli import main
+sys.argv = ["torchlint", "check", *sys.argv[1:]]
+main()
+"""
+
+
+def test_a_run_answered_from_the_cache_imports_neither_the_parser_nor_a_rule(project, private_cache):
+    (project / "a.py").write_text(BAD)
+    (project / "b.py").write_text("import torch\n")
+
+    def libcst_imported(*args: str) -> bool:
+        result = subprocess.run([sys.executable, "-c", _REPORT_LIBCST_AT_EXIT, *args], cwd=project,
+                                capture_output=True, text=True, timeout=120)
+        assert "a.py:2:5: TL102" in result.stdout, result.stdout + result.stderr
+        return "libcst imported: True" in result.stderr
+
+    assert libcst_imported("a.py", "b.py")  # the first run checks
+    assert not libcst_imported("a.py", "b.py")  # start-up: the second reads the cache alone
+    (project / "b.py").write_text("import torch\ny = 1\n")
+    assert libcst_imported("a.py", "b.py")

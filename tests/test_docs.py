@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from torchlint.docs import generated_files
-from torchlint.rules import all_rules
+from torchlint.rules import rule_classes
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -16,7 +16,7 @@ def test_generated_docs_are_up_to_date(path: Path, content: str):
     assert path.read_text(encoding="utf-8") == content, f"{path} is stale: run python scripts/generate_docs.py"
 
 
-@pytest.mark.parametrize("rule", all_rules(), ids=lambda rule: rule.code)
+@pytest.mark.parametrize("rule", rule_classes(), ids=lambda rule: rule.code)
 def test_every_rule_is_documented(rule):
     assert rule.missing_doc_sections() == []
     assert rule.summary and rule.name == rule.name.lower() and " " not in rule.name

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from torchlint.config import Settings
 from torchlint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Related, Severity
-from torchlint.project.index import dependencies_unchanged
+from torchlint.project.layout import dependencies_unchanged
+from torchlint.sources import UnreadableFile, read_bytes
 
 # Where the cache is kept, when set (else the platform's user cache directory, see `cache_home`).
 CACHE_DIRECTORY_VARIABLE = "TORCHLINT_CACHE_DIR"
@@ -156,3 +157,33 @@ class ResultCache:
             os.replace(temporary, path)
         except OSError:
             pass  # an unwritable cache directory simply leaves the run uncached
+
+
+def look_up(cache: ResultCache, filename: str, data: bytes, settings: Settings) -> tuple[str, list[Diagnostic] | None]:
+    """The file's cache key, and its findings (with the fixes the settings allow) when cached."""
+    key = cache_key(filename, data, settings)
+    cached = cache.get(key, filename)
+    return key, None if cached is None else settings.fix_policy.applied(cached)
+
+
+def cached_findings(path: str, display_name: str, settings: Settings, cache: ResultCache) -> list[Diagnostic] | None:
+    """The file's findings from the cache; None for a miss, or for a file that cannot be read
+    (its check then reports why)."""
+    try:
+        data = read_bytes(path)
+    except UnreadableFile:
+        return None
+    return look_up(cache, display_name, data, settings)[1]
+
+
+def all_cached(files: list[tuple[str, str]], settings: Settings) -> list[Diagnostic] | None:
+    """The findings of every (path, display name) from the cache, or None from the first file
+    that is not there: a run whose files are all cached then imports neither the parser nor a rule."""
+    cache = ResultCache(settings.root)
+    found: list[Diagnostic] = []
+    for path, name in files:
+        cached = cached_findings(path, name, settings, cache)
+        if cached is None:
+            return None
+        found += cached
+    return sorted(found, key=Diagnostic.sort_key)

@@ -9,14 +9,12 @@ import sys
 import click
 
 from torchlint import __version__
-from torchlint.add_noqa import add_noqa_files
 from torchlint.baseline import apply_baseline, write_baseline as write_baseline_file
+from torchlint.cache import all_cached
 from torchlint.config import ConfigError, Options, Settings, SettingsResolver, describe
 from torchlint.diagnostics import Diagnostic, Severity
 from torchlint.docs import rule_page
 from torchlint.discovery import Discovery, PathError, display_name
-from torchlint.engine import check_files, check_source, file_error
-from torchlint.fix import fix_files, fix_text, unified_diff
 from torchlint.git_diff import changed_rows
 from torchlint.progress import Progress
 from torchlint.output import OutputContext, format_names, render
@@ -24,6 +22,9 @@ from torchlint.output.json import render_statistics as render_statistics_json
 from torchlint.output.text import fix_listing, forget_sources, render_statistics
 from torchlint.rules import all_rules, get_rule
 from torchlint.sources import UnreadableFile, decode_source
+
+# The checker itself (engine, fix, add_noqa: libcst and every rule) is imported where it is used:
+# a run whose files are all cached needs none of it, and answers in a fraction of the time.
 
 
 def _codes(value: str | None) -> list[str] | None:
@@ -217,6 +218,8 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, sarif_
         if paths == ("-",):
             diagnostics = _check_stdin(stdin_filename, resolver, fix, unsafe_fixes)
         elif fix:
+            from torchlint.fix import fix_files
+
             results = _per_settings(resolver, named, lambda group, group_settings: fix_files(
                 group, group_settings, jobs, unsafe=unsafe_fixes, use_cache=not no_cache,
                 roots=list(paths) or ["."]))
@@ -229,10 +232,8 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, sarif_
             forget_sources()  # the source frames show the files as fixed
         else:
             meter = Progress(len(named), requested=progress)
-            diagnostics = sorted(_per_settings(resolver, named, lambda group, group_settings: check_files(
-                group, group_settings, jobs, internal_errors, use_cache=not no_cache, on_done=meter.advance,
-                on_progress=meter.within)),
-                key=Diagnostic.sort_key)
+            diagnostics = sorted(_per_settings(resolver, named, lambda group, group_settings: _check_files(
+                group, group_settings, jobs, internal_errors, not no_cache, meter)), key=Diagnostic.sort_key)
             meter.close()
     diagnostics = _narrow(diagnostics, baseline, write_baseline, diff_base)
     context = OutputContext(
@@ -258,6 +259,20 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, sarif_
     sys.exit(1 if failed and not exit_zero else 0)
 
 
+def _check_files(files, settings: Settings, jobs, internal_errors: list[str], use_cache: bool,
+                 meter: Progress) -> list[Diagnostic]:
+    """The files' findings: from the cache alone where it holds every file, else checked."""
+    cached = all_cached(files, settings) if use_cache else None
+    if cached is not None:
+        for _ in files:
+            meter.advance()
+        return cached
+    from torchlint.engine import check_files
+
+    return check_files(files, settings, jobs, internal_errors, use_cache=use_cache, on_done=meter.advance,
+                       on_progress=meter.within)
+
+
 def _read_stdin(stdin_filename: str | None, resolver: SettingsResolver) -> tuple[str, Settings, str | Diagnostic]:
     """The name, settings and text of the code on stdin (the TL902 finding when it cannot be read)."""
     name = stdin_filename or "-"
@@ -265,6 +280,8 @@ def _read_stdin(stdin_filename: str | None, resolver: SettingsResolver) -> tuple
     try:
         return name, settings, decode_source(sys.stdin.buffer.read()).text
     except UnreadableFile as error:
+        from torchlint.engine import file_error
+
         return name, settings, file_error("TL902", name, f"cannot read stdin: {error}")
 
 
@@ -275,6 +292,8 @@ def _diff_stdin(stdin_filename: str | None, resolver: SettingsResolver, unsafe: 
     if isinstance(text, Diagnostic):
         click.echo(f"{name}: {text.message}", err=True)
         return False
+    from torchlint.fix import fix_text, unified_diff
+
     outcome = fix_text(text, name, settings, unsafe)
     for problem in outcome.problems:
         click.echo(problem, err=True)
@@ -297,6 +316,9 @@ def _check_stdin(stdin_filename: str | None, resolver: SettingsResolver, fix: bo
     name, settings, text = _read_stdin(stdin_filename, resolver)
     if isinstance(text, Diagnostic):
         return [text]
+    from torchlint.engine import check_source
+    from torchlint.fix import fix_text
+
     if not fix:
         return settings.fix_policy.applied(check_source(text, name, settings))
     outcome = fix_text(text, name, settings, unsafe)
@@ -363,6 +385,8 @@ def _discover(discovery: Discovery, paths: list[str]) -> list[str]:
 
 def _add_noqa(named, resolver, jobs, roots: list[str]) -> None:
     """`--add-noqa`: write the comments, say how many, exit (2 when a file could not be handled)."""
+    from torchlint.add_noqa import add_noqa_files
+
     results = _per_settings(resolver, named, lambda group, settings: add_noqa_files(group, settings, jobs, roots))
     _report_problems(results)
     added = sum(result.added for result in results)
@@ -379,6 +403,8 @@ def _report_problems(results) -> None:
 
 def _diff(named, resolver, jobs, unsafe_fixes: bool, show_fixes: bool, quiet: bool) -> bool:
     """`--diff`: print what `--fix` would change, write nothing; True when something would change."""
+    from torchlint.fix import fix_files
+
     results = _per_settings(resolver, named, lambda group, settings: fix_files(
         group, settings, jobs, unsafe=unsafe_fixes, write=False, diff=True))
     _report_problems(results)
@@ -439,6 +465,7 @@ def _runtime_target(paths, module, script_args) -> dict:
 def _check_runtime(target, settings, discovery, jobs, device, timeout, keep_stdout, internal_errors):
     """Static findings for the script's directory (or the working directory with -m), then one
     instrumented run; returns the judged findings and the run record."""
+    from torchlint.engine import check_files
     from torchlint.runtime import RuntimeUnavailable, run_script
 
     script = target["script"]

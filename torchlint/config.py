@@ -16,8 +16,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 from torchlint.diagnostics import Applicability, Diagnostic, Severity
-from torchlint.rule import Rule
-from torchlint.rules import all_rules
+from torchlint.rules import RuleInfo, all_rules
 from torchlint.torch_requirement import MalformedTable, declared_torch_version, metadata_files, metadata_torch_version
 from torchlint.sources import MAX_AUXILIARY_BYTES, UnreadableFile, read_regular_file
 
@@ -76,7 +75,7 @@ class FixPolicy:
 
 @dataclass(frozen=True)
 class Settings:
-    rules: tuple[type[Rule], ...]
+    rules: tuple[RuleInfo, ...]
     exclude: tuple[str, ...] = DEFAULT_EXCLUDES
     per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
     target_torch_version: tuple[int, ...] | None = None
@@ -90,7 +89,7 @@ class Settings:
     # (setting, where its value came from), for `--show-settings`.
     origins: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
-    def rules_for(self, filename: str) -> tuple[type[Rule], ...]:
+    def rules_for(self, filename: str) -> tuple[RuleInfo, ...]:
         ignored = self.ignored_codes(filename)
         if not ignored:
             return self.rules

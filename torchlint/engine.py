@@ -17,7 +17,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from torchlint.analysis.names import nested_statement_lists
-from torchlint.cache import ResultCache, cache_key
+from torchlint.cache import ResultCache, cached_findings, look_up
 from torchlint.config import UNSUPPRESSIBLE, Settings
 from torchlint.context import FileContext
 from torchlint.diagnostics import Diagnostic, Edit, Fix, Location, Related
@@ -346,7 +346,7 @@ def _check_source(source: str, filename: str, settings: Settings, module: cst.Mo
     silenced = suppressions.file_codes if file_level_noqa else frozenset()
     enabled = settings.rules_for(filename)
     rule_classes = [
-        rule for rule in enabled
+        rule.load() for rule in enabled
         if not rule.runtime_only and rule.code not in silenced and rule.code not in UNSUPPRESSIBLE
     ]
     judge_noqa = UnusedNoqa in rule_classes and bool(suppressions.directives)
@@ -370,7 +370,7 @@ def check_file(
     filename = display_name or path
     try:
         data = read_bytes(path)
-        key, cached = _look_up(cache, filename, data, settings) if cache else ("", None)
+        key, cached = look_up(cache, filename, data, settings) if cache else ("", None)
         if cached is not None:
             return cached
         source = decode_source(data)
@@ -388,23 +388,6 @@ def check_file(
         cache.put(key, diagnostics, project.dependencies())
     # After the cache: its entries hold the rules' own fixes, whatever the fix settings.
     return settings.fix_policy.applied(diagnostics)
-
-
-def _cached_findings(path: str, display_name: str, settings: Settings, cache: ResultCache) -> list[Diagnostic] | None:
-    """The file's findings from the cache; None for a miss, or for a file that cannot be read
-    (its check then reports why)."""
-    try:
-        data = read_bytes(path)
-    except UnreadableFile:
-        return None
-    return _look_up(cache, display_name, data, settings)[1]
-
-
-def _look_up(cache: ResultCache, filename: str, data: bytes, settings: Settings) -> tuple[str, list[Diagnostic] | None]:
-    """The file's cache key, and its findings (with the fixes the settings allow) when cached."""
-    key = cache_key(filename, data, settings)
-    cached = cache.get(key, filename)
-    return key, None if cached is None else settings.fix_policy.applied(cached)
 
 
 def internal_error_text(display_name: str, error: Exception) -> str:
@@ -471,7 +454,7 @@ def check_files(
         # Looked up here first: a warm run then starts no worker process at all.
         cache = ResultCache(settings.root)
         for index, (path, name) in enumerate(files):
-            cached = _cached_findings(path, name, settings, cache)
+            cached = cached_findings(path, name, settings, cache)
             if cached is not None:
                 results[index] = (cached, None)
                 if on_done is not None:

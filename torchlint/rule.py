@@ -18,6 +18,7 @@ import libcst as cst
 
 from torchlint.diagnostics import Applicability, Related, Severity
 from torchlint.reports import FixSpec, RelatedNode
+from torchlint.rules import rule_url
 
 if TYPE_CHECKING:
     from torchlint.context import FileContext
@@ -62,7 +63,7 @@ class Rule:
 
     @classmethod
     def url(cls) -> str:
-        return f"https://github.com/torchlint/torchlint/blob/main/docs/rules/{cls.code}.md"
+        return rule_url(cls.code)
 
     @classmethod
     def missing_doc_sections(cls) -> list[str]:

@@ -6,13 +6,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchlint.rule import Rule
+from torchlint.rules import RuleInfo
 
 
 @dataclass(frozen=True)
 class OutputContext:
     color: bool
-    rules: tuple[type[Rule], ...]  # the enabled rules (SARIF lists them)
+    rules: tuple[RuleInfo, ...]  # the enabled rules (SARIF lists them)
     summary: bool = True  # the closing `Found N findings` line of the text formats
     # `--unsafe-fixes`: unsafe fixes count as available (`[*]`) too.
     unsafe_fixes: bool = False

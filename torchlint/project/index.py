@@ -146,12 +146,6 @@ def recorded_dependencies(path: str) -> dict[str, str]:
     return {used: layout.state(used) for used in sorted(_USED.get(os.path.realpath(path), ()))}
 
 
-def dependencies_unchanged(recorded: dict[str, str]) -> bool:
-    """Do these files and listings still hold what a cached result was derived from?"""
-    fresh = Layout("")
-    return all(fresh.state(path) == state for path, state in recorded.items())
-
-
 class _Resolver:
     """One question's walk across files; `used` collects every file and listing it reads."""
 

@@ -189,3 +189,9 @@ class Layout:
                 if found is not None:
                     return found, parts[length:]
         return None
+
+
+def dependencies_unchanged(recorded: dict[str, str]) -> bool:
+    """Do these files and listings still hold what a cached result was derived from?"""
+    fresh = Layout("")
+    return all(fresh.state(path) == state for path, state in recorded.items())

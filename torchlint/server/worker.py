@@ -19,7 +19,7 @@ from torchlint.engine import check_source
 from torchlint.fix import fix_one, fix_text, is_applicable
 from torchlint.notebook.check import check_notebook
 from torchlint.notebook.ipython import mask_cell
-from torchlint.rules import all_rules
+from torchlint.rules import rule_classes
 from torchlint.server import shapes
 from torchlint.server.reparse import Trees
 from torchlint.suppressions import comment_suppresses, read_suppressions
@@ -36,7 +36,7 @@ def start_worker() -> None:
 
 def load_rules() -> None:
     """Import every rule now (the pool's warm-up), not during the first check."""
-    all_rules()
+    rule_classes()
 
 
 def check_text(text: str, filename: str, settings: Settings) -> list[Diagnostic]:
