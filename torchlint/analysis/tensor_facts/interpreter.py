@@ -1152,7 +1152,7 @@ class Interpreter:
         op = FUNCTION_OPS.get(name, Op(Rule.OTHER))
         positional = [(arg.value, value) for arg, value in args if arg.keyword is None and not arg.star]
         if op.rule in (Rule.CAT, Rule.STACK, Rule.MESHGRID) or (op.rule is Rule.EINSUM):
-            return self._list_op(call, op.rule, args)
+            return self._list_op(call, op.rule, args, name)
         if not positional:
             return TensorFacts() if op.rule is not Rule.OTHER else self.combine(self._tensor_args(args), call, Rule.OTHER)
         receiver_node, receiver = positional[0]
@@ -1181,7 +1181,7 @@ class Interpreter:
                 found.append((arg.value, value))
         return found
 
-    def _list_op(self, call: cst.Call, rule: Rule, args) -> Value:
+    def _list_op(self, call: cst.Call, rule: Rule, args, name: str) -> Value:
         if rule is Rule.EINSUM:
             equation = string_value(args[0][0].value) if args else None
             operands = self._tensor_args(args[1:])
@@ -1200,6 +1200,9 @@ class Interpreter:
             positional = [value for arg, value in args if arg.keyword is None]
             count = len(operands) if len(positional) == 1 and isinstance(positional[0], Sequence) else len(positional)
             return Sequence((item,) * count)
+        sizes = _joined_sizes(call, name, [known_sizes(value) for _, value in operands]) if name in _JOINS else None
+        if sizes is not None:
+            return replace(facts, layout=Layout(len(sizes), sizes, ()), scalar=False)
         if rank is not None:
             rank += rule is Rule.STACK
         return replace(facts, layout=Layout(rank, None, ()) if rank is not None else None, scalar=False)
@@ -1806,3 +1809,37 @@ def _expression_children(node: cst.CSTNode) -> list[cst.BaseExpression]:
         elif not isinstance(child, (cst.BaseSuite, cst.BaseStatement)):
             pending.extend(child_nodes(child))
     return found
+
+
+# The joins whose result sizes follow from their operands' and the `dim` argument.
+_JOINS = frozenset({"cat", "concat", "concatenate", "stack"})
+
+
+def _joined_sizes(call: cst.Call, name: str, operands: list) -> tuple[str | None, ...] | None:
+    """The sizes of `torch.cat` / `torch.stack` of a list written out (`[a, b]`) whose tensors'
+    sizes are known: cat adds up the sizes along `dim` (literals only), stack puts the count of
+    tensors there; each other dim is the size the operands agree on (None where it is unknown)."""
+    written = argument(call, 0, "tensors")
+    dim = int_value(argument(call, 1, "dim") or cst.Integer("0"))
+    if not isinstance(written, (cst.List, cst.Tuple)) or dim is None or not operands or None in operands \
+            or len(operands) != len(written.elements) or len({len(sizes) for sizes in operands}) != 1 \
+            or any(isinstance(element, cst.StarredElement) for element in written.elements):
+        return None
+    rank = len(operands[0]) + (name == "stack")
+    position = dim + rank if dim < 0 else dim
+    if not 0 <= position < rank:
+        return None
+    shared = [_agreed(column) for column in zip(*operands)]
+    if name == "stack":
+        return (*shared[:position], str(len(operands)), *shared[position:])
+    along = [literal(size) for size in (sizes[position] for sizes in operands)]
+    shared[position] = str(sum(along)) if None not in along else None
+    return tuple(shared)
+
+
+def _agreed(sizes: tuple[str | None, ...]) -> str | None:
+    """The one size a dim of several tensors has, as the code gives it (a literal over a symbol)."""
+    literals = {size for size in sizes if literal(size) is not None}
+    if len(literals) == 1:
+        return literals.pop()
+    return sizes[0] if not literals and len(set(sizes)) == 1 else None
