@@ -539,6 +539,9 @@ class LoopAnalysis:
     def per_step_calls(self, function: cst.FunctionDef) -> list[tuple[Loop, cst.Call]]:
         """The training loops that call `function` (a function or method of this file) on every
         step, not under a throttle, each with its call: outer loops first."""
+        name = re.escape(function.name.value)
+        if len(re.findall(rf"\b{name}\s*\(", self._source)) <= len(re.findall(rf"\bdef\s+{name}\s*\(", self._source)):
+            return []  # never called by its name in this file (most helpers of a library): no loop to build
         if self._step_calls is None:
             self._step_calls = {}
             for iteration in self.training_loops():
