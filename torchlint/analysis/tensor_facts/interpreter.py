@@ -1607,8 +1607,15 @@ class Interpreter:
 
     def _typed(self, call: cst.Call, receiver: TensorFacts) -> TensorFacts:
         """`x.type(torch.FloatTensor)` moves to the CPU, `x.type(torch.cuda.FloatTensor)` to the
-        GPU (a tensor type names a device); `x.type(torch.float32)` keeps the device."""
-        written = self.ctx.qualified_name(call.args[0].value) or ""
+        GPU (a tensor type names a device); `x.type(torch.float32)` keeps the device, and
+        `x.type(other.type())` takes other's device with its type ('torch.cuda.FloatTensor')."""
+        asked = call.args[0].value
+        if type(asked) is cst.Call and not asked.args and type(asked.func) is cst.Attribute and asked.func.attr.value == "type":
+            other = self.model.memo.get(id(asked.func.value))
+            if isinstance(other, TensorFacts):
+                return receiver.moved(other.device, origin=other.origin)
+            return receiver.moved(Device.UNKNOWN)
+        written = self.ctx.qualified_name(asked) or ""
         if written.startswith("torch.cuda.") and written.endswith("Tensor"):
             return receiver.moved(Device.ACCELERATOR)
         if written.startswith("torch.") and written.endswith("Tensor") and written.count(".") == 1:
