@@ -194,6 +194,8 @@ class ShapeMismatch(Rule):
             verb = "is assigned"
             if isinstance(value, cst.Param):
                 value, verb = (value.annotation.annotation if value.annotation is not None else None), "is annotated"
+            elif value is not None and self._sizes(value) not in (sizes, None):
+                continue  # reshaped since (`target.unsqueeze_(1)`): the assignment did not give this shape
             if value is not None and all(note.node is not value for note in notes):
                 notes.append(RelatedNode(value, f"`{expr.value}` {verb} here, shape {show(sizes)}"))
         return notes

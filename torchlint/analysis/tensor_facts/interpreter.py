@@ -365,7 +365,7 @@ class Interpreter:
             self._bind(small.target, self._binary(small.target, small.value, small.operator, small, env), env)
         elif isinstance(small, cst.Expr):
             self.eval(small.value, env)
-            env = self._in_place_move(small.value, env)
+            env = self._updated_in_place(small.value, env)
             env = self._filled(small.value, env)
         elif isinstance(small, cst.Return):
             if small.value is not None:
@@ -380,14 +380,18 @@ class Interpreter:
                     self.eval(child, env)
         return env
 
-    def _in_place_move(self, expr: cst.BaseExpression, env: Env) -> Env:
-        """`model.to(device)` moves a module in place (a tensor's `.to()` result is discarded)."""
+    def _updated_in_place(self, expr: cst.BaseExpression, env: Env) -> Env:
+        """`model.to(device)` moves a module in place (a tensor's `.to()` result is discarded), and
+        `x.unsqueeze_(1)` reshapes the tensor `x` in place."""
         if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)):
             return env
         receiver = expr.func.value
-        if isinstance(self.model.memo.get(id(receiver)), ModuleValue) and isinstance(self.model.memo.get(id(expr)), ModuleValue):
+        before, after = self.model.memo.get(id(receiver)), self.model.memo.get(id(expr))
+        moved = isinstance(before, ModuleValue) and isinstance(after, ModuleValue)
+        reshaped = isinstance(before, TensorFacts) and isinstance(after, TensorFacts) and expr.func.attr.value in _RESHAPING_IN_PLACE
+        if moved or reshaped:
             env = dict(env)
-            self._bind(receiver, self.model.memo[id(expr)], env)
+            self._bind(receiver, after, env)
         return env
 
     def _filled(self, expr: cst.BaseExpression, env: Env) -> Env:
@@ -1223,6 +1227,13 @@ class Interpreter:
             return self._module_method(call, name, receiver, args)
         op = METHOD_OPS.get(name)
         if isinstance(receiver, TensorFacts):
+            if name in _RESHAPING_IN_PLACE:
+                # `x.unsqueeze_(1)`: the out-of-place op's shape (the receiver is rebound too, see
+                # `_updated_in_place`); one not modelled (`resize_`) leaves the shape unknown.
+                reshaped = METHOD_OPS.get(name[:-1])
+                if reshaped is None:
+                    return replace(receiver, layout=None, scalar=None)
+                return self.apply(call, reshaped, name[:-1], receiver_node, receiver, args)
             if op is None:
                 if name in NOT_TENSOR_METHODS:
                     return UNKNOWN
@@ -1816,6 +1827,12 @@ def _expression_children(node: cst.CSTNode) -> list[cst.BaseExpression]:
         elif not isinstance(child, (cst.BaseSuite, cst.BaseStatement)):
             pending.extend(child_nodes(child))
     return found
+
+
+# Tensor methods that change the receiver's shape in place.
+_RESHAPING_IN_PLACE = frozenset({
+    "unsqueeze_", "squeeze_", "transpose_", "t_", "swapaxes_", "swapdims_", "resize_", "resize_as_", "as_strided_",
+})
 
 
 # The joins whose result sizes follow from their operands' and the `dim` argument.
