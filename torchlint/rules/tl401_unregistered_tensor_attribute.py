@@ -35,6 +35,8 @@ _VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Vari
 _MOVES = frozenset({"to", "cuda", "type_as"})
 # Helpers that do so for their first argument (`c_f.to_device(self.labels, labels)`).
 _MOVING_HELPERS = frozenset({"to_device", "move_to_device", "move_to"})
+# In-place random fills, whose bounds or moments are numbers (a tensor given there is read as one).
+_RANDOM_FILLS = frozenset({"uniform_", "normal_", "random_", "exponential_", "log_normal_", "cauchy_", "geometric_"})
 # Reductions that give a 0-dim tensor when no dimension is named.
 _FULL_REDUCTIONS = frozenset({"prod", "sum", "mean", "max", "min", "amax", "amin", "norm", "numel"})
 
@@ -122,7 +124,8 @@ def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
     """The attributes the class moves itself: every `self.<name>` that its own `to()` / `cuda()` /
     `_apply()` / `state_dict()` mention (an override handles those, and only those), those another
     method moves where it uses them (`self.mean = self.mean.to(x.device)`), and those that every
-    method outside `__init__` reads only to move (`conv(x, self.kernel.to(x.device))`)."""
+    method outside `__init__` reads only to move (`conv(x, self.kernel.to(x.device))`) or as the
+    bounds of a random fill, which takes numbers (`torch.empty(1).uniform_(low[0], low[1])`)."""
     found: set[str] = set()
     moved_reads: set[str] = set()
     other_reads: set[str] = set()
@@ -153,6 +156,16 @@ def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
                 if (local := _moved_in_place(node, None)) in aliases:
                     found.add(aliases[local])
                 consumed.update(id(read) for read in _reshaped_in_place(node, receiver))
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _RANDOM_FILLS:
+                # `torch.empty(1).uniform_(self.low[0], self.low[1])`: bounds are read as numbers.
+                for read in (read for arg in node.args for read in (arg.value, *nodes_in_order(arg.value))):
+                    name = self_attribute(read, receiver) if receiver is not None else None
+                    if name is not None:
+                        consumed.add(id(read))
+                    elif isinstance(read, cst.Name):
+                        name = aliases.get(read.value)
+                    if name is not None:
+                        moved_reads.add(name)
             elif isinstance(node, cst.Call) and (moved := _moved_by_call(node)) is not None:
                 # `(self.feats if feats is None else feats).type_as(x)`: either branch is moved.
                 for moved_object in (moved.body, moved.orelse) if isinstance(moved, cst.IfExp) else (moved,):
@@ -247,7 +260,9 @@ class UnregisteredTensorAttribute(Rule):
     layer (`nn.Linear(d, attn_dim)`), `torch.as_tensor(threshold)` of an argument annotated as a
     number (`threshold: float`) or of a size read off a tensor (`n = K.shape[-1]`), nor an empty placeholder
     (`self.cache = torch.Tensor()`, `torch.empty(0)`), assigned anew before it holds data; nor one moved where it is
-    read under a condition: `(self.feats if feats is None else feats).type_as(x)`.
+    read under a condition: `(self.feats if feats is None else feats).type_as(x)`; nor one read only
+    as the bounds of a random fill (`torch.empty(1).uniform_(self.log_ratio[0], self.log_ratio[1])`),
+    which takes numbers.
 
     ## Why is this bad?
     A plain tensor attribute is invisible to the Module machinery: `model.to(device)`,
