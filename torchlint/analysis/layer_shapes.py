@@ -187,6 +187,22 @@ def _recurrent(config: LayerConfig, sizes: Sizes) -> LayerOutput:
     return LayerOutput((*sizes[:-1], width), hidden=state, contradiction=contradiction)
 
 
+def initial_state_contradiction(config: LayerConfig, sizes: Sizes, state: Sizes) -> Contradiction | None:
+    """Where an RNN's initial hidden state (`h0`, or each of an LSTM's `(h0, c0)`) cannot be the
+    one the layer needs for an input of `sizes`: (num_layers * directions, batch, hidden_size),
+    without the batch for an unbatched input."""
+    if config.kind not in _RECURRENT:
+        return None
+    expected = _recurrent(config, sizes).hidden
+    if expected is None or len(expected) != len(state):
+        return None
+    what = ("layers x directions", "batch", "hidden features") if len(expected) == 3 else ("layers x directions", "hidden features")
+    for dim, (wanted, given) in enumerate(zip(expected, state)):
+        if differ(wanted, given):
+            return Contradiction(dim, wanted, given, f"{what[dim]} in the initial hidden state")
+    return None
+
+
 def _channels(config: LayerConfig, sizes: Sizes, spatial: int, parameter: str, out: str | None) -> LayerOutput:
     """A layer reading channels before `spatial` trailing dims (batched or not)."""
     if len(sizes) not in (spatial + 1, spatial + 2):

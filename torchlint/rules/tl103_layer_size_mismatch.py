@@ -52,8 +52,11 @@ class LayerSizeMismatch(Rule):
     where the file's example input fixes it (see TL104 for where sizes come from): an
     `nn.Embedding(n, 128)` output into `nn.MultiheadAttention(embed_dim=256)`, `(B, T, E)`
     embeddings into `nn.Conv1d(E, ...)` without a permute (channels are dim 1), an
-    `nn.AdaptiveAvgPool2d(1)` output into an `nn.Linear` without a flatten. That finding is
-    reported at the call, and names the layer's construction.
+    `nn.AdaptiveAvgPool2d(1)` output into an `nn.Linear` without a flatten, a bidirectional
+    GRU's two final states joined (`torch.cat([h_n[0], h_n[1]], -1)`) into an `nn.Linear` of the
+    hidden width, and an initial hidden state `h0` (or an LSTM's `(h0, c0)`) that is not
+    `(num_layers * directions, batch, hidden_size)`. That finding is reported at the call, and
+    names the layer's construction.
 
     ## Why is this bad?
     The model builds without complaint, and the first batch (after the data pipeline has loaded,

@@ -11,7 +11,9 @@ from torchlint.analysis.shape_checks import (
     BROADCASTING_OPERATORS, brief_code, broadcast_conflict, class_target_conflict, concat_conflict, differ,
     einsum_conflict, element_count_mismatch, fed_examples, known_sizes, matmul_conflict, show, silent_broadcast,
 )
-from torchlint.analysis.torch_api import CROSS_ENTROPY_LOSSES, NLL_LOSSES, called_function
+from torchlint.analysis.torch_api import (
+    BINARY_CROSS_ENTROPY_LOSSES, CROSS_ENTROPY_LOSSES, NLL_LOSSES, called_function,
+)
 from torchlint.context import RelatedNode
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
@@ -25,7 +27,11 @@ _ELEMENTWISE_LOSSES = frozenset(
         "SmoothL1Loss", "functional.huber_loss", "HuberLoss",
     )
 )
-_SHAPED_LOSSES = CROSS_ENTROPY_LOSSES | NLL_LOSSES | _ELEMENTWISE_LOSSES
+# Losses that raise unless the target has the input's size exactly (a ValueError, not a broadcast).
+_SAME_SIZE_LOSSES = BINARY_CROSS_ENTROPY_LOSSES | frozenset(
+    {"torch.nn.functional.binary_cross_entropy_with_logits", "torch.nn.BCEWithLogitsLoss"}
+)
+_SHAPED_LOSSES = CROSS_ENTROPY_LOSSES | NLL_LOSSES | _ELEMENTWISE_LOSSES | _SAME_SIZE_LOSSES
 _CONCATS = {"torch.cat": "cat", "torch.concat": "cat", "torch.concatenate": "cat", "torch.stack": "stack"}
 
 
@@ -48,6 +54,9 @@ class ShapeMismatch(Rule):
     - `cross_entropy` / `nll_loss` (and `nn.CrossEntropyLoss`, `nn.NLLLoss`) whose target does not
       fit the scores: class indices have the scores' shape without the class dim 1, so `(B, T, V)`
       logits against `(B, T)` targets raise, and a batch that differs raises too;
+    - `binary_cross_entropy` / `binary_cross_entropy_with_logits` (and `nn.BCELoss`,
+      `nn.BCEWithLogitsLoss`) whose target's size is not the input's (`(N, 1)` logits against
+      `(N,)` targets): a ValueError;
     - `mse_loss` / `l1_loss` / `smooth_l1_loss` / `huber_loss` (and their modules) of a `(N, 1)`
       prediction and a `(N,)` target: no error, torch broadcasts them to `(N, N)` (a warning only);
     - a `return` whose shape contradicts the function's shape annotation.
@@ -245,6 +254,16 @@ class ShapeMismatch(Rule):
                     f"{show(a)}, so the target needs {expected} in dim {dim}, but `{self._code(target)}` has shape "
                     f"{show(b)}" + (" (the class dim must be dim 1: `.transpose(1, 2)` the scores, or "
                                     "flatten both with `.view(-1, C)` / `.view(-1)`)" if len(a) >= 3 else ""),
+                    related=self._assignments((prediction, a), (target, b)),
+                )
+            return True
+        if loss in _SAME_SIZE_LOSSES:
+            if len(a) != len(b) or any(differ(first, second) for first, second in zip(a, b)):
+                self.report(
+                    node,
+                    f"`{name}` needs the target's size to equal the input's, but `{self._code(prediction)}` has shape "
+                    f"{show(a)} and `{self._code(target)}` has shape {show(b)}: a ValueError "
+                    "(`.squeeze(-1)` the input or `.view_as(...)` the target)",
                     related=self._assignments((prediction, a), (target, b)),
                 )
             return True

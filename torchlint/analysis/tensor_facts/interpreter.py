@@ -22,7 +22,8 @@ import libcst as cst
 
 from torchlint.analysis.dataflow import target_names
 from torchlint.analysis.layer_shapes import (
-    KEYWORD_FLAGS, LayerConfig, LayerOutput, flattened_sizes, output as layer_output, shaped, size_parameters,
+    KEYWORD_FLAGS, LayerConfig, LayerOutput, flattened_sizes, initial_state_contradiction, output as layer_output,
+    shaped, size_parameters,
 )
 from torchlint.analysis.layer_sizes import arithmetic
 from torchlint.analysis.nn_layers import nn_class_name
@@ -1058,6 +1059,12 @@ class Interpreter:
         found = result.contradiction
         if found is not None:
             self.model.note_layer_contradiction(call, operands[0][0], found.sizes or sizes, found.layer or module.config, found)
+        # An RNN's initial state: `h0`, or an LSTM's `(h0, c0)` (the tuple is spread into operands).
+        for node, value in operands[1:3] if module.config.kind == "LSTM" else operands[1:2]:
+            state = known_sizes(value)
+            found = initial_state_contradiction(module.config, sizes, state) if state is not None else None
+            if found is not None:
+                self.model.note_layer_contradiction(call, node, state, module.config, found)
         return result if result.shape is not None else None
 
     def _forward_layout(self, kind: str) -> Layout | None:
