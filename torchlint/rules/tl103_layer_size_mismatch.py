@@ -55,8 +55,10 @@ class LayerSizeMismatch(Rule):
     `nn.AdaptiveAvgPool2d(1)` output into an `nn.Linear` without a flatten, a bidirectional
     GRU's two final states joined (`torch.cat([h_n[0], h_n[1]], -1)`) into an `nn.Linear` of the
     hidden width, and an initial hidden state `h0` (or an LSTM's `(h0, c0)`) that is not
-    `(num_layers * directions, batch, hidden_size)`. That finding is reported at the call, and
-    names the layer's construction.
+    `(num_layers * directions, batch, hidden_size)`; also for each layer of an `nn.ModuleList`
+    (`for conv in self.convs`) and for a layer handed to a helper method
+    (`self.conv_and_pool(x, conv)`). That finding is reported at the call, and names the layer's
+    construction.
 
     ## Why is this bad?
     The model builds without complaint, and the first batch (after the data pipeline has loaded,

@@ -147,6 +147,8 @@ class ModuleValue:
     placed_when: tuple[str, bool] | None = None
     # A `torch.nn` layer's constructor sizes (`Linear(32, 64)`), for the shape of its output.
     config: LayerConfig | None = None
+    # An `nn.ModuleList`'s layers, joined: what iterating over it or indexing it gives.
+    element: "ModuleValue | None" = None
 
 
 @dataclass(frozen=True)
@@ -252,10 +254,12 @@ def join(first: Value, second: Value) -> Value:
     if isinstance(first, DeviceValue) and isinstance(second, DeviceValue):
         return DeviceValue(join_devices(first.device, second.device))
     if isinstance(first, ModuleValue) and isinstance(second, ModuleValue):
+        element = join(first.element, second.element) if first.element and second.element else None
         return ModuleValue(join_devices(first.device, second.device), first.kind if first.kind == second.kind else None,
                            first.from_caller and second.from_caller,
                            first.placed_when if first.placed_when == second.placed_when else None,
-                           first.config if first.config == second.config else None)
+                           first.config if first.config == second.config else None,
+                           element if isinstance(element, ModuleValue) else None)
     if isinstance(first, Sequence) and isinstance(second, Sequence) and len(first.items) == len(second.items):
         return Sequence(tuple(join(a, b) for a, b in zip(first.items, second.items)))
     if isinstance(first, (Collected, Sequence)) and isinstance(second, (Collected, Sequence)) and (
@@ -274,6 +278,8 @@ def element_of(value: Value) -> Value:
     """What iterating over `value` yields (the join of a sequence's items)."""
     if isinstance(value, Iterable):
         return value.element
+    if isinstance(value, ModuleValue) and value.element is not None:
+        return replace(value.element, device=value.device)  # the layers are where the list was moved
     if isinstance(value, Sequence) and value.items:
         found = value.items[0]
         for item in value.items[1:]:

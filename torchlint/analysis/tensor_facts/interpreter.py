@@ -752,6 +752,8 @@ class Interpreter:
             return element_of(receiver) if receiver.items else UNKNOWN
         if isinstance(receiver, Iterable):
             return receiver.element if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) else receiver
+        if isinstance(receiver, ModuleValue) and receiver.element is not None:
+            return element_of(receiver) if isinstance(node.slice[0].slice, cst.Index) else receiver
         if not isinstance(receiver, TensorFacts):
             return UNKNOWN
         layout = self._indexed_layout(node, receiver) or _indexed_sizes(node, receiver)
@@ -1049,6 +1051,13 @@ class Interpreter:
                 arguments.append((name, self._size_code(arg.value)))
         return LayerConfig(kind, tuple(arguments), call)
 
+    def _listed_layer(self, call: cst.Call, qualified: str) -> ModuleValue | None:
+        """The layers of `nn.ModuleList([...])` (a list written out or a comprehension), joined."""
+        if nn_class_name(qualified) != "ModuleList" or len(call.args) != 1 or call.args[0].keyword or call.args[0].star:
+            return None
+        element = element_of(self.model.memo.get(id(call.args[0].value), UNKNOWN))
+        return element if isinstance(element, ModuleValue) else None
+
     def _layer_output(self, call: cst.Call, module: ModuleValue, operands: list) -> LayerOutput | None:
         """What a layer of known sizes gives for an input of known shape; a contradiction
         between them is noted for the rules (`TensorModel.layer_contradiction`)."""
@@ -1138,7 +1147,8 @@ class Interpreter:
         if is_torch_module_class(qualified) or (
             qualified.startswith(_MODEL_FACTORIES) and qualified.rsplit(".", 1)[-1][:1].islower()
         ):
-            return ModuleValue(self._explicit_device(call) or Device.DEFAULT, qualified, config=self._layer_config(call, qualified))
+            return ModuleValue(self._explicit_device(call) or Device.DEFAULT, qualified, config=self._layer_config(call, qualified),
+                               element=self._listed_layer(call, qualified))
         for namespace in TENSOR_NAMESPACES:
             if qualified.startswith(namespace):
                 rest = qualified[len(namespace):]

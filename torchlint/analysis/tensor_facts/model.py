@@ -604,7 +604,8 @@ class TensorModel:
         for arguments in calls:
             for param, value in zip(params, arguments):
                 found[param] = join(found[param], value) if param in found else value
-        return {param: value for param, value in found.items() if isinstance(value, TensorFacts)}
+        # Tensors, and layers (`self.conv_and_pool(x, conv)` for each `conv` of an `nn.ModuleList`).
+        return {param: value for param, value in found.items() if isinstance(value, (TensorFacts, ModuleValue))}
 
     def _module_class_passed(self, function: cst.FunctionDef, param: cst.Param) -> str | None:
         """The class of the module that every call in this file of its top-level `function`
@@ -716,7 +717,7 @@ class TensorModel:
     def _as_attribute(value: Value, parameter: bool | None) -> Value:
         """`parameter`: True for a Parameter, False for maybe one, None for a plain value."""
         if isinstance(value, ModuleValue):
-            return ModuleValue(Device.MODULE, value.kind, config=value.config)
+            return ModuleValue(Device.MODULE, value.kind, config=value.config, element=value.element)
         if isinstance(value, TensorFacts):
             if parameter is None:
                 return value
