@@ -20,7 +20,7 @@ from torchlint.progress import Progress
 from torchlint.output import OutputContext, format_names, render
 from torchlint.output.json import render_statistics as render_statistics_json
 from torchlint.output.text import fix_listing, forget_sources, render_statistics
-from torchlint.rules import all_rules, get_rule
+from torchlint.rules import all_rules, find_rule
 from torchlint.sources import UnreadableFile, decode_source
 
 # The checker itself (engine, fix, add_noqa: libcst and every rule) is imported where it is used:
@@ -539,8 +539,7 @@ def rule(code, show_all, output_format) -> None:
         return
     if not code:
         raise click.UsageError("give a rule code (e.g. TL101) or --all")
-    wanted = code.strip()
-    found = get_rule(wanted.upper()) or next((r for r in all_rules() if r.name == wanted.lower()), None)
+    found = find_rule(code)
     if found is None:
         raise click.UsageError(f"unknown rule code '{code}'")
     if output_format == "json":

@@ -71,6 +71,12 @@ def get_rule(code: str) -> RuleInfo | None:
     return _by_code().get(code)
 
 
+def find_rule(text: str) -> RuleInfo | None:
+    """The rule a user names: by its code (TL101) or its name (view-after-permute), in any case."""
+    wanted = text.strip()
+    return get_rule(wanted.upper()) or next((rule for rule in all_rules() if rule.name == wanted.lower()), None)
+
+
 @lru_cache(maxsize=None)
 def _classes_of(module_name: str) -> dict[str, type[Rule]]:
     from torchlint.rule import Rule
