@@ -1,4 +1,4 @@
-"""The command line: `torchlint check`, `torchlint rule` and `torchlint server`."""
+"""The command line: `torchlint check`, `torchlint rule`, `torchlint server` and `torchlint mcp`."""
 
 from __future__ import annotations
 
@@ -557,6 +557,15 @@ def server() -> None:
         run_server()
     except ServerUnavailable as error:
         raise click.UsageError(str(error)) from None
+
+
+@cli.command(short_help="Run an MCP server on stdio, for coding agents.")
+def mcp() -> None:
+    """Run a Model Context Protocol server on stdin and stdout, for coding agents: its tools check
+    code, explain a rule and return the safe fixes as a diff (see docs/editors.md)."""
+    from torchlint.mcp import run_server
+
+    run_server()
 
 
 def main() -> None:
