@@ -243,39 +243,9 @@ class ShapeMismatch(Rule):
         a, b = self._sizes(prediction), self._sizes(target)
         if a is None or b is None:
             return True
-        name = loss.rsplit(".", 1)[-1]
-        if loss in CROSS_ENTROPY_LOSSES or loss in NLL_LOSSES:
-            conflict = class_target_conflict(a, b)
-            if conflict is not None:
-                dim, expected, given = conflict
-                self.report(
-                    node,
-                    f"`{name}` takes scores (N, C, ...) and targets (N, ...): `{self._code(prediction)}` has shape "
-                    f"{show(a)}, so the target needs {expected} in dim {dim}, but `{self._code(target)}` has shape "
-                    f"{show(b)}" + (" (the class dim must be dim 1: `.transpose(1, 2)` the scores, or "
-                                    "flatten both with `.view(-1, C)` / `.view(-1)`)" if len(a) >= 3 else ""),
-                    related=self._assignments((prediction, a), (target, b)),
-                )
-            return True
-        if loss in _SAME_SIZE_LOSSES:
-            if len(a) != len(b) or any(differ(first, second) for first, second in zip(a, b)):
-                self.report(
-                    node,
-                    f"`{name}` needs the target's size to equal the input's, but `{self._code(prediction)}` has shape "
-                    f"{show(a)} and `{self._code(target)}` has shape {show(b)}: a ValueError "
-                    "(`.squeeze(-1)` the input or `.view_as(...)` the target)",
-                    related=self._assignments((prediction, a), (target, b)),
-                )
-            return True
-        result = silent_broadcast(a, b)
-        if result is not None:
-            self.report(
-                node,
-                f"`{name}` of `{self._code(prediction)}` with shape {show(a)} and `{self._code(target)}` with shape "
-                f"{show(b)} broadcasts them to {show(result)} without an error: the loss compares every prediction "
-                "with every target; make the shapes equal (`.squeeze(-1)` / `.view_as(...)`)",
-                related=self._assignments((prediction, a), (target, b)),
-            )
+        message = _loss_mismatch(loss, self._code(prediction), a, self._code(target), b)
+        if message is not None:
+            self.report(node, message, related=self._assignments((prediction, a), (target, b)))
         return True
 
     def _broadcast(self, node: cst.BinaryOperation) -> None:
@@ -370,3 +340,33 @@ def _has_literal_size(call: cst.Call) -> bool:
             return True
     return False
 
+
+def _loss_mismatch(loss: str, prediction: str, a: tuple, target: str, b: tuple) -> str | None:
+    """Why a loss cannot take a prediction of sizes `a` and a target of sizes `b` as it means to."""
+    name = loss.rsplit(".", 1)[-1]
+    if loss in CROSS_ENTROPY_LOSSES or loss in NLL_LOSSES:
+        conflict = class_target_conflict(a, b)
+        if conflict is None:
+            return None
+        dim, expected, _ = conflict
+        return (
+            f"`{name}` takes scores (N, C, ...) and targets (N, ...): `{prediction}` has shape {show(a)}, so the "
+            f"target needs {expected} in dim {dim}, but `{target}` has shape {show(b)}"
+            + (" (the class dim must be dim 1: `.transpose(1, 2)` the scores, or flatten both with `.view(-1, C)` / "
+               "`.view(-1)`)" if len(a) >= 3 else "")
+        )
+    if loss in _SAME_SIZE_LOSSES:
+        if len(a) == len(b) and not any(differ(first, second) for first, second in zip(a, b)):
+            return None
+        return (
+            f"`{name}` needs the target's size to equal the input's, but `{prediction}` has shape {show(a)} and "
+            f"`{target}` has shape {show(b)}: a ValueError (`.squeeze(-1)` the input or `.view_as(...)` the target)"
+        )
+    result = silent_broadcast(a, b)
+    if result is None:
+        return None
+    return (
+        f"`{name}` of `{prediction}` with shape {show(a)} and `{target}` with shape {show(b)} broadcasts them to "
+        f"{show(result)} without an error: the loss compares every prediction with every target; make the shapes "
+        "equal (`.squeeze(-1)` / `.view_as(...)`)"
+    )
