@@ -5,7 +5,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from torchlint.analysis.dataflow import target_names
+from torchlint.analysis.dataflow import assigned_names, target_names
 from torchlint.analysis.loops import ElementWalk, Loop, element_walk, is_limited, is_throttle
 from torchlint.analysis.names import positional_args
 from torchlint.analysis.tensor_evidence import TensorEvidence, places_on_accelerator
@@ -13,7 +13,7 @@ from torchlint.diagnostics import Severity
 from torchlint.positions import StatementPositions
 from torchlint.reports import RelatedNode
 from torchlint.rule import Rule
-from torchlint.walker import child_nodes
+from torchlint.walker import child_nodes, nodes_in_order
 
 _SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 # Copies of a whole tensor to the host (not the read of one number).
@@ -70,7 +70,9 @@ class SyncInLoop(Rule):
     each. A sync in a function or method
     of the file (`train_step`, `compute_metrics`) that a training loop calls on every step, not
     under a throttle, runs once per step too: it is reported in the helper, naming the loop's row
-    (returning the synced value to the loop counts as recording it).
+    (returning the synced value to the loop counts as recording it). A tensor read again later in
+    the same block (`state.output = loss.item()` then `losses.append(loss.item())`) is reported
+    once, at its first read: the second waits for nothing.
 
     The sync happens where it is called, not where its result is used: a value synced every
     iteration and stored in a local that is only logged, accumulated or printed under
@@ -137,7 +139,8 @@ class SyncInLoop(Rule):
             return
         known = self._known(repetitions)
         found = self._per_iteration(repetitions)
-        if found is None or _moves_each_tensor(node, found) or not self._synced_tensor(node, operand, known):
+        if found is None or _moves_each_tensor(node, found) or self._read_before(operand, chain) \
+                or not self._synced_tensor(node, operand, known):
             return
         body = found.node if isinstance(found.node, cst.BaseComp) else found.node.body
         if not self._only_recorded(node, chain, body, 0):
@@ -177,6 +180,24 @@ class SyncInLoop(Rule):
         return self._positions.range_of(node, ()).start.line
 
     # What is synced ------------------------------------------------------------------------
+
+    def _read_before(self, operand: cst.BaseExpression, chain: list[cst.CSTNode]) -> bool:
+        """An earlier statement of the same block synced the same tensor, not assigned since
+        (`state.output = loss.item()` then `losses.append(loss.item())`): the wait was there."""
+        if not isinstance(operand, cst.Name):
+            return False
+        block = next((i for i in range(len(chain) - 1, 0, -1) if isinstance(chain[i - 1], cst.IndentedBlock)), None)
+        if block is None:
+            return False
+        statements = list(chain[block - 1].body)
+        for statement in reversed(statements[:statements.index(chain[block])]):
+            if operand.value in assigned_names([statement]):
+                return False
+            for call in (n for n in nodes_in_order(statement) if isinstance(n, cst.Call)):
+                synced = self._synced_operand(call)
+                if isinstance(synced, cst.Name) and synced.value == operand.value:
+                    return True
+        return False
 
     def _synced_operand(self, call: cst.Call) -> cst.BaseExpression | None:
         func = call.func

@@ -21,8 +21,8 @@ class TransferInLoop(Rule):
     Flags `.to(device)` or `.cuda()` of a tensor made on the CPU before a loop, inside the loop,
     when the loop neither reassigns nor changes it in place: the same host-to-device copy runs
     every iteration. A note: the code is correct. Tensors the loop changes (`mask[i] = 0`,
-    `buffer.add_(...)`), the loop's own variables and tensors whose device is not known are
-    left alone.
+    `buffer.add_(...)`), the loop's own variables (and those of a comprehension in it) and tensors
+    whose device is not known are left alone.
 
     ## Why is this bad?
     Each copy allocates device memory and waits for the transfer (from pageable host memory the
@@ -56,7 +56,7 @@ class TransferInLoop(Rule):
         if not isinstance(moved, cst.Name):
             return
         loops = enclosing_loops(self.ctx.ancestors)
-        if not loops:
+        if not loops or _bound_by_comprehension(self.ctx.ancestors, moved.value):
             return
         facts = self.ctx.tensors.facts(moved)
         if getattr(facts, "device", None) not in (Device.CPU, Device.DEFAULT) or getattr(facts, "loaded", False):
@@ -81,3 +81,16 @@ class TransferInLoop(Rule):
         escaped = re.escape(name)
         changed = re.compile(rf"\b{escaped}\s*\[[^\]]*\]\s*[-+*/]?=|\b{escaped}\.\w+_\(|\bout\s*=\s*{escaped}\b")
         return changed.search(body) is None
+
+
+def _bound_by_comprehension(ancestors: list[cst.CSTNode], name: str) -> bool:
+    """`name` is a variable of a comprehension around the node (`[f(x.to(d)) for x in chunks]`):
+    another value each time round."""
+    for node in ancestors:
+        if isinstance(node, cst.BaseComp):
+            clause = node.for_in
+            while clause is not None:
+                if name in target_names(clause.target):
+                    return True
+                clause = clause.inner_for_in
+    return False

@@ -18,7 +18,7 @@ from torchlint.walker import child_nodes, nodes_in_order
 _SIZED = frozenset({"torch.empty", "torch.zeros", "torch.ones"})
 # The factories that make a tensor of the data they are given.
 _FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor"})
-_NUMBER_TYPES = frozenset({"float", "int"})
+_NUMBER_TYPES = frozenset({"float", "int", "bool"})
 _SEQUENCE_TYPES = frozenset({"List", "list", "Sequence", "Tuple", "tuple", "Iterable", "ndarray"})
 _NUMBER_BUILTINS = frozenset({"float", "int", "abs", "round", "min", "max"})
 # `float("inf")`, `float("-inf")`, `float("nan")`: numbers written as strings.
@@ -95,8 +95,8 @@ def _empty_placeholder(ctx, factory: cst.Call) -> bool:
 
 
 def _number_argument(ctx, name: str) -> bool:
-    """`name` is an argument of the enclosing function annotated as a number (`float`,
-    `Optional[Union[torch.Tensor, float]]`): a threshold or a scale, not a list of values."""
+    """`name` is an argument of the enclosing function annotated as a number (`float`, `bool`,
+    `Optional[Union[torch.Tensor, float]]`): a threshold, a scale or a flag, not a list of values."""
     function = ctx.enclosing_function()
     parameters = function.params.params + function.params.kwonly_params if function is not None else ()
     annotation = next((param.annotation for param in parameters if param.name.value == name), None)
@@ -124,10 +124,12 @@ def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
     """The attributes the class moves itself: every `self.<name>` that its own `to()` / `cuda()` /
     `_apply()` / `state_dict()` mention (an override handles those, and only those), those another
     method moves where it uses them (`self.mean = self.mean.to(x.device)`), and those that every
-    method outside `__init__` reads only to move (`conv(x, self.kernel.to(x.device))`) or as the
-    bounds of a random fill, which takes numbers (`torch.empty(1).uniform_(low[0], low[1])`)."""
+    method outside `__init__` reads only where the device does not matter: to move them
+    (`conv(x, self.kernel.to(x.device))`), as the bounds of a random fill, which takes numbers
+    (`torch.empty(1).uniform_(low[0], low[1])`), as the index of another tensor (`w[self.idx]`,
+    `w[self.idx] = v`: indices on the CPU index tensors on any device) or in `len()`."""
     found: set[str] = set()
-    moved_reads: set[str] = set()
+    placed_reads: set[str] = set()
     other_reads: set[str] = set()
     for method in classdef.body.body:
         if not isinstance(method, cst.FunctionDef) or method.name.value == "__init__":
@@ -156,6 +158,9 @@ def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
                 if (local := _moved_in_place(node, None)) in aliases:
                     found.add(aliases[local])
                 consumed.update(id(read) for read in _reshaped_in_place(node, receiver))
+            elif receiver is not None and (read := _index_or_length(node, receiver)) is not None:
+                consumed.add(id(read))
+                placed_reads.add(read.attr.value)
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _RANDOM_FILLS:
                 # `torch.empty(1).uniform_(self.low[0], self.low[1])`: bounds are read as numbers.
                 for read in (read for arg in node.args for read in (arg.value, *nodes_in_order(arg.value))):
@@ -165,17 +170,28 @@ def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
                     elif isinstance(read, cst.Name):
                         name = aliases.get(read.value)
                     if name is not None:
-                        moved_reads.add(name)
+                        placed_reads.add(name)
             elif isinstance(node, cst.Call) and (moved := _moved_by_call(node)) is not None:
                 # `(self.feats if feats is None else feats).type_as(x)`: either branch is moved.
                 for moved_object in (moved.body, moved.orelse) if isinstance(moved, cst.IfExp) else (moved,):
                     name = self_attribute(moved_object, receiver) if receiver is not None else None
                     if name is not None:
                         consumed.add(id(moved_object))
-                        moved_reads.add(name)
+                        placed_reads.add(name)
             pending.extend(child_nodes(node))
-    found |= moved_reads - other_reads
+    found |= placed_reads - other_reads
     return {_EVERY_ATTRIBUTE} if "__dict__" in found else found
+
+
+def _index_or_length(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
+    """The `self.x` of `other[self.x]` (read or assigned) or of `len(self.x)`."""
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        read = node.slice[0].slice.value
+    elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len" and len(node.args) == 1:
+        read = node.args[0].value
+    else:
+        return None
+    return read if self_attribute(read, receiver) is not None else None
 
 
 def _reshaped_in_place(assignment: cst.Assign, receiver: str | None) -> list[cst.Attribute]:
@@ -258,11 +274,12 @@ class UnregisteredTensorAttribute(Rule):
     and `__init__` computes it again when a checkpoint is loaded, nor a 0-dim constant:
     `torch.tensor(float("inf"))`, `torch.sqrt(torch.tensor(attn_dim))` of a size the class gives a
     layer (`nn.Linear(d, attn_dim)`), `torch.as_tensor(threshold)` of an argument annotated as a
-    number (`threshold: float`) or of a size read off a tensor (`n = K.shape[-1]`), nor an empty placeholder
+    number or a flag (`threshold: float`, `sort: bool`) or of a size read off a tensor (`n = K.shape[-1]`), nor an empty placeholder
     (`self.cache = torch.Tensor()`, `torch.empty(0)`), assigned anew before it holds data; nor one moved where it is
     read under a condition: `(self.feats if feats is None else feats).type_as(x)`; nor one read only
     as the bounds of a random fill (`torch.empty(1).uniform_(self.log_ratio[0], self.log_ratio[1])`),
-    which takes numbers.
+    which takes numbers, or only as the index of another tensor (`w[self.observed]`,
+    `w[self.missing] = v`: CPU indices index a tensor on any device) or in `len()`.
 
     ## Why is this bad?
     A plain tensor attribute is invisible to the Module machinery: `model.to(device)`,
