@@ -262,3 +262,19 @@ class LocalValues:
 
     def leave_Try(self, node: cst.Try) -> None:
         self._close_branch()
+
+
+def comprehension_targets(comprehension: cst.BaseComp) -> set[str]:
+    """The names a comprehension's `for` clauses bind."""
+    names: set[str] = set()
+    clause = comprehension.for_in
+    while clause is not None:
+        names.update(target_names(clause.target))
+        clause = clause.inner_for_in
+    return names
+
+
+def bound_by_comprehension(ancestors: list[cst.CSTNode], name: str) -> bool:
+    """`name` is a variable of a comprehension around the node (`[f(x.to(d)) for x in chunks]`):
+    another value each time round."""
+    return any(isinstance(node, cst.BaseComp) and name in comprehension_targets(node) for node in ancestors)

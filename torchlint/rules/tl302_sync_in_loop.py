@@ -5,7 +5,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from torchlint.analysis.dataflow import assigned_names, target_names
+from torchlint.analysis.dataflow import assigned_names, bound_by_comprehension, comprehension_targets, target_names
 from torchlint.analysis.loops import ElementWalk, Loop, element_walk, is_limited, is_throttle
 from torchlint.analysis.names import positional_args
 from torchlint.analysis.tensor_evidence import TensorEvidence, places_on_accelerator
@@ -184,8 +184,8 @@ class SyncInLoop(Rule):
     def _read_before(self, operand: cst.BaseExpression, chain: list[cst.CSTNode]) -> bool:
         """An earlier statement of the same block synced the same tensor, not assigned since
         (`state.output = loss.item()` then `losses.append(loss.item())`): the wait was there."""
-        if not isinstance(operand, cst.Name):
-            return False
+        if not isinstance(operand, cst.Name) or bound_by_comprehension(chain, operand.value):
+            return False  # a comprehension's variable is another tensor each time round
         block = next((i for i in range(len(chain) - 1, 0, -1) if isinstance(chain[i - 1], cst.IndentedBlock)), None)
         if block is None:
             return False
@@ -193,7 +193,10 @@ class SyncInLoop(Rule):
         for statement in reversed(statements[:statements.index(chain[block])]):
             if operand.value in assigned_names([statement]):
                 return False
-            for call in (n for n in nodes_in_order(statement) if isinstance(n, cst.Call)):
+            nodes = list(nodes_in_order(statement))
+            if any(isinstance(node, cst.BaseComp) and operand.value in comprehension_targets(node) for node in nodes):
+                continue  # read there under a comprehension's own name
+            for call in (node for node in nodes if isinstance(node, cst.Call)):
                 synced = self._synced_operand(call)
                 if isinstance(synced, cst.Name) and synced.value == operand.value:
                     return True

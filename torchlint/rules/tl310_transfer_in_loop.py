@@ -4,7 +4,7 @@ import re
 
 import libcst as cst
 
-from torchlint.analysis.dataflow import assigned_names, target_names
+from torchlint.analysis.dataflow import assigned_names, bound_by_comprehension, target_names
 from torchlint.analysis.loops import enclosing_loops
 from torchlint.analysis.names import method_name, method_receiver, suite_statements
 from torchlint.analysis.tensor_facts.domain import Device
@@ -56,7 +56,7 @@ class TransferInLoop(Rule):
         if not isinstance(moved, cst.Name):
             return
         loops = enclosing_loops(self.ctx.ancestors)
-        if not loops or _bound_by_comprehension(self.ctx.ancestors, moved.value):
+        if not loops or bound_by_comprehension(self.ctx.ancestors, moved.value):
             return
         facts = self.ctx.tensors.facts(moved)
         if getattr(facts, "device", None) not in (Device.CPU, Device.DEFAULT) or getattr(facts, "loaded", False):
@@ -82,15 +82,3 @@ class TransferInLoop(Rule):
         changed = re.compile(rf"\b{escaped}\s*\[[^\]]*\]\s*[-+*/]?=|\b{escaped}\.\w+_\(|\bout\s*=\s*{escaped}\b")
         return changed.search(body) is None
 
-
-def _bound_by_comprehension(ancestors: list[cst.CSTNode], name: str) -> bool:
-    """`name` is a variable of a comprehension around the node (`[f(x.to(d)) for x in chunks]`):
-    another value each time round."""
-    for node in ancestors:
-        if isinstance(node, cst.BaseComp):
-            clause = node.for_in
-            while clause is not None:
-                if name in target_names(clause.target):
-                    return True
-                clause = clause.inner_for_in
-    return False
