@@ -539,8 +539,7 @@ class LoopAnalysis:
     def per_step_calls(self, function: cst.FunctionDef) -> list[tuple[Loop, cst.Call]]:
         """The training loops that call `function` (a function or method of this file) on every
         step, not under a throttle, each with its call: outer loops first."""
-        name = re.escape(function.name.value)
-        if len(re.findall(rf"\b{name}\s*\(", self._source)) <= len(re.findall(rf"\bdef\s+{name}\s*\(", self._source)):
+        if not _called_by_name(function.name.value, self._source):
             return []  # never called by its name in this file (most helpers of a library): no loop to build
         if self._step_calls is None:
             self._step_calls = {}
@@ -908,6 +907,13 @@ def _is_true(expr: cst.BaseExpression) -> bool:
 
 
 # Queries about the point of the walk ----------------------------------------------------------
+
+
+def _called_by_name(name: str, source: str) -> bool:
+    """`name(` appears beside its definitions (counting plain text: a regex of the whole file for
+    each function asked costs more than the loops it spares)."""
+    written = source.count(f"{name}(") + source.count(f"{name} (")
+    return written > source.count(f"def {name}(") + source.count(f"def {name} (")
 
 
 def enclosing_loops(ancestors: list[cst.CSTNode]) -> list[Loop]:

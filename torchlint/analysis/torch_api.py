@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.loops import name_hint
+from torchlint.analysis.module_attributes import self_attribute
 from torchlint.analysis.names import argument, keyword_arg, method_name, method_receiver, positional_args
 from torchlint.analysis.project_facts import Note
 from torchlint.reports import RelatedNode
@@ -107,7 +108,10 @@ def called_function(ctx, call: cst.Call) -> str | None:
         referenced = ctx.qualified_name(made)
         if referenced is not None:
             return _canonical_module_class(referenced)
-    # `self.loss` set from `__init__(self, loss=nn.CrossEntropyLoss())`: the tensor facts know the layer.
+    # `self.loss` set from `__init__(self, loss=nn.CrossEntropyLoss())`: the tensor facts know the
+    # layer. Asked of `self.<name>` only: asking of every `x.view(...)` interprets every function.
+    if self_attribute(func) is None:
+        return None
     kind = getattr(ctx.tensors.facts(func), "kind", None)
     return _canonical_module_class(kind) if kind is not None else None
 
