@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from torchlint.diagnostics import Diagnostic
 from torchlint.runtime.notebook import NotebookFindings, is_notebook
@@ -48,6 +48,11 @@ class RuntimeReport:
     timed_out: bool
     device: str = "cpu"  # the resolved device the run used
     notes: tuple[str, ...] = ()  # what the run did differently from plain python, said once
+    # What `--report` draws: optimizer steps, the health checks' view of the training
+    # (health.py's `report`) and the host syncs per line (verdicts.host_syncs).
+    steps: int = 0
+    training: dict = field(default_factory=dict)
+    host_syncs: list[dict] = field(default_factory=list)
 
 
 def _torch_installed() -> bool:
@@ -104,9 +109,11 @@ def run_script(
     device: str = "auto",
     timeout: float | None = None,
     module: str | None = None,
+    gradient_flow: bool = False,
 ) -> RuntimeReport:
     """Run `script` (or `python -m module`) with `args` under instrumentation and give every
-    finding in the files the run loaded a verdict."""
+    finding in the files the run loaded a verdict. `gradient_flow`: keep each layer's gradient
+    norms over the optimizer steps (for a report)."""
     if not _torch_installed():
         raise RuntimeUnavailable(
             "runtime mode needs PyTorch, which is not importable here: pip install torch "
@@ -116,7 +123,7 @@ def run_script(
     from torchlint.runtime.child import CONFIG_VARIABLE, SITECUSTOMIZE
     from torchlint.runtime.recorder import merge
     from torchlint.runtime.checks import NOT_CHECKED
-    from torchlint.runtime.verdicts import judge_all, loaded_files, sites_for
+    from torchlint.runtime.verdicts import host_syncs, judge_all, loaded_files, sites_for
 
     notebook = NotebookFindings(script) if script is not None and is_notebook(script) else None
     if notebook is not None:
@@ -142,6 +149,7 @@ def run_script(
                 "script": script, "module": module, "args": list(args), "device": resolved, "output": output,
                 "roots": roots, "sites": [site.__dict__ for site in sites], "boot": boot,
                 "restore_pythonpath": env.get("PYTHONPATH", ""), "added_path": _added_path(package_root),
+                "gradient_flow": gradient_flow,
             }
             env["PYTHONPATH"] = os.pathsep.join(p for p in (config["added_path"], env.get("PYTHONPATH")) if p)
             if resolved in ("cpu", "meta"):
@@ -171,6 +179,9 @@ def run_script(
         timed_out=timed_out,
         device=resolved,
         notes=tuple(observed.get("notes", ())),
+        steps=observed["steps"],
+        training=observed["training"],
+        host_syncs=host_syncs(observed, resolved),
     )
 
 

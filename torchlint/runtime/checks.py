@@ -618,7 +618,7 @@ class SyncInLoop(Check):
 
     def counts(self, event, run):
         # In most iterations: `if step % 100 == 0: print(loss.item())` is not.
-        return event["count"] >= 2 and event["intervals"] >= max(2, _intervals(event, run) / 2)
+        return event["count"] >= 2 and event["intervals"] >= max(2, sync_intervals(event, run) / 2)
 
     def judge(self, site, events, run):
         loop = site.get("loop_iterations")
@@ -632,22 +632,22 @@ class SyncInLoop(Check):
 
     def describe(self, events, run):
         e = max(events, key=lambda e: e["count"])
-        return f"{e['detail']}: {e['count']} syncs in {e['intervals']} of {_intervals_text(e, run)}"
+        return f"{e['detail']}: {e['count']} syncs in {e['intervals']} of {sync_intervals_text(e, run)}"
 
     def describe_absence(self, events, run):
         if events:
             e = max(events, key=lambda e: e["count"])
-            return f"{e['detail']}: {e['count']} sync(s) in {e['intervals']} of {_intervals_text(e, run)}"
+            return f"{e['detail']}: {e['count']} sync(s) in {e['intervals']} of {sync_intervals_text(e, run)}"
         return "no host sync on an accelerator tensor"
 
 
-def _intervals(event: dict, run: RunFacts) -> int:
+def sync_intervals(event: dict, run: RunFacts) -> int:
     loop = event.get("loop")
     return run.iterations.get(str(loop), 0) if loop is not None else run.iteration_steps + 1
 
 
-def _intervals_text(event: dict, run: RunFacts) -> str:
-    count = _intervals(event, run)
+def sync_intervals_text(event: dict, run: RunFacts) -> str:
+    count = sync_intervals(event, run)
     if event.get("loop") is not None:
         return f"{count} iteration{'s' if count != 1 else ''}"
     return f"{count} optimizer-step intervals"

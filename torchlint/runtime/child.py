@@ -171,7 +171,7 @@ class Instrumentation:
         elif device == "cpu":
             logical.hide_accelerators()
         GradTracker(self.rec, self.files).install()
-        TrainingHealth(self.rec, self.files).install()
+        TrainingHealth(self.rec, self.files, gradient_flow=self.config.get("gradient_flow", False)).install()
         runtime = Runtime(self.rec, self.files, device)
         self.mode = runtime if kind is not None else MethodHooks(runtime)
 

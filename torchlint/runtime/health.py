@@ -6,7 +6,8 @@ Nothing here syncs the host with the device per step: the per-parameter facts th
 values (non-finite, gradient ever non-zero) are kept in small tensors on the parameters' device
 and read when the recorder writes its file (every few seconds and at the end). The raw-pixel
 check reads values, so it looks at the first few training-mode inputs of the top-level module
-only.
+only. For `--report`, each step's per-parameter gradient norms (computed for the checks anyway)
+are kept on the device too, at a bounded number of steps, and read once, at the end.
 """
 
 from __future__ import annotations
@@ -24,12 +25,42 @@ from torchlint.runtime.recorder import Recorder
 PIXEL_CHECKS = 3
 # At least this many optimizer steps before a parameter is said never to learn.
 MIN_STEPS = 2
+# The most steps whose gradient norms `--report` keeps per optimizer (evenly spaced over the run).
+HISTORY_STEPS = 200
+
+
+class _NormHistory:
+    """Per-parameter gradient norms of at most HISTORY_STEPS steps, kept as the device tensors
+    they are: every step until full, then every second one kept and every second step after,
+    and so on, so the steps kept stay evenly spaced however long the run."""
+
+    def __init__(self) -> None:
+        self.steps: list[int] = []  # 0-based
+        self.norms: list = []  # one tensor per step kept, a norm per parameter
+        self.stride = 1
+
+    def add(self, step: int, norms) -> None:
+        if step % self.stride:
+            return
+        self.steps.append(step)
+        self.norms.append(norms)
+        if len(self.norms) > HISTORY_STEPS:
+            self.steps, self.norms = self.steps[::2], self.norms[::2]
+            self.stride *= 2
+
+    def by_layer(self, layer_of: list[int], layers: int) -> list[list[float]]:
+        """Per step kept, each layer's gradient norm (its parameters' norms combined): one read."""
+        with torch._C.DisableTorchFunction(), torch.no_grad():
+            squares = torch.stack(self.norms).float() ** 2
+            index = torch.tensor(layer_of, device=squares.device)
+            sums = torch.zeros(len(self.norms), layers, device=squares.device).index_add_(1, index, squares)
+            return sums.sqrt().tolist()
 
 
 class _OptimizerState:
     """What one optimizer's steps showed, per parameter (the order of its param groups)."""
 
-    def __init__(self, params: list, position) -> None:
+    def __init__(self, params: list, position, gradient_flow: bool) -> None:
         self.params = [weakref.ref(p) for p in params]
         self.ids = tuple(id(p) for p in params)
         self.position = position  # the user's step() call
@@ -41,12 +72,15 @@ class _OptimizerState:
         self.first_bad_value = torch.full((len(params),), -1, dtype=torch.long, device=device)
         self.zero = torch.zeros((), device=device)
         self.counter = torch.zeros((), dtype=torch.long, device=device)
+        self.non_finite: dict | None = None  # once read: {"step", "what"}, which never changes
+        self.history = _NormHistory() if gradient_flow else None
 
 
 class TrainingHealth:
-    def __init__(self, rec: Recorder, files: UserFiles) -> None:
+    def __init__(self, rec: Recorder, files: UserFiles, gradient_flow: bool = False) -> None:
         self.rec = rec
         self.files = files
+        self.gradient_flow = gradient_flow  # keep each step's gradient norms (for --report)
         self.optimizers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.stepped: set[int] = set()  # id of every parameter an optimizer stepped
         self.called: dict[int, weakref.ref] = {}  # id(module) -> module, every module called
@@ -124,7 +158,7 @@ class TrainingHealth:
             return
         state = self.optimizers.get(optimizer)
         if state is None or state.ids != tuple(id(p) for p in params):
-            state = self.optimizers[optimizer] = _OptimizerState(params, self.files.here())
+            state = self.optimizers[optimizer] = _OptimizerState(params, self.files.here(), self.gradient_flow)
         self.stepped.update(state.ids)
         grads = [p.grad for p in params]
         if all(g is None for g in grads):
@@ -150,6 +184,8 @@ class TrainingHealth:
             grad_norms = torch.stack([next(found) if g is not None else state.zero for g in dense])
             value_norms = torch.stack(torch._foreach_norm(params))
             state.nonzero |= grad_norms != 0
+            if state.history is not None:
+                state.history.add(state.steps - 1, grad_norms)
             for first, norms_now in ((state.first_bad_grad, grad_norms), (state.first_bad_value, value_norms)):
                 first.copy_(torch.where((first < 0) & ~torch.isfinite(norms_now), state.counter, first))
             state.counter += 1
@@ -164,6 +200,7 @@ class TrainingHealth:
         if self.broken:
             return
         names = None
+        summaries = []
         for optimizer, state in list(self.optimizers.items()):
             params = [ref() for ref in state.params]
             if any(p is None for p in params):
@@ -171,12 +208,17 @@ class TrainingHealth:
             names = names or self._names()
             self._non_finite(optimizer, state, params, names)
             if final:
-                self._never_learn(state, params, names)
+                learned = self._learned(state)
+                self._never_learn(state, params, learned, names)
+                summaries.append(self._summary(state, params, learned, names))
         if final and self.stepped:
-            self._not_optimized(names or self._names())
+            names = names or self._names()
+            self._not_optimized(names)
+            frozen = [names.get(id(p), "?") for p in self._all_parameters() if not p.requires_grad]
+            self.rec.training = {"optimizers": summaries, "frozen": frozen}
 
     def _non_finite(self, optimizer, state: _OptimizerState, params: list, names: dict) -> None:
-        if ("TL603", id(optimizer)) in self.reported:
+        if state.non_finite is not None:
             return
         with torch._C.DisableTorchFunction():
             bad_grad, bad_value = state.first_bad_grad.tolist(), state.first_bad_value.tolist()
@@ -188,18 +230,21 @@ class TrainingHealth:
             f"{'gradient of ' if bad_grad[i] == first else ''}{names.get(id(p), f'parameter {i}')}"
             for i, p in enumerate(params) if first in (bad_grad[i], bad_value[i])
         ]
+        state.non_finite = {"step": first + 1, "what": culprits}
         more = f" and {len(culprits) - 1} more" if len(culprits) > 1 else ""
         self._event("TL603", state.position, id(optimizer), (
             f"step {first + 1}: {culprits[0]}{more} first held NaN or Inf"
         ))
 
-    def _never_learn(self, state: _OptimizerState, params: list, names: dict) -> None:
-        if state.steps < MIN_STEPS:
-            return
+    @staticmethod
+    def _learned(state: _OptimizerState) -> list[bool]:
+        """Per parameter: had a gradient, non-zero at some step."""
         with torch._C.DisableTorchFunction():
             nonzero = state.nonzero.tolist()
-        learned = [state.had_grad[i] and nonzero[i] for i in range(len(params))]
-        if not any(learned):
+        return [had and moved for had, moved in zip(state.had_grad, nonzero)]
+
+    def _never_learn(self, state: _OptimizerState, params: list, learned: list[bool], names: dict) -> None:
+        if state.steps < MIN_STEPS or not any(learned):
             return
         owners = self._owners()
         dead = [p for p, ok in zip(params, learned) if not ok and p.requires_grad]
@@ -215,6 +260,26 @@ class TrainingHealth:
                 f"{_label(module, members, names)} {what} in {state.steps} optimizer steps while "
                 f"other parameters learn: {why}"
             ))
+
+    def _summary(self, state: _OptimizerState, params: list, learned: list[bool], names: dict) -> dict:
+        """What `--report` shows of one optimizer's steps."""
+        param_names = [names.get(id(p), f"parameter {i}") for i, p in enumerate(params)]
+        summary = {
+            "position": state.position, "steps": state.steps, "first_non_finite": state.non_finite,
+            "no_gradient": [name for name, ok in zip(param_names, learned) if not ok],
+            "gradient_flow": None,
+        }
+        if state.history is not None and state.history.steps:
+            owners = self._owners()
+            layers: dict[str, int] = {}  # in the parameters' order: from the input to the output
+            layer_of = [
+                layers.setdefault(_layer(name, owners.get(id(p))), len(layers)) for name, p in zip(param_names, params)
+            ]
+            summary["gradient_flow"] = {
+                "steps": [step + 1 for step in state.history.steps], "layers": list(layers),
+                "norms": state.history.by_layer(layer_of, len(layers)),
+            }
+        return summary
 
     def _not_optimized(self, names: dict) -> None:
         # Every parameter some optimizer stepped, also one since dropped (`optimizer = SGD(b...)`
@@ -292,6 +357,13 @@ def _label(module, members: list, names: dict) -> str:
     more = f" and {len(members) - 3} more" if len(members) > 3 else ""
     name = names.get(id(module))
     return f"{f'`{name}`' if name else f'this {type(module).__name__}'} ({listed}{more})"
+
+
+def _layer(parameter: str, owner: tuple | None) -> str:
+    """The module a parameter belongs to, with its class (`encoder.fc1.weight` -> `encoder.fc1
+    (Linear)`): a Sequential's layers are named by their index alone."""
+    name = parameter.rpartition(".")[0] or parameter
+    return f"{name} ({type(owner[0]).__name__})" if owner is not None else name
 
 
 def _is_top_level() -> bool:

@@ -40,6 +40,8 @@ class Recorder:
         self.events: dict[tuple[str, Position], dict] = {}
         self.steps = 0  # optimizer steps so far
         self.steps_by_optimizer: dict[int, int] = {}  # id(optimizer) -> its steps
+        # What the health checks saw of the training, for `--report` (health.py, at the end).
+        self.training: dict = {}
         self.exception: str | None = None
         self.exit_status: int | None = None
         self._last_flush = time.monotonic()
@@ -108,6 +110,7 @@ class Recorder:
             # A loop that steps several optimizers makes one iteration per step of each.
             "iteration_steps": max(self.steps_by_optimizer.values(), default=0),
             "iterations": {str(k): v for k, v in self.iterations.items()},
+            "training": self.training,
             "exception": self.exception,
             "exit_status": self.exit_status,
             "main": self.main,
@@ -147,7 +150,7 @@ def merge(observations: list[dict]) -> dict:
     """One view of the run from the files of all its processes."""
     merged: dict = {
         "reached": set(), "confirmed": {}, "refuted": {}, "events": {}, "steps": 0, "iteration_steps": 0, "iterations": {},
-        "exception": None, "exit_status": None, "loaded": set(), "notes": [],
+        "training": {}, "exception": None, "exit_status": None, "loaded": set(), "notes": [],
     }
     for observed in observations:
         merged["reached"].update(observed.get("reached", []))
@@ -166,6 +169,9 @@ def merge(observations: list[dict]) -> dict:
         merged["iteration_steps"] += observed.get("iteration_steps", 0)
         for loop, count in observed.get("iterations", {}).items():
             merged["iterations"][loop] = merged["iterations"].get(loop, 0) + count
+        # The training the script's own process did, else the first a child did (spawned DDP ranks).
+        if observed.get("training") and (observed.get("main") or not merged["training"]):
+            merged["training"] = observed["training"]
         merged["loaded"].update(observed.get("loaded", []))
         merged["notes"] += [note for note in observed.get("notes", []) if note not in merged["notes"]]
         if observed.get("main"):

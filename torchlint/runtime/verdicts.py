@@ -13,7 +13,7 @@ import linecache
 import os
 
 from torchlint.diagnostics import Diagnostic, Location, Severity
-from torchlint.runtime.checks import CONFIRMED, RunFacts, check_for
+from torchlint.runtime.checks import CONFIRMED, RunFacts, SyncInLoop, check_for, sync_intervals, sync_intervals_text
 from torchlint.runtime.probes import Site
 
 
@@ -67,10 +67,7 @@ def judge_all(
     completed: bool = True,
 ) -> list[Diagnostic]:
     """`completed`: the script ran to its end, so an absence of the pitfall means something."""
-    run = RunFacts(
-        steps=observed.get("steps", 0), iteration_steps=observed.get("iteration_steps", 0), device=device,
-        iterations=observed.get("iterations", {}), completed=completed,
-    )
+    run = _run_facts(observed, device, completed)
     loaded = loaded_files(observed, main_file)
     events_by_site: dict[int, list[dict]] = {site.id: [] for site in sites}
     leftovers: list[tuple[dict, str, Location, Location | None]] = []
@@ -128,6 +125,27 @@ def judge_all(
             )
         )
     return result
+
+
+def _run_facts(observed: dict, device: str, completed: bool = True) -> RunFacts:
+    return RunFacts(
+        steps=observed.get("steps", 0), iteration_steps=observed.get("iteration_steps", 0), device=device,
+        iterations=observed.get("iterations", {}), completed=completed,
+    )
+
+
+def host_syncs(observed: dict, device: str) -> list[dict]:
+    """Each line of the user's code that synced the host with an accelerator: how many syncs, in
+    how many of the intervals they are counted in (its loop's iterations, else optimizer steps)."""
+    run = _run_facts(observed, device)
+    return [
+        {
+            "position": event["position"], "what": event["detail"], "count": event["count"],
+            "intervals": event["intervals"], "total": sync_intervals(event, run),
+            "of": sync_intervals_text(event, run),
+        }
+        for event in observed.get("events", []) if event["code"] == SyncInLoop.code
+    ]
 
 
 def _related_sites(code: str, filename: str, row: int, sites: list[Site], findings: list[Diagnostic]) -> list[Site]:
