@@ -147,6 +147,10 @@ class _CheckCommand(click.Command):
                    "refuted, not-observed, not-reached, not-checked; default: every verdict).")
 @click.option("--run-record", "run_record", type=click.Path(dir_okay=False), metavar="FILE",
               help="With --runtime: write the run record (script, arguments, exit status, timed out, device, verdict counts) as JSON to FILE.")
+@click.option("--report", "report_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="With --runtime: write a picture of the run to FILE, one self-contained HTML page: each layer's "
+                   "gradient norm over the steps, the first NaN/Inf, parameters that never learned, host syncs per "
+                   "iteration and every finding with its verdict.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps", "logical:cuda", "logical:mps"]),
               default="auto", show_default=True, help="With --runtime: where the script's tensors go.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="With --runtime: stop the script after SECONDS.")
@@ -156,12 +160,13 @@ class _CheckCommand(click.Command):
 def check(paths, select, ignore, extend_select, output_format, exit_zero, sarif_file, statistics, config_values, isolated,
           show_settings, jobs, force_exclude, quiet, color, no_color, stdin_filename, no_cache, fix, unsafe_fixes,
           diff, show_fixes, exit_non_zero_on_fix, baseline, write_baseline, diff_base, progress, add_noqa, runtime,
-          module, fail_on, run_record, device, timeout, dry_run) -> None:
+          module, fail_on, run_record, report_file, device, timeout, dry_run) -> None:
     """Check PATHS (files or directories; default: the current directory).
 
     With --runtime: `torchlint check --runtime SCRIPT -- ARGS...` (or `--runtime -m MODULE -- ARGS...`)
     runs the script once, as `python SCRIPT ARGS` would, and gives each finding in the files it ran
-    a verdict: confirmed, refuted, not observed in this run, or not-reached.
+    a verdict: confirmed, refuted, not observed in this run, or not-reached. `--report run.html`
+    also draws the run: gradient flow per layer, the first NaN/Inf, what never learned, host syncs.
     """
     script_args = click.get_current_context().meta.get("script_args")
     resolver = SettingsResolver(_options(config_values, isolated, select, ignore, extend_select))
@@ -192,16 +197,16 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, sarif_
         # Machine-readable output owns stdout: the script's stdout goes to stderr then.
         keep_stdout = output_format in ("full", "concise") and not statistics
         target = _runtime_target(paths, module, script_args)
-        diagnostics, run = _check_runtime(
-            target, settings, discovery, jobs, device, timeout, keep_stdout, internal_errors
+        diagnostics, run, runtime_report = _check_runtime(
+            target, settings, discovery, jobs, device, timeout, keep_stdout, internal_errors, bool(report_file)
         )
         script_failed = run["timed_out"] or run["exit_status"] != 0
         if run_record:
             with open(run_record, "w", encoding="utf-8") as handle:
                 json.dump(run, handle, indent=2)
     else:
-        if device != "auto" or timeout is not None or module or run_record:
-            raise click.UsageError("--device, --timeout, -m and --run-record need --runtime")
+        if device != "auto" or timeout is not None or module or run_record or report_file:
+            raise click.UsageError("--device, --timeout, -m, --run-record and --report need --runtime")
         paths = (*paths, *(script_args or ()))  # without --runtime, `--` only ends the options
         files = [] if paths == ("-",) else _discover(discovery, list(paths) or ["."])
         if not files and paths != ("-",):
@@ -236,6 +241,8 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, sarif_
                 group, group_settings, jobs, internal_errors, not no_cache, meter)), key=Diagnostic.sort_key)
             meter.close()
     diagnostics = _narrow(diagnostics, baseline, write_baseline, diff_base)
+    if report_file:
+        _write_report(report_file, run, runtime_report, diagnostics)
     context = OutputContext(
         color=_use_color("never" if no_color else color), rules=settings.rules, summary=not quiet, unsafe_fixes=unsafe_fixes,
         fixed=fixed, fix_listing=listing if output_format in ("full", "concise") or statistics else "",
@@ -462,9 +469,9 @@ def _runtime_target(paths, module, script_args) -> dict:
     return {"script": paths[0], "module": None, "args": args}
 
 
-def _check_runtime(target, settings, discovery, jobs, device, timeout, keep_stdout, internal_errors):
+def _check_runtime(target, settings, discovery, jobs, device, timeout, keep_stdout, internal_errors, gradient_flow):
     """Static findings for the script's directory (or the working directory with -m), then one
-    instrumented run; returns the judged findings and the run record."""
+    instrumented run; returns the judged findings, the run record and the RuntimeReport."""
     from torchlint.engine import check_files
     from torchlint.runtime import RuntimeUnavailable, run_script
 
@@ -478,7 +485,8 @@ def _check_runtime(target, settings, discovery, jobs, device, timeout, keep_stdo
     if saved is not None:
         os.dup2(2, 1)  # the child inherits file descriptor 1
     try:
-        report = run_script(script, target["args"], findings, device=device, timeout=timeout, module=target["module"])
+        report = run_script(script, target["args"], findings, device=device, timeout=timeout, module=target["module"],
+                            gradient_flow=gradient_flow)
     except (RuntimeUnavailable, ValueError) as error:
         raise click.UsageError(str(error)) from None
     finally:
@@ -495,7 +503,15 @@ def _check_runtime(target, settings, discovery, jobs, device, timeout, keep_stdo
         click.echo(f"torchlint: {what} timed out after {timeout:g} s; verdicts cover what ran", err=True)
     elif report.exit_status != 0:
         click.echo(f"torchlint: {what} exited with status {report.exit_status}; verdicts cover what ran", err=True)
-    return diagnostics, _run_record(target, device, report, diagnostics)
+    return diagnostics, _run_record(target, device, report, diagnostics), report
+
+
+def _write_report(path: str, run: dict, report, diagnostics: list[Diagnostic]) -> None:
+    """`--report`: the run's HTML page, with the findings as reported."""
+    from torchlint.runtime.report import render_report
+
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(render_report(run, report, diagnostics))
 
 
 def _run_record(target, device, report, diagnostics) -> dict:
