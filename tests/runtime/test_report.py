@@ -176,3 +176,25 @@ def test_a_long_run_keeps_a_bounded_evenly_spaced_history():
     assert spacing == {history.stride} and history.steps[-1] >= 1000 - history.stride
     assert history.by_layer([0], 1) == [[float(step)] for step in history.steps]
 
+
+
+def test_a_run_without_training_or_syncs_to_count_says_so():
+    run = {"script": None, "module": "pytest", "args": ["-q"], "exit_status": 0, "timed_out": False,
+           "device": "cpu", "resolved_device": "cpu", "notes": ["a note"], "verdicts": {}}
+    report = RuntimeReport(diagnostics=[], exit_status=0, exception=None, timed_out=False, device="cpu")
+    page = render_report(run, report, [])
+    assert "python -m pytest -q" in page and "a note" in page and "<svg" not in page
+    for heading in ("First non-finite value", "Parameters that never learned"):
+        assert "No optimizer step was recorded." in _section(page, heading)
+    assert "Not counted" in _section(page, "Host syncs per iteration")
+
+
+def test_layers_are_modules_named_by_path_and_class():
+    import torch
+
+    from torchlint.runtime.health import _layer
+
+    linear = torch.nn.Linear(2, 2)
+    assert _layer("encoder.fc1.weight", (linear, ())) == "encoder.fc1 (Linear)"
+    assert _layer("weight", (linear, ())) == "Linear"  # the model is the layer
+    assert _layer("encoder.fc1.weight", None) == "encoder.fc1"

@@ -361,9 +361,13 @@ def _label(module, members: list, names: dict) -> str:
 
 def _layer(parameter: str, owner: tuple | None) -> str:
     """The module a parameter belongs to, with its class (`encoder.fc1.weight` -> `encoder.fc1
-    (Linear)`): a Sequential's layers are named by their index alone."""
-    name = parameter.rpartition(".")[0] or parameter
-    return f"{name} ({type(owner[0]).__name__})" if owner is not None else name
+    (Linear)`: a Sequential's layers are named by their index alone); the top-level module's own
+    parameters by its class alone (`Linear`)."""
+    path = parameter.rpartition(".")[0]
+    if owner is None:
+        return path or parameter
+    kind = type(owner[0]).__name__
+    return f"{path} ({kind})" if path else kind
 
 
 def _is_top_level() -> bool:

@@ -25,6 +25,7 @@ LEFT, RIGHT, TOP, BOTTOM = 64, 24, 28, 64
 # Below the plot area, the row where zero norms are drawn (log scale has no zero).
 ZERO_GAP = 28
 MAX_TICKS = 8
+NO_STEPS = "No optimizer step was recorded."
 # How many names one line of the report lists before "and N more".
 MAX_LISTED = 12
 
@@ -309,7 +310,7 @@ def _number(value: float) -> str:
 # -- first non-finite value -------------------------------------------------------------------
 def _first_non_finite(optimizers: list[dict]) -> str:
     if not optimizers:
-        return _none("No optimizer step was recorded.")
+        return _none(NO_STEPS)
     found = [o for o in optimizers if o.get("first_non_finite")]
     if not found:
         steps = sum(o["steps"] for o in optimizers)
@@ -326,6 +327,8 @@ def _first_non_finite(optimizers: list[dict]) -> str:
 
 # -- parameters that never learned -------------------------------------------------------------
 def _never_learned(optimizers: list[dict], frozen: list[str]) -> str:
+    if not optimizers:
+        return _none(NO_STEPS)
     reasons = [
         (name, f"no gradient, or only zero, in {_plural(o['steps'], 'step')} of the optimizer at {_where(o['position'])}")
         for o in optimizers for name in o["no_gradient"]
@@ -338,9 +341,9 @@ def _never_learned(optimizers: list[dict], frozen: list[str]) -> str:
 
 # -- host syncs -------------------------------------------------------------------------------
 def _host_syncs(syncs: list[dict], device: str) -> str:
-    if device == "cpu":
-        return _none("Not counted: on the CPU a sync costs nothing. Run with --device auto (a GPU, "
-                     "or logical devices) to count them.")
+    if device in ("cpu", "meta"):
+        return _none("Not counted: under --device cpu or --dry-run a sync costs nothing. Run with "
+                     "--device auto (a GPU, or logical devices) to count them.")
     if not syncs:
         return _none("None: the script's code never waited for the device.")
     rows = [
