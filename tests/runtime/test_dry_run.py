@@ -166,3 +166,45 @@ def test_other_rules_are_not_checked_by_a_dry_run(script):
     report = run_script(str(path), [], [finding(path, "TL305", ".cuda()")], device="meta")
     assert report.exit_status == 0
     assert [(d.runtime, d.runtime_detail) for d in report.diagnostics] == [(NOT_CHECKED, "a dry run checks shapes only")]
+
+
+def test_a_shape_error_names_the_layer_that_made_its_operand_and_the_one_that_failed(script):
+    path = script(PRELUDE + textwrap.dedent("""
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 32, 3, padding=1)
+                self.pool = nn.AdaptiveAvgPool2d(1)
+                self.fc = nn.Linear(32, 10)
+
+            def forward(self, x):
+                return self.fc(self.pool(self.conv(x)))
+
+        model = Net()
+        for x, y in loader:
+            F.cross_entropy(model(x), y).backward()
+        """), name="pooled.py")
+    report = run_script(str(path), [], [], device="meta")
+    found = [d for d in report.diagnostics if d.code == "TL104"]
+    assert [d.location.row for d in found] == [line_of(path, "return self.fc(")]
+    assert [(note.location.row, note.message) for note in found[0].related] == [
+        (line_of(path, "nn.AdaptiveAvgPool2d(1)"), "a layer built here made the operand of shape (4, 32, 1, 1)"),
+        (line_of(path, "nn.Linear(32, 10)"), "the layer that failed, `Linear`, is built here"),
+    ]
+
+
+def test_a_shape_error_the_script_catches_is_reported_and_the_run_goes_on(script):
+    path = script(textwrap.dedent("""
+        import torch
+
+        a, b = torch.randn(4, 3), torch.randn(5, 3)
+        try:
+            scores = a @ b
+        except RuntimeError:
+            scores = a @ b.t()
+        joined = torch.cat([scores, b.t()], dim=1)
+        """), name="caught.py")
+    report = run_script(str(path), [], [], device="meta")
+    assert sorted(d.location.row for d in report.diagnostics if d.code == "TL104") == [
+        line_of(path, "scores = a @ b\n"), line_of(path, "torch.cat([scores, b.t()], dim=1)"),
+    ]

@@ -26,6 +26,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from torchlint.runtime.checks import checks_explaining, first_line
+from torchlint.runtime.health import ConstructionSites
 from torchlint.runtime.logical import FACTORIES
 
 _NEEDS_VALUES = {
@@ -41,6 +42,8 @@ _PACKAGE_DIR = os.path.dirname(_OWN_DIR)
 _DATA_LOADING = os.path.join(os.path.dirname(torch.utils.data.__file__), "")
 # Tensor methods written in Python, between the user's call and this mode.
 _TENSOR_WRAPPERS = {torch._tensor.__file__, torch.overrides.__file__}
+# The attribute that holds, on a tensor a module returned, where that module was built.
+_MADE_BY = "_torchlint_made_by"
 
 
 class DryRunStop(BaseException):
@@ -53,10 +56,11 @@ class DryRunStop(BaseException):
 class MetaMode(TorchFunctionMode):
     """Every torch call of the run: keeps the script's tensors on meta and records shape errors."""
 
-    def __init__(self, rec, files) -> None:
+    def __init__(self, rec, files, sites) -> None:
         super().__init__()
         self.rec = rec
         self.files = files
+        self.sites = sites  # where each module was built
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -77,8 +81,34 @@ class MetaMode(TorchFunctionMode):
         except Exception as error:
             text = str(error)
             for check in checks_explaining(text):
-                self.rec.event(check.code, self.files.here(), f"{first_line(text)} (operands {_shapes(args, kwargs)})")
+                self.rec.event(check.code, self.files.here(), f"{first_line(text)} (operands {_shapes(args, kwargs)})",
+                               self._layers_involved(args, kwargs))
             raise
+
+    def _layers_involved(self, args, kwargs) -> list:
+        """Where the layers were built whose outputs the failed op got (a pool's output reaching a
+        Linear), and the layer that ran the op, innermost first."""
+        found = []
+        for tensor in _tensors(args, kwargs):
+            made_by = getattr(tensor, _MADE_BY, None)
+            if made_by is not None and made_by not in (place for place, _ in found):
+                found.append((made_by, f"a layer built here made the operand of shape {tuple(tensor.shape)}"))
+        frame = sys._getframe(2)
+        while frame is not None:
+            module = frame.f_locals.get("self")
+            if isinstance(module, torch.nn.Module) and self.sites.of(module) is not None:
+                found.append((self.sites.of(module), f"the layer that failed, `{type(module).__name__}`, is built here"))
+                break
+            frame = frame.f_back
+        return found
+
+    def tag_output(self, module, inputs, output) -> None:
+        """A forward hook: each tensor a module returns remembers where that module was built
+        (the innermost module's, not that of the containers that pass it on)."""
+        site = self.sites.of(module)
+        for tensor in (output if isinstance(output, (tuple, list)) else (output,)):
+            if site is not None and isinstance(tensor, torch.Tensor) and getattr(tensor, _MADE_BY, None) is None:
+                setattr(tensor, _MADE_BY, site)
 
     def _values(self, func, args, kwargs):
         """The user's code asking for values stops the run there; torch's own code asking gets
@@ -122,11 +152,15 @@ def _made_on_meta(func, args, kwargs):
     return func(*_meta(args), **{**_meta(kwargs), "device": "meta"})
 
 
+def _tensors(args, kwargs) -> list:
+    """A call's tensors, in order (those in a list argument too: `torch.cat([a, b])`)."""
+    tensors = [value for value in (*args, *kwargs.values()) if isinstance(value, torch.Tensor)]
+    return tensors + [item for value in args if isinstance(value, (list, tuple)) for item in value if isinstance(item, torch.Tensor)]
+
+
 def _shapes(args, kwargs) -> str:
     """`(4, 3, 28, 28) and (4, 1, 3, 3)`: the shapes of a failed call's tensors, in order."""
-    tensors = [value for value in (*args, *kwargs.values()) if isinstance(value, torch.Tensor)]
-    tensors += [item for value in args if isinstance(value, (list, tuple)) for item in value if isinstance(item, torch.Tensor)]
-    return " and ".join(str(tuple(t.shape)) for t in tensors) or "not tensors"
+    return " and ".join(str(tuple(t.shape)) for t in _tensors(args, kwargs)) or "not tensors"
 
 
 def _any_meta(value) -> bool:
@@ -185,7 +219,11 @@ def install(rec, files) -> MetaMode:
     builtins.open = _scratch_open(builtins.open, scratch)
     os.makedirs = _unless_ours(os.makedirs)
     os.mkdir = _unless_ours(os.mkdir)
-    return MetaMode(rec, files)
+    sites = ConstructionSites(files)
+    sites.install()
+    mode = MetaMode(rec, files, sites)
+    module.register_module_forward_hook(mode.tag_output)
+    return mode
 
 
 def _meta_parameter(owner, name, parameter):

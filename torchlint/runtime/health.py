@@ -57,6 +57,40 @@ class _NormHistory:
             return sums.sqrt().tolist()
 
 
+class ConstructionSites:
+    """Where the user's code built each `nn.Module` (`nn.Module.__init__` wrapped), to report a
+    module's finding at that line or name it as a related place."""
+
+    def __init__(self, files: UserFiles) -> None:
+        self.files = files
+        self.built_at: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module -> position
+
+    def of(self, module):
+        return self.built_at.get(module)
+
+    def install(self) -> None:
+        original = torch.nn.Module.__init__
+        sites = self
+
+        def module_init(module, *args, **kwargs):
+            original(module, *args, **kwargs)
+            if module not in sites.built_at:
+                sites.built_at[module] = sites._construction(module)
+
+        module_init.__wrapped__ = original
+        torch.nn.Module.__init__ = module_init
+
+    def _construction(self, module):
+        """The user's line that built `module`: the innermost user frame outside its own
+        `__init__` (a user-defined module's `super().__init__()` is not where it was built)."""
+        frame = sys._getframe(3)
+        while frame is not None:
+            if self.files.is_user_code(frame.f_code) and frame.f_locals.get("self") is not module:
+                return self.files.position(frame)
+            frame = frame.f_back
+        return None
+
+
 class _OptimizerState:
     """What one optimizer's steps showed, per parameter (the order of its param groups)."""
 
@@ -85,7 +119,7 @@ class TrainingHealth:
         self.stepped: set[int] = set()  # id of every parameter an optimizer stepped
         self.called: dict[int, weakref.ref] = {}  # id(module) -> module, every module called
         self.trained: set[int] = set()  # ids of modules called in training mode
-        self.built_at: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module -> position
+        self.sites = ConstructionSites(files)
         self.pixel_checks = 0
         self.reported: set = set()
         self.broken = False  # a failure of these checks turns them off, never the script
@@ -98,30 +132,8 @@ class TrainingHealth:
         register_module_forward_pre_hook(self._forward_pre)
         # PyTorch warns that torch.compile meets a global module hook: that hook is this one.
         warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
-        self._remember_construction()
+        self.sites.install()
         self.rec.end_hooks.append(self.report)
-
-    def _remember_construction(self) -> None:
-        original = torch.nn.Module.__init__
-        health = self
-
-        def module_init(module, *args, **kwargs):
-            original(module, *args, **kwargs)
-            if module not in health.built_at:
-                health.built_at[module] = health._construction(module)
-
-        module_init.__wrapped__ = original
-        torch.nn.Module.__init__ = module_init
-
-    def _construction(self, module):
-        """The user's line that built `module`: the innermost user frame outside its own
-        `__init__` (a user-defined module's `super().__init__()` is not where it was built)."""
-        frame = sys._getframe(3)
-        while frame is not None:
-            if self.files.is_user_code(frame.f_code) and frame.f_locals.get("self") is not module:
-                return self.files.position(frame)
-            frame = frame.f_back
-        return None
 
     # -- hooks -----------------------------------------------------------------------------
     def _forward_pre(self, module, args) -> None:
@@ -256,7 +268,7 @@ class TrainingHealth:
                 "a layer defined and never used in forward()" if id(module) not in self.called
                 else "its output does not reach the loss (a .detach(), or a branch left out of it)"
             )
-            self._event("TL604", self.built_at.get(module) or state.position, ("dead", id(module)), (
+            self._event("TL604", self.sites.of(module) or state.position, ("dead", id(module)), (
                 f"{_label(module, members, names)} {what} in {state.steps} optimizer steps while "
                 f"other parameters learn: {why}"
             ))
@@ -290,7 +302,7 @@ class TrainingHealth:
             if p.requires_grad and id(p) not in self.stepped and p.grad is not None
         ]
         for module, members in self._group(stray, owners):
-            self._event("TL604", self.built_at.get(module), ("stray", id(module)), (
+            self._event("TL604", self.sites.of(module), ("stray", id(module)), (
                 f"{_label(module, members, names)} gets gradients but is in no optimizer's param "
                 "groups: the optimizer was built from another module, or before this layer was added"
             ))

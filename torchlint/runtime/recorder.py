@@ -72,7 +72,10 @@ class Recorder:
         self.refuted.setdefault(site, detail)
 
     # -- events (anything observed at a user position) --------------------------------------
-    def event(self, code: str, position: Position | None, detail: str = "") -> None:
+    def event(self, code: str, position: Position | None, detail: str = "",
+              related: list[tuple[Position, str]] = ()) -> None:
+        """`related`: other places the finding rests on, each with what it is (kept from the first
+        time the event is seen)."""
         if position is None:
             return
         key = (code, position)
@@ -82,6 +85,7 @@ class Recorder:
             entry = self.events[key] = {
                 "code": code, "position": list(position), "detail": detail,
                 "count": 0, "loop": loop, "intervals": 0, "last": -1,
+                "related": [{"position": list(place), "message": message} for place, message in related],
             }
         entry["count"] += 1
         # Intervals: iterations of the loop the flagged sync sits in, else optimizer steps.

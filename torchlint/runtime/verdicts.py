@@ -12,7 +12,7 @@ from __future__ import annotations
 import linecache
 import os
 
-from torchlint.diagnostics import Diagnostic, Location, Severity
+from torchlint.diagnostics import Diagnostic, Location, Related, Severity
 from torchlint.runtime.checks import CONFIRMED, RunFacts, SyncInLoop, check_for, sync_intervals, sync_intervals_text
 from torchlint.runtime.probes import Site
 
@@ -122,9 +122,19 @@ def judge_all(
                 filename=_display_name(filename, originals), location=start,
                 end_location=end or start, severity=_rule_severity(check), noqa_row=start.row,
                 runtime=CONFIRMED, runtime_detail=check.describe([event], run),
+                related=_event_related(event, originals),
             )
         )
     return result
+
+
+def _event_related(event: dict, originals: dict[str, str]) -> tuple[Related, ...]:
+    """The places an event rests on (the layers that made a failed op's operands), as notes."""
+    found = []
+    for place in event.get("related", ()):
+        filename, start, end = _event_range(place)
+        found.append(Related(place["message"], _display_name(filename, originals), start, end or start))
+    return tuple(found)
 
 
 def _run_facts(observed: dict, device: str, completed: bool = True) -> RunFacts:
