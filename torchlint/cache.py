@@ -176,14 +176,8 @@ def cached_findings(path: str, display_name: str, settings: Settings, cache: Res
     return look_up(cache, display_name, data, settings)[1]
 
 
-def all_cached(files: list[tuple[str, str]], settings: Settings) -> list[Diagnostic] | None:
-    """The findings of every (path, display name) from the cache, or None from the first file
-    that is not there: a run whose files are all cached then imports neither the parser nor a rule."""
+def cached_results(files: list[tuple[str, str]], settings: Settings) -> list[list[Diagnostic] | None]:
+    """Each (path, display name)'s findings from the cache (None for a miss). Looked up without the
+    checker: a run whose files are all cached then imports neither the parser nor a rule."""
     cache = ResultCache(settings.root)
-    found: list[Diagnostic] = []
-    for path, name in files:
-        cached = cached_findings(path, name, settings, cache)
-        if cached is None:
-            return None
-        found += cached
-    return sorted(found, key=Diagnostic.sort_key)
+    return [cached_findings(path, name, settings, cache) for path, name in files]

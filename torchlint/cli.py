@@ -10,7 +10,7 @@ import click
 
 from torchlint import __version__
 from torchlint.baseline import apply_baseline, write_baseline as write_baseline_file
-from torchlint.cache import all_cached
+from torchlint.cache import cached_results
 from torchlint.config import ConfigError, Options, Settings, SettingsResolver, describe
 from torchlint.diagnostics import Diagnostic, Severity
 from torchlint.docs import rule_page
@@ -269,15 +269,15 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, sarif_
 def _check_files(files, settings: Settings, jobs, internal_errors: list[str], use_cache: bool,
                  meter: Progress) -> list[Diagnostic]:
     """The files' findings: from the cache alone where it holds every file, else checked."""
-    cached = all_cached(files, settings) if use_cache else None
-    if cached is not None:
+    cached = cached_results(files, settings) if use_cache else None
+    if cached is not None and None not in cached:
         for _ in files:
             meter.advance()
-        return cached
+        return [finding for found in cached for finding in found]
     from torchlint.engine import check_files
 
     return check_files(files, settings, jobs, internal_errors, use_cache=use_cache, on_done=meter.advance,
-                       on_progress=meter.within)
+                       on_progress=meter.within, cached=cached)
 
 
 def _read_stdin(stdin_filename: str | None, resolver: SettingsResolver) -> tuple[str, Settings, str | Diagnostic]:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from torchlint.analysis.names import nested_statement_lists
-from torchlint.cache import ResultCache, cached_findings, look_up
+from torchlint.cache import ResultCache, cached_results, look_up
 from torchlint.config import UNSUPPRESSIBLE, Settings
 from torchlint.context import FileContext
 from torchlint.diagnostics import Diagnostic, Edit, Fix, Location, Related
@@ -441,22 +441,21 @@ def lost_file_error(display_name: str, why: str) -> Diagnostic:
 def check_files(
     files: list[tuple[str, str]], settings: Settings, jobs: int | None = None, errors: list[str] | None = None,
     *, use_cache: bool = False, time_limit: float = FILE_TIME_LIMIT, on_done: Callable[[], None] | None = None,
-    on_progress: Callable[[str, float], None] | None = None,
+    on_progress: Callable[[str, float], None] | None = None, cached: list[list[Diagnostic] | None] | None = None,
 ) -> list[Diagnostic]:
     """Check (path, display name) pairs, in parallel processes when there are several files.
 
     Internal errors are appended to `errors` when a list is given, else raised. With
-    `use_cache`, results are kept in the cache (see cache.py). `on_done()` after each file,
+    `use_cache`, results are kept in the cache (see cache.py); `cached`: the files' results
+    already looked up there (`cached_results`). `on_done()` after each file,
     `on_progress(display name, fraction)` while a file is checked.
     """
     results: list = [None] * len(files)
     if use_cache:
-        # Looked up here first: a warm run then starts no worker process at all.
-        cache = ResultCache(settings.root)
-        for index, (path, name) in enumerate(files):
-            cached = cached_findings(path, name, settings, cache)
-            if cached is not None:
-                results[index] = (cached, None)
+        # Looked up first: a warm run then starts no worker process at all.
+        for index, found in enumerate(cached if cached is not None else cached_results(files, settings)):
+            if found is not None:
+                results[index] = (found, None)
                 if on_done is not None:
                     on_done()
     missed = [index for index, result in enumerate(results) if result is None]
