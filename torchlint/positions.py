@@ -10,6 +10,7 @@ blocks. Whenever the statement cannot be mapped with certainty, it falls back to
 from __future__ import annotations
 
 import ast
+import functools
 from types import SimpleNamespace
 
 import libcst as cst
@@ -22,6 +23,16 @@ _AST_TYPES = {
     cst.ClassDef: (ast.ClassDef,), cst.Try: (ast.Try,) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
 }
 _STATEMENT = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+
+
+@functools.lru_cache(maxsize=1)
+def _python_tree(source: str) -> ast.Module | None:
+    """CPython's tree of the file, parsed once for every rule of a check that asks for positions
+    (the engine, TL103 and TL302 each keep their own StatementPositions), None where it fails."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _ast_index(statements, position: int) -> int:
@@ -139,9 +150,8 @@ class StatementPositions:
         if id(statement) in self._done:
             return True
         if self._tree is None:
-            try:
-                self._tree = ast.parse(self._source)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
+            self._tree = _python_tree(self._source)
+            if self._tree is None:
                 return False
         line = _statement_line(chain, target, self._tree)
         if line is None:
