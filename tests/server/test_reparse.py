@@ -13,7 +13,7 @@ from tests.conftest import REPO
 from torchlint.config import Options, resolve_settings
 from torchlint.diagnostics import Diagnostic
 from torchlint.engine import check_source
-from torchlint.server.reparse import Trees, rows_with_breaks
+from torchlint.server.reparse import Trees, _statement_starts, rows_with_breaks
 from torchlint.server.worker import check_text
 
 SOURCES = [REPO / "examples" / "train_pitfalls.py", REPO / "torchlint" / "engine.py",
@@ -56,6 +56,8 @@ def test_spliced_trees_are_the_trees_of_the_new_text(path):
         valid = text
         assert spliced.code == text
         assert spliced.deep_equals(whole)
+        # Where the statements start, carried over from the last tree: the next splice relies on it.
+        assert trees._trees["doc"].starts == _statement_starts(whole, text)
         assert check_source(text, str(path), settings, spliced) == check_source(text, str(path), settings)
 
 

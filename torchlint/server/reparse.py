@@ -34,6 +34,7 @@ def rows_with_breaks(text: str) -> list[str]:
 @dataclass(frozen=True)
 class _Tree:
     text: str
+    rows: list[str]  # rows_with_breaks(text), kept for the next edit's comparison
     module: cst.Module
     # The 0-based row where each top-level statement's code (its leading lines first) starts.
     starts: list[int]
@@ -71,8 +72,8 @@ def touched_rows(old_rows: list[str], new_rows: list[str]) -> tuple[int, int]:
     return first, len(old_rows) - last
 
 
-def _spliced(previous: _Tree, text: str, filename: str) -> cst.Module | None:
-    old_rows, new_rows = rows_with_breaks(previous.text), rows_with_breaks(text)
+def _spliced(previous: _Tree, text: str, filename: str) -> _Tree | None:
+    old_rows, new_rows = previous.rows, rows_with_breaks(text)
     first, end = touched_rows(old_rows, new_rows)
     starts = previous.starts
     i = bisect.bisect_right(starts, first) - 1
@@ -88,18 +89,27 @@ def _spliced(previous: _Tree, text: str, filename: str) -> cst.Module | None:
     shift = len(new_rows) - len(old_rows)
     last_statement = j + 1 == len(starts)
     piece_end = len(new_rows) if last_statement else starts[j + 1] + shift
-    piece = parse_module("".join(new_rows[starts[i]:piece_end]), filename)
+    piece_text = "".join(new_rows[starts[i]:piece_end])
+    piece = parse_module(piece_text, filename)
     if isinstance(piece, Diagnostic) or not piece.body:
         return None
     if (piece.default_indent, piece.default_newline) != (old.default_indent, old.default_newline):
         return None
+    piece_starts = _statement_starts(piece, piece_text)
+    if piece_starts is None:
+        return None
+    # The statements before the piece keep their rows, the piece's follow from its own parse
+    # (its first one takes its header), those after it move by the rows the edit added.
+    new_starts = [*starts[:i], starts[i], *(starts[i] + row for row in piece_starts[1:])]
     head = piece.body[0].with_changes(leading_lines=[*piece.header, *piece.body[0].leading_lines])
     body = [*old.body[:i], head, *piece.body[1:]]
     if last_statement:
-        return old.with_changes(body=body, footer=piece.footer, has_trailing_newline=piece.has_trailing_newline)
+        module = old.with_changes(body=body, footer=piece.footer, has_trailing_newline=piece.has_trailing_newline)
+        return _Tree(text, new_rows, module, new_starts)
     after = old.body[j + 1]
     body += [after.with_changes(leading_lines=[*piece.footer, *after.leading_lines]), *old.body[j + 2:]]
-    return old.with_changes(body=body)
+    new_starts += [starts[j + 1] + shift - len(piece.footer), *(start + shift for start in starts[j + 2:])]
+    return _Tree(text, new_rows, old.with_changes(body=body), new_starts)
 
 
 class Trees:
@@ -114,19 +124,22 @@ class Trees:
         that says why there is none: the CLI's guarded parse, so a hostile buffer never reaches
         libcst's parser unguarded (the last tree that parsed is kept: the next edit often mends
         the syntax)."""
-        previous = self._trees.get(filename)
-        if previous is None:
-            module = None
+        previous = self._trees.pop(filename, None)
+        if previous is not None and previous.text == text:
+            tree = previous
         else:
-            module = previous.module if previous.text == text else _spliced(previous, text, filename)
-        if module is None:
+            tree = None if previous is None else _spliced(previous, text, filename)
+        if tree is None:
             module = parse_module(text, filename)
             if isinstance(module, Diagnostic):
+                if previous is not None:
+                    self._trees[filename] = previous
                 return module
-        starts = _statement_starts(module, text)
-        self._trees.pop(filename, None)
-        if starts is not None:
-            self._trees[filename] = _Tree(text, module, starts)
-            while len(self._trees) > self._size:
-                self._trees.popitem(last=False)
-        return module
+            starts = _statement_starts(module, text)
+            tree = None if starts is None else _Tree(text, rows_with_breaks(text), module, starts)
+            if tree is None:
+                return module
+        self._trees[filename] = tree
+        while len(self._trees) > self._size:
+            self._trees.popitem(last=False)
+        return tree.module
