@@ -24,7 +24,7 @@ print("script args", sys.argv[1:])
 a = torch.Tensor(2, 3)
 if "--never" in sys.argv:
     b = torch.Tensor(5)
-pred = torch.stack([torch.randn(1) for _ in range(8)])  # (8, 1), a shape the code does not show
+pred = torch.stack([torch.randn(1) for i in range(16) if i % 2])  # (8, 1), a shape the code does not show
 target = torch.randn(8)
 loss = F.mse_loss(pred, target)
 """

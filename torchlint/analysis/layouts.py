@@ -112,12 +112,13 @@ def _apply(dims: list[_Dim], op: tuple) -> list[_Dim] | None:
     if kind == "T":
         return list(reversed(dims))
     if kind == "slice":
-        # `x[:k]` along this dim: same strides and rank, the size no longer known.
+        # `x[:k]` along this dim: same strides and rank, the size what the slice keeps of it
+        # where its bounds are known integers (op[2]), else no longer known.
         position = _norm(op[1], rank)
         if position is None:
             return None
         dims = list(dims)
-        dims[position] = (dims[position][0], dims[position][1], None)
+        dims[position] = (dims[position][0], dims[position][1], sliced_size(dims[position][2], op[2]))
         return dims
     if kind == "unsqueeze":
         position = op[1] + rank + 1 if op[1] < 0 else op[1]
@@ -146,6 +147,15 @@ def arg_code(ctx: "CheckedFile", expr: cst.BaseExpression) -> str:
         return expr.value
     # A name or attribute chain (`B`, `self.heads`), most sizes, without generating code for it.
     return dotted_name(expr) or ctx.code_for(expr).strip()
+
+
+def sliced_size(size: str | None, bounds: tuple[int | None, int | None] | None) -> str | None:
+    """The size a slice without step keeps of a dim, from its known bounds (None: absent), as
+    Python's slicing clamps them: `[:24]` of 16 keeps 16; None where either is not known."""
+    known = integer(size) if size is not None and size.isdigit() else None
+    if known is None or bounds is None:
+        return None
+    return str(len(range(known)[slice(*bounds)]))
 
 
 def int_value(expr: cst.BaseExpression) -> int | None:

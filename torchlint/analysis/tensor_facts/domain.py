@@ -160,9 +160,12 @@ class Sequence:
 
 @dataclass(frozen=True)
 class Iterable:
-    """Something whose elements are all `element`: `model.parameters()`, a DataLoader, a list of tensors."""
+    """Something whose elements are all `element`: `model.parameters()`, a DataLoader, a list of
+    tensors; `length`: how many, where a comprehension over something of known size tells."""
 
     element: "Value"
+    # Keyword-only: `Collected` adds fields that its callers pass by position.
+    length: str | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)

@@ -27,11 +27,12 @@ from torchlint.analysis.layer_shapes import (
 )
 from torchlint.analysis.layer_sizes import arithmetic
 from torchlint.analysis.nn_layers import nn_class_name
-from torchlint.analysis.layouts import Layout, arg_code, int_value, shape_args
+from torchlint.analysis.layouts import Layout, arg_code, int_value, shape_args, sliced_size
 from torchlint.analysis.module_attributes import registration_of
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import (
-    argument, assigns_name, is_constant_false, isinstance_check, keyword_arg, positional_args, suite_statements,
+    argument, assigns_name, dotted_name, is_constant_false, isinstance_check, keyword_arg, positional_args,
+    suite_statements,
 )
 from torchlint.analysis.tensor_facts.domain import (
     NOTHING, NUMBER, UNKNOWN, Collected, Device, DeviceValue, DtypeValue, Iterable, ModuleValue, Number, Sequence,
@@ -662,8 +663,10 @@ class Interpreter:
     def _comprehension(self, expr: cst.BaseComp, env: Env) -> Value:
         inner = dict(env)
         clause = expr.for_in
+        iterated = []
         while clause is not None:
-            self._bind(clause.target, element_of(self.eval(clause.iter, inner)), inner)
+            iterated.append(self.eval(clause.iter, inner))
+            self._bind(clause.target, element_of(iterated[-1]), inner)
             for condition in clause.ifs:
                 self.eval(condition.test, inner)
             clause = clause.inner_for_in
@@ -671,7 +674,9 @@ class Interpreter:
             self.eval(expr.key, inner)
             self.eval(expr.value, inner)
             return UNKNOWN
-        return Iterable(self.eval(expr.elt, inner))
+        # One `for` without `if` makes as many elements as it iterates over.
+        single = expr.for_in.inner_for_in is None and not expr.for_in.ifs
+        return Iterable(self.eval(expr.elt, inner), length=_length_of(expr.for_in.iter, iterated[0]) if single else None)
 
     def _attribute(self, node: cst.Attribute, env: Env) -> Value:
         key = self._attribute_key(node)
@@ -737,14 +742,19 @@ class Interpreter:
     def _subscript(self, node: cst.Subscript, env: Env) -> Value:
         receiver = self.eval(node.value, env)
         indexes = []
+        # Per slice element, its bounds as integers (None: absent or unknown) when it has no step.
+        bounds: list[tuple[int | None, int | None] | None] = []
         for element in node.slice:
             index = element.slice
             if isinstance(index, cst.Index):
                 indexes.append(self.eval(index.value, env))
+                bounds.append(None)
             else:
-                for part in (index.lower, index.upper, index.step):
-                    if part is not None:
-                        self.eval(part, env)
+                values = [None if part is None else self.eval(part, env) for part in (index.lower, index.upper, index.step)]
+                lower, upper = (_known_int(part, value) for part, value in zip((index.lower, index.upper), values))
+                given = (index.lower is None or lower is not None) and (index.upper is None or upper is not None)
+                window = self._window(index, env)
+                bounds.append(window if window is not None else (lower, upper) if given and index.step is None else None)
         if isinstance(receiver, Sequence) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
             position = int_value(node.slice[0].slice.value)
             if position is not None and -len(receiver.items) <= position < len(receiver.items):
@@ -756,7 +766,7 @@ class Interpreter:
             return element_of(receiver) if isinstance(node.slice[0].slice, cst.Index) else receiver
         if not isinstance(receiver, TensorFacts):
             return UNKNOWN
-        layout = self._indexed_layout(node, receiver) or _indexed_sizes(node, receiver)
+        layout = self._indexed_layout(node, receiver, bounds) or _indexed_sizes(node, receiver, bounds)
         only_slices = all(
             isinstance(element.slice, cst.Slice)
             or (isinstance(element.slice, cst.Index) and isinstance(element.slice.value, (cst.Ellipsis, cst.Name))
@@ -767,19 +777,35 @@ class Interpreter:
         scalar = False if has_slice else (receiver.scalar if only_slices else None)
         return replace(receiver, layout=layout, scalar=scalar, origin=receiver.origin)
 
-    def _indexed_layout(self, node: cst.Subscript, receiver: TensorFacts) -> Layout | None:
+    def _window(self, index: cst.Slice, env: Env) -> tuple[int, int] | None:
+        """`data[s : s + k]` with `k` a known integer: a window of k elements, taken as the
+        slice `[0:k]` (the window fits, as the code means it to; a dim shorter than k clamps it)."""
+        upper = index.upper
+        if index.lower is None or index.step is not None or not isinstance(upper, cst.BinaryOperation) \
+                or not isinstance(upper.operator, cst.Add):
+            return None
+        lower_code = self.ctx.code_for(index.lower)
+        for start, width in ((upper.left, upper.right), (upper.right, upper.left)):
+            if self.ctx.code_for(start) == lower_code:
+                size = _known_int(width, self.eval(width, env))
+                return (0, size) if size is not None and size >= 0 else None
+        return None
+
+    def _indexed_layout(self, node: cst.Subscript, receiver: TensorFacts,
+                        bounds: list[tuple[int | None, int | None] | None]) -> Layout | None:
         """`x[:, None]`, `x[..., None]`: size-1 insertions; `x[:k]`, `x[:, 1:]`: the same strides
-        with those sizes unknown (a slice of a transposed tensor is still transposed); any other
-        indexing: layout unknown."""
+        with those sizes what the slice keeps where its bounds are known (`bounds`, per element),
+        else unknown (a slice of a transposed tensor is still transposed); any other indexing:
+        layout unknown."""
         positions_from_start, positions_from_end, seen_ellipsis, kept = [], [], False, 0
         bounded = []
-        for element in node.slice:
+        for element, bound in zip(node.slice, bounds):
             index = element.slice
             if isinstance(index, cst.Slice):
                 if index.lower is not None or index.upper is not None or index.step is not None:
                     if seen_ellipsis:
                         return None
-                    bounded.append(kept)
+                    bounded.append((kept, bound))
                 kept += 1
                 continue
             value = index.value
@@ -799,8 +825,8 @@ class Interpreter:
             layout = layout.then(("unsqueeze", position))
         for position in positions_from_end:
             layout = layout.then(("unsqueeze", position - kept))
-        for position in bounded:
-            layout = layout.then(("slice", position))
+        for position, bound in bounded:
+            layout = layout.then(("slice", position, bound))
         return layout
 
     def _comparison(self, node: cst.Comparison, env: Env) -> Value:
@@ -1221,12 +1247,24 @@ class Interpreter:
             positional = [value for arg, value in args if arg.keyword is None]
             count = len(operands) if len(positional) == 1 and isinstance(positional[0], Sequence) else len(positional)
             return Sequence((item,) * count)
-        sizes = _joined_sizes(call, name, [known_sizes(value) for _, value in operands]) if name in _JOINS else None
+        sizes = _joined_sizes(call, name, self._joined_operands(args, operands)) if name in _JOINS else None
         if sizes is not None:
             return replace(facts, layout=Layout(len(sizes), sizes, ()), scalar=False)
         if rank is not None:
             rank += rule is Rule.STACK
         return replace(facts, layout=Layout(rank, None, ()) if rank is not None else None, scalar=False)
+
+    @staticmethod
+    def _joined_operands(args, operands) -> list:
+        """The known sizes of each tensor joined: those of a list written out, or as many copies of
+        a comprehension's element as it makes (`torch.stack([x[i : i + T] for i in starts])`)."""
+        joined = [known_sizes(value) for _, value in operands]
+        written = args[0][1] if args else None
+        if isinstance(written, Iterable):
+            count = literal(written.length)
+            # A comprehension with an `if`: how many it joins is not known.
+            return joined * count if count is not None and len(joined) == 1 else []
+        return joined
 
     def _method(self, call: cst.Call, name: str, receiver_node, receiver: Value, args, env: Env) -> Value:
         if self._self is not None and isinstance(receiver_node, cst.Name) and receiver_node.value == self._self:
@@ -1768,22 +1806,25 @@ def _inferred(wanted: tuple[str, ...], have: tuple[str | None, ...] | None) -> t
     return tuple(str(total // rest) if size == "-1" else size for size in wanted)
 
 
-def _indexed_sizes(node: cst.Subscript, receiver: TensorFacts) -> Layout | None:
+def _indexed_sizes(node: cst.Subscript, receiver: TensorFacts,
+                   bounds: list[tuple[int | None, int | None] | None]) -> Layout | None:
     """`h_n[-1]`, `out[:, -1]`, `x[0, :, None]` of a tensor of known sizes: an integer drops its
-    dim, `:` keeps it, a bounded slice makes it unknown, `None` adds a 1."""
+    dim, `:` keeps it, `None` adds a 1; a slice whose bounds are known integers (`bounds`, per
+    element) keeps what Python's slicing keeps, clamped to the size (`pos[:, :T]` with T = 24 of
+    a dim of 16 keeps 16), any other bounded slice makes the size unknown."""
     sizes = known_sizes(receiver)
     if sizes is None or any(isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.Ellipsis)
                             for element in node.slice):
         return None
     kept: list[str | None] = []
     position = 0
-    for element in node.slice:
+    for element, bound in zip(node.slice, bounds):
         index = element.slice
         if isinstance(index, cst.Slice):
             if position >= len(sizes):
                 return None
             whole = index.lower is None and index.upper is None and index.step is None
-            kept.append(sizes[position] if whole else None)
+            kept.append(sizes[position] if whole else sliced_size(sizes[position], bound))
             position += 1
         elif isinstance(index.value, cst.Name) and index.value.value == "None":
             kept.append("1")
@@ -1793,6 +1834,31 @@ def _indexed_sizes(node: cst.Subscript, receiver: TensorFacts) -> Layout | None:
             return None
     kept.extend(sizes[position:])
     return Layout(len(kept), tuple(kept), ())
+
+
+def _length_of(iterated_node: cst.BaseExpression, iterated: Value) -> str | None:
+    """How many elements iterating gives: a tensor's first size, a tuple's items, `range(n)`."""
+    if isinstance(iterated, TensorFacts):
+        sizes = known_sizes(iterated)
+        return sizes[0] if sizes else None
+    if isinstance(iterated, Sequence):
+        return str(len(iterated.items))
+    if isinstance(iterated, Iterable):
+        return iterated.length
+    if isinstance(iterated_node, cst.Call) and dotted_name(iterated_node.func) == "range" and len(iterated_node.args) == 1:
+        count = int_value(iterated_node.args[0].value)
+        return str(count) if count is not None and count >= 0 else None
+    return None
+
+
+def _known_int(expression: cst.BaseExpression | None, value: Value | None) -> int | None:
+    """An integer written as one, or a number whose value the facts know (`T` of `B, T = x.shape`)."""
+    if expression is None:
+        return None
+    written = int_value(expression)
+    if written is not None:
+        return written
+    return literal(value.code) if isinstance(value, Number) else None
 
 
 def _activations_of(value: Value) -> Value:
@@ -1857,14 +1923,18 @@ _JOINS = frozenset({"cat", "concat", "concatenate", "stack"})
 
 
 def _joined_sizes(call: cst.Call, name: str, operands: list) -> tuple[str | None, ...] | None:
-    """The sizes of `torch.cat` / `torch.stack` of a list written out (`[a, b]`) whose tensors'
-    sizes are known: cat adds up the sizes along `dim` (literals only), stack puts the count of
+    """The sizes of `torch.cat` / `torch.stack` of a list written out (`[a, b]`) or a comprehension
+    (`operands` then holds its element's sizes once per element) whose tensors' sizes are known: cat adds up the sizes along `dim` (literals only), stack puts the count of
     tensors there; each other dim is the size the operands agree on (None where it is unknown)."""
     written = argument(call, 0, "tensors")
     dim = int_value(argument(call, 1, "dim") or cst.Integer("0"))
-    if not isinstance(written, (cst.List, cst.Tuple)) or dim is None or not operands or None in operands \
-            or len(operands) != len(written.elements) or len({len(sizes) for sizes in operands}) != 1 \
-            or any(isinstance(element, cst.StarredElement) for element in written.elements):
+    if isinstance(written, (cst.List, cst.Tuple)):
+        if len(operands) != len(written.elements) or any(isinstance(element, cst.StarredElement)
+                                                         for element in written.elements):
+            return None
+    elif not isinstance(written, (cst.ListComp, cst.GeneratorExp)):
+        return None
+    if dim is None or not operands or None in operands or len({len(sizes) for sizes in operands}) != 1:
         return None
     rank = len(operands[0]) + (name == "stack")
     position = dim + rank if dim < 0 else dim
