@@ -4,8 +4,9 @@ Usage: python benchmarks/server_latency.py FILE [--edits N] [--pause SECONDS] [-
 
 Starts the real server (`python -m torchlint server`), opens FILE, then sends N edits (each
 inserts a line near the middle, the way typing does, and waits for its findings), and prints
-the median and maximum latency. The time includes the server's debounce (50 ms by default), the
-round trip through the worker process and the check itself; for scale it also prints how long
+the median and maximum latency. The time includes the round trip through the worker process
+and the check itself; the edits come --pause seconds apart, so each is an edit after a pause,
+which the server checks at once (the debounce, 50 ms by default, applies to quicker ones); for scale it also prints how long
 one in-process `check_source` of the file takes. With --transcript, every message of the session
 (initialize to exit, also the code actions for the whole file and a hover) is written to OUT, long strings cut.
 """

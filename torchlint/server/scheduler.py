@@ -4,6 +4,7 @@ the result of a check dropped when a newer request for its document arrived mean
 from __future__ import annotations
 
 import asyncio
+import math
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -50,20 +51,26 @@ class WorkerPool:
 
 
 class Scheduler:
-    """Per document: the newest request waits `delay` seconds for the next one (a keystroke
-    restarts the wait), then runs; requests arriving while it runs make its result stale."""
+    """Per document: a request that follows the last one by less than `delay` seconds waits that
+    long for the next (a keystroke restarts the wait), then runs; one that comes after a pause
+    runs at once (waiting would only add to what the user waits for). Requests arriving while a
+    check runs make its result stale."""
 
     def __init__(self, report_error: Callable[[str], None]) -> None:
         self._report_error = report_error
         self._generation: dict[str, int] = {}
+        self._last_request: dict[str, float] = {}
         self._due: dict[str, float] = {}
         self._waiting: dict[str, CheckRun] = {}
         self._drains: dict[str, asyncio.Task] = {}
 
     def request(self, key: str, delay: float, run: CheckRun) -> None:
         loop = asyncio.get_running_loop()
+        now = loop.time()
+        after_pause = now - self._last_request.get(key, -math.inf) >= delay
+        self._last_request[key] = now
         self._generation[key] = self._generation.get(key, 0) + 1
-        self._due[key] = loop.time() + delay
+        self._due[key] = now if after_pause else now + delay
         self._waiting[key] = run
         if key not in self._drains:
             self._drains[key] = loop.create_task(self._drain(key))
@@ -72,6 +79,7 @@ class Scheduler:
         """The document closed: nothing waiting runs, and a running check's result is stale."""
         self._generation[key] = self._generation.get(key, 0) + 1
         self._waiting.pop(key, None)
+        self._last_request.pop(key, None)
 
     async def _drain(self, key: str) -> None:
         loop = asyncio.get_running_loop()
