@@ -14,11 +14,13 @@ from pathlib import Path
 import pytest
 
 from torchlint.config import Settings
+from torchlint.engine import check_source
 from torchlint.fix import fix_text
 from torchlint.rules import get_rule
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rules"
-SHAPE_FIXTURES = sorted(path for code in ("TL103", "TL104", "TL105") for path in FIXTURES.glob(f"{code}_*.py"))
+SHAPE_CODES = ("TL103", "TL104", "TL105")
+SHAPE_FIXTURES = sorted(path for code in SHAPE_CODES for path in FIXTURES.glob(f"{code}_*.py"))
 
 
 def _load(source: str, name: str) -> dict:
@@ -69,3 +71,14 @@ def _fails(case, fixed_case) -> bool:
         return False
     expected = fixed_case()
     return result.shape != expected.shape or not torch.allclose(result, expected)
+
+
+@pytest.mark.parametrize("fixture", SHAPE_FIXTURES, ids=lambda path: path.stem)
+def test_a_shape_rules_findings_do_not_depend_on_the_other_rules_run(fixture: Path) -> None:
+    """The tensor facts are one interpretation of the file whichever rule asks first: TL103 asks
+    about every layer call, reaching a forward() before the training function that feeds it."""
+    source = fixture.read_text(encoding="utf-8")
+    code = fixture.stem[:5]
+    together = [d for d in check_source(source, fixture.name, Settings(rules=tuple(map(get_rule, SHAPE_CODES))))
+                if d.code == code]
+    assert together == check_source(source, fixture.name, Settings(rules=(get_rule(code),)))

@@ -13,16 +13,17 @@ and says which input size contradicts the layer, when both are literals.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 import libcst as cst
 
-from torchlint.analysis.layer_sizes import layer_of
+from torchlint.analysis.layer_sizes import window_reshape
 from torchlint.analysis.shape_checks import differ, literal
 
 Sizes = tuple[str | None, ...]
 
 _RECURRENT = frozenset({"RNN", "LSTM", "GRU"})
-_CONVOLUTIONS = {f"Conv{n}d": n for n in (1, 2, 3)}
+_CONVOLUTIONS = {f"{kind}{n}d": n for kind in ("Conv", "ConvTranspose") for n in (1, 2, 3)}
 _BATCH_NORMS = {"BatchNorm1d": 1, "BatchNorm2d": 2, "BatchNorm3d": 3}
 # Pooling that slides a window: the output's spatial sizes follow `layer_sizes`'s arithmetic.
 _WINDOWED = frozenset(f"{kind}Pool{n}d" for kind in ("Max", "Avg") for n in (1, 2, 3))
@@ -47,6 +48,9 @@ _SIZE_PARAMETERS = {
     "Flatten": ("start_dim", "end_dim"),
 }
 KEYWORD_FLAGS = ("batch_first", "bidirectional", "kdim", "vdim", "proj_size")
+# The kind of a layer of a Sequential that a function's parameter holds, sizes unknown until a
+# call of the function gives it (`instantiated`); its one argument is the parameter's name.
+PARAMETER_LAYER = "parameter"
 
 
 def size_parameters(kind: str) -> tuple[str, ...]:
@@ -67,9 +71,48 @@ class LayerConfig:
     built_by: cst.Call | None = field(default=None, compare=False, repr=False)
     # An `nn.Sequential`'s layers, in order (None for one of unknown sizes).
     layers: tuple["LayerConfig | None", ...] = ()
+    # `built_by` with the arguments the analysis knows as integers written in (`kernel_size=k`
+    # of a constructor given k = 3 reads `kernel_size=3`): what a window's arithmetic reads.
+    sized_call: cst.Call | None = field(default=None, compare=False, repr=False)
 
     def get(self, name: str, default: str | None = None) -> str | None:
         return next((value for key, value in self.arguments if key == name), default)
+
+
+def with_integers(call: cst.Call, known: Callable[[cst.BaseExpression], int | None]) -> cst.Call:
+    """`call` with each argument (or element of a tuple argument) whose integer value `known`
+    gives written as that integer: the call a window's arithmetic can read."""
+
+    def written(expr: cst.BaseExpression) -> cst.BaseExpression:
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            elements = [element.with_changes(value=written(element.value)) for element in expr.elements]
+            changed = any(new.value is not old.value for new, old in zip(elements, expr.elements))
+            return expr.with_changes(elements=elements) if changed else expr
+        if isinstance(expr, (cst.Integer, cst.SimpleString)):
+            return expr
+        value = known(expr)
+        return cst.Integer(str(value)) if value is not None and value >= 0 else expr
+
+    args = [(arg, written(arg.value)) for arg in call.args]
+    if all(value is arg.value for arg, value in args):
+        return call
+    return call.with_changes(args=[arg.with_changes(value=value) for arg, value in args])
+
+
+def instantiated(config: LayerConfig, sizes: dict[str, str], layers: dict[str, LayerConfig]) -> LayerConfig:
+    """A layer built from parameters (`nn.Conv2d(in_ch, out_ch, 3)` in `def conv_block(in_ch,
+    out_ch, act)`) as one call builds it: each parameter named in `sizes` replaced by its size
+    there, each layer a parameter holds (`act`) by the layer `layers` names for it."""
+    if config.kind == PARAMETER_LAYER:
+        return layers.get(config.get("name"), config)
+    call = config.sized_call or config.built_by
+    return replace(
+        config,
+        arguments=tuple((name, sizes.get(code, code)) for name, code in config.arguments),
+        layers=tuple(None if layer is None else instantiated(layer, sizes, layers) for layer in config.layers),
+        sized_call=None if call is None else with_integers(
+            call, lambda expr: literal(sizes.get(expr.value)) if isinstance(expr, cst.Name) else None),
+    )
 
 
 @dataclass(frozen=True)
@@ -114,8 +157,12 @@ def output(config: LayerConfig, sizes: Sizes) -> LayerOutput:
     if kind in _RECURRENT:
         return _recurrent(config, sizes)
     if kind in _CONVOLUTIONS:
-        found = _channels(config, sizes, _CONVOLUTIONS[kind], "in_channels", config.get("out_channels"))
-        return LayerOutput(_windowed(config, sizes) or found.shape, contradiction=found.contradiction)
+        spatial = _CONVOLUTIONS[kind]
+        found = _channels(config, sizes, spatial, "in_channels", config.get("out_channels"))
+        windowed = _windowed(config, sizes)
+        if found.shape is None or windowed is None:
+            return found
+        return LayerOutput((*found.shape[:-spatial], *windowed[-spatial:]), contradiction=found.contradiction)
     if kind in _BATCH_NORMS:
         spatial = _BATCH_NORMS[kind]
         if spatial == 1 and len(sizes) == 2:
@@ -142,16 +189,17 @@ def _through_layers(config: LayerConfig, sizes: Sizes) -> LayerOutput:
 
 
 def _windowed(config: LayerConfig, sizes: Sizes) -> Sizes | None:
-    """A convolution's or pooling's output, from the kernel, stride and padding arithmetic of
-    `layer_sizes` where the layer's arguments and the input's sizes after the batch are literals."""
-    layer = layer_of(config.kind, config.built_by) if config.built_by is not None else None
-    rest = [literal(size) for size in sizes[1:]]
-    if layer is None or layer.reshape is None or not sizes or None in rest:
+    """A convolution's or pooling's output with the input's channels, from the kernel, stride and
+    padding arithmetic of `layer_sizes`, where the layer's window arguments are known integers
+    (a spatial size is known where the input's is a literal)."""
+    call = config.sized_call or config.built_by
+    reshape = window_reshape(config.kind, call) if call is not None else None
+    if reshape is None or not sizes:
         return None
-    shape = layer.reshape((1, *rest))
-    if shape is None or None in shape:
+    shape = reshape((1, *(literal(size) for size in sizes[1:])))
+    if shape is None:
         return None
-    return (sizes[0], *(str(size) for size in shape[1:]))
+    return (sizes[0], *(None if size is None else str(size) for size in shape[1:]))
 
 
 def _check(config: LayerConfig, sizes: Sizes, dim: int, parameter: str, what: str) -> Contradiction | None:

@@ -69,13 +69,17 @@ _KEEP_METHODS = frozenset({"relu", "sigmoid", "tanh", "contiguous", "float", "ha
 Shape = tuple[int | None, ...]
 
 # Where the layers that slide a window over the spatial dims take its arguments: (position,
-# keyword) of kernel, stride, padding, dilation and ceil_mode (None: the layer has no such argument).
-_CONV_WINDOW = ((2, "kernel_size"), (3, "stride"), (4, "padding"), (5, "dilation"), None)
-_MAX_POOL_WINDOW = ((0, "kernel_size"), (1, "stride"), (2, "padding"), (3, "dilation"), (5, "ceil_mode"))
-_AVG_POOL_WINDOW = ((0, "kernel_size"), (1, "stride"), (2, "padding"), None, (3, "ceil_mode"))
+# keyword) of kernel, stride, padding, dilation, ceil_mode and output_padding (None: the layer has
+# no such argument).
+_CONV_WINDOW = ((2, "kernel_size"), (3, "stride"), (4, "padding"), (5, "dilation"), None, None)
+_CONV_TRANSPOSE_WINDOW = ((2, "kernel_size"), (3, "stride"), (4, "padding"), (8, "dilation"), None,
+                          (5, "output_padding"))
+_MAX_POOL_WINDOW = ((0, "kernel_size"), (1, "stride"), (2, "padding"), (3, "dilation"), (5, "ceil_mode"), None)
+_AVG_POOL_WINDOW = ((0, "kernel_size"), (1, "stride"), (2, "padding"), None, (3, "ceil_mode"), None)
 # Layer kind -> (number of spatial dims, window arguments).
 _WINDOWS = {
     **{f"Conv{n}d": (n, _CONV_WINDOW) for n in (1, 2, 3)},
+    **{f"ConvTranspose{n}d": (n, _CONV_TRANSPOSE_WINDOW) for n in (1, 2, 3)},
     **{f"MaxPool{n}d": (n, _MAX_POOL_WINDOW) for n in (1, 2, 3)},
     **{f"AvgPool{n}d": (n, _AVG_POOL_WINDOW) for n in (1, 2, 3)},
 }
@@ -251,6 +255,8 @@ class _Window:
     padding: tuple[int, ...] | None
     dilation: tuple[int, ...]
     ceil: bool
+    # A transposed convolution's extra output rows (None: the window is not transposed).
+    output_padding: tuple[int, ...] | None = None
 
     def size(self, size: int | None, index: int) -> int | None:
         if size is None:
@@ -258,6 +264,10 @@ class _Window:
         if self.padding is None:
             return size
         padding = self.padding[index]
+        if self.output_padding is not None:
+            out = (size - 1) * self.stride[index] - 2 * padding + self.dilation[index] * (self.kernel[index] - 1) \
+                + self.output_padding[index] + 1
+            return out if out > 0 else None
         span = size + 2 * padding - self.dilation[index] * (self.kernel[index] - 1) - 1
         rounding = math.ceil if self.ceil else math.floor
         out = rounding(span / self.stride[index]) + 1
@@ -302,9 +312,20 @@ def _window_of(name: str, call: cst.Call, offset: int = 0) -> _Window | None:
     dilation = _per_dim(arg(3), dims, 1)
     ceil_expr = arg(4)
     ceil = False if ceil_expr is None else {"True": True, "False": False}.get(dotted_name(ceil_expr) or "")
-    if None in (stride, dilation, ceil) or 0 in stride or (padding is None and padding_text != "same"):
+    output_padding = _per_dim(arg(5), dims, 0) if places[5] is not None else None
+    if None in (stride, dilation, ceil) or 0 in stride or (padding is None and padding_text != "same") \
+            or (places[5] is not None and (output_padding is None or padding is None)):
         return None
-    return _Window(dims, kernel, stride, padding, dilation, ceil)
+    return _Window(dims, kernel, stride, padding, dilation, ceil, output_padding)
+
+
+def window_reshape(name: str, call: cst.Call) -> Callable[[Shape], Shape | None] | None:
+    """The spatial arithmetic of a convolution or pooling layer built by `call`, whatever its
+    channel arguments: the shape it maps to keeps the input's channels (None for other layers)."""
+    if name not in _WINDOWS or any(arg.star for arg in call.args):
+        return None
+    window = _window_of(name, call)
+    return partial(_windowed, window, None) if window is not None else None
 
 
 def _same(shape: Shape) -> Shape:

@@ -59,11 +59,15 @@ class ShapeMismatch(Rule):
       `(N,)` targets): a ValueError;
     - `mse_loss` / `l1_loss` / `smooth_l1_loss` / `huber_loss` (and their modules) of a `(N, 1)`
       prediction and a `(N,)` target: no error, torch broadcasts them to `(N, N)` (a warning only);
+      and of a prediction and a target that cannot broadcast at all (a decoder's 25x25 output
+      against 28x28 images): a RuntimeError;
     - a `return` whose shape contradicts the function's shape annotation.
 
     Sizes come from the tensor-facts model: factory calls (`torch.randn(4, 3)`), views,
-    `B, T, C = x.shape`, ops that keep or reorder sizes, products, `chunk`, indexing, and what
-    the file passes its own code:
+    `B, T, C = x.shape`, ops that keep or reorder sizes, products, `chunk`, indexing (a slice
+    with known bounds keeps what Python's slicing keeps: `pos[:, :T]` of 16 positions with
+    T = 24 keeps 16; a window `data[s : s + k]` keeps k), `torch.stack` / `torch.cat` of a list
+    or of a comprehension over something of known length, and what the file passes its own code:
     - in a file that makes example data (a script, a test, a notebook): inside `forward()` (and
       the methods it calls), the example input the file feeds the model
       (`model(torch.randn(4, SEQ_LEN, D_MODEL))` in `__main__`, a test, an
@@ -72,8 +76,11 @@ class ShapeMismatch(Rule):
       to: `train(model, loader)`, or a parent module's `self.block(x)`), through the layers
       `__init__` builds (`nn.Linear`, `nn.Embedding`, `nn.LSTM`/`GRU`/`RNN` with `batch_first`
       and `bidirectional`, `nn.MultiheadAttention`, Transformer encoder/decoder layers,
-      convolutions and pooling, norms, `Flatten`, an `nn.Sequential` of them) with the sizes the
-      construction gives them (`Net(d_model=32)`, a module constant, `len(FEATURES)`, a default);
+      convolutions, transposed convolutions and pooling (their kernel, stride, padding,
+      dilation and `output_padding`), norms, `Flatten`, an `nn.Sequential` of them) with the
+      sizes the construction gives them (`Net(d_model=32)`, a module constant, `len(FEATURES)`,
+      a default), also where a helper function of the file builds the layers from its
+      parameters (`conv_block(base, base * 2, nn.ReLU())`: each call's sizes and layers);
     - the arguments a top-level function is called with in the file (`standardize(batch)`);
     - shape annotations of parameters and returns: `Annotated[torch.Tensor, Shape("B", 3, 32, 32)]` (a call named `Shape`) and
     jaxtyping's `Float[Tensor, "b c h w"]` (read from the text; jaxtyping need not be installed). Two sizes disagree only when both are
@@ -361,6 +368,13 @@ def _loss_mismatch(loss: str, prediction: str, a: tuple, target: str, b: tuple) 
         return (
             f"`{name}` needs the target's size to equal the input's, but `{prediction}` has shape {show(a)} and "
             f"`{target}` has shape {show(b)}: a ValueError (`.squeeze(-1)` the input or `.view_as(...)` the target)"
+        )
+    conflict = broadcast_conflict(a, b)
+    if conflict is not None:
+        offset, first, second = conflict
+        return (
+            f"`{name}` compares `{prediction}` with shape {show(a)} and `{target}` with shape {show(b)} element by "
+            f"element, but they cannot broadcast: size {first} against {second} in dim -{offset}"
         )
     result = silent_broadcast(a, b)
     if result is None:

@@ -22,17 +22,17 @@ import libcst as cst
 
 from torchlint.analysis.dataflow import target_names
 from torchlint.analysis.layer_shapes import (
-    KEYWORD_FLAGS, LayerConfig, LayerOutput, flattened_sizes, initial_state_contradiction, output as layer_output,
-    shaped, size_parameters,
+    KEYWORD_FLAGS, PARAMETER_LAYER, LayerConfig, LayerOutput, flattened_sizes, initial_state_contradiction,
+    instantiated, output as layer_output, shaped, size_parameters, with_integers,
 )
-from torchlint.analysis.layer_sizes import arithmetic
+from torchlint.analysis.layer_sizes import arithmetic, constant
 from torchlint.analysis.nn_layers import nn_class_name
 from torchlint.analysis.layouts import Layout, arg_code, int_value, shape_args, sliced_size
 from torchlint.analysis.module_attributes import registration_of
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import (
-    argument, assigns_name, dotted_name, is_constant_false, isinstance_check, keyword_arg, positional_args,
-    suite_statements,
+    argument, assigns_name, dotted_name, has_parameter, is_constant_false, isinstance_check, keyword_arg,
+    positional_args, suite_statements,
 )
 from torchlint.analysis.tensor_facts.domain import (
     NOTHING, NUMBER, UNKNOWN, Collected, Device, DeviceValue, DtypeValue, Iterable, ModuleValue, Number, Sequence,
@@ -975,7 +975,12 @@ class Interpreter:
             return self._call_value(call, self._name(call.func, env), args)
         summary = self.model.function_summary(name)
         if summary is not None:
-            return self._from_summary(summary, call, self.model.function_named(name))
+            function = self.model.function_named(name)
+            if isinstance(summary, ModuleValue) and summary.config is not None and function is not None:
+                # A layer factory (`conv_block(in_ch, out_ch)`): its layers with this call's sizes.
+                sizes, layers = self._parameter_values(function, call)
+                return replace(summary, config=instantiated(summary.config, sizes, layers))
+            return self._from_summary(summary, call, function)
         values = [value for _, value in args]
         if name in _REDUCING_BUILTINS and len(values) == 1 and isinstance(element_of(values[0]), TensorFacts):
             return element_of(values[0])  # `sum(losses)`, `max(scores)` over tensors: a tensor
@@ -1065,8 +1070,8 @@ class Interpreter:
         """The sizes a `torch.nn` layer is built with, by parameter name (`in_features`: `"32"`)."""
         kind = nn_class_name(qualified)
         if kind == "Sequential" and not any(arg.star or arg.keyword for arg in call.args):
-            layers = [self.model.memo.get(id(arg.value)) for arg in call.args]
-            return LayerConfig(kind, (), call, tuple(getattr(layer, "config", None) for layer in layers))
+            layers = [self._layer_in_sequence(arg.value) for arg in call.args]
+            return LayerConfig(kind, (), call, tuple(layers))
         if kind is None or not shaped(kind) or any(arg.star for arg in call.args):
             return None
         parameters = size_parameters(kind)
@@ -1075,7 +1080,19 @@ class Interpreter:
             name = arg.keyword.value if arg.keyword is not None else (parameters[index] if index < len(parameters) else None)
             if name in parameters or name in KEYWORD_FLAGS:
                 arguments.append((name, self._size_code(arg.value)))
-        return LayerConfig(kind, tuple(arguments), call)
+        return LayerConfig(kind, tuple(arguments), call, sized_call=with_integers(call, self._known_integer))
+
+    def _layer_in_sequence(self, expr: cst.BaseExpression) -> LayerConfig | None:
+        """The sizes of one layer of an `nn.Sequential(...)`; a layer that a parameter holds
+        (`act` of `def block(in_ch, out_ch, act)`) is named, for a call of the function to fill in."""
+        config = getattr(self.model.memo.get(id(expr)), "config", None)
+        if config is None and isinstance(expr, cst.Name) and isinstance(self.scope.node, cst.FunctionDef) \
+                and has_parameter(self.scope.node, expr.value):
+            return LayerConfig(PARAMETER_LAYER, (("name", expr.value),))
+        return config
+
+    def _known_integer(self, expr: cst.BaseExpression) -> int | None:
+        return literal(self._size_code(expr))
 
     def _listed_layer(self, call: cst.Call, qualified: str) -> ModuleValue | None:
         """The layers of `nn.ModuleList([...])` (a list written out or a comprehension), joined."""
@@ -1614,6 +1631,27 @@ class Interpreter:
     def _dtype_name(self, expr: cst.BaseExpression) -> str | None:
         qualified = self.ctx.qualified_name(expr) or ""
         return qualified.removeprefix("torch.") if qualified.startswith("torch.") else None
+
+    def _parameter_values(self, function: cst.FunctionDef, call: cst.Call) -> tuple[dict[str, str], dict]:
+        """The literal sizes and the layers (LayerConfig) a call gives the function's parameters
+        (by position, keyword or default)."""
+        params = function.params
+        if any(arg.star for arg in call.args):
+            return {}, {}
+        positional = [*params.posonly_params, *params.params]
+        sizes, layers = {}, {}
+        for index, param in enumerate([*positional, *params.kwonly_params]):
+            name = param.name.value
+            by_keyword = keyword_arg(call, name)
+            given = argument(call, index, name) if index < len(positional) else by_keyword and by_keyword.value
+            default = constant(param.default) if given is None and param.default is not None else None
+            code = self._size_code(given) if given is not None else None if default is None else str(default)
+            if literal(code) is not None:
+                sizes[name] = code
+            layer = getattr(self.model.memo.get(id(given)), "config", None) if given is not None else None
+            if layer is not None:
+                layers[name] = layer
+        return sizes, layers
 
     def _device_passed(self, call: cst.Call, function: cst.FunctionDef | None) -> Device | None:
         """Where the call's `device=` argument points, also given by position to a helper of the

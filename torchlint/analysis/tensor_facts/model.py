@@ -503,7 +503,8 @@ class TensorModel:
             return None
         sizes = self.examples.input_shape(name, position)
         if sizes is None:
-            found = self._value_at_sites(self._uses(name), position, param.name.value, None)
+            found = self._value_at_sites(self._uses(name), position, param.name.value, None,
+                                         callers_aside=scope.classdef is not None)
             if isinstance(found, Number) and literal(found.code) is not None:
                 return found  # `make_loader(16, batch_size=8)`
             if isinstance(found, Iterable) and _shows_sizes(found.element):
@@ -541,10 +542,29 @@ class TensorModel:
             self._models_passed[key] = self._module_class_passed(function, param) if param is not None else None
         return self._models_passed[key]
 
-    def _value_at_sites(self, sites: list, position: int, keyword: str, default: str | None) -> Value | None:
+    def _passed_value(self, site, passed: cst.BaseExpression, callers_aside: bool) -> Value:
+        """What the call at `site` passes as `passed`. With `callers_aside` (a model's `forward`
+        being seeded), a caller function not interpreted yet is read from the interpretation
+        kept aside: its own interpretation, started now, would get the model's results
+        (`model(x)` in `train(model, loader)`) as unknown, and keep them so. The module's top
+        level is read here: the one kept aside does not follow the models built there into
+        their methods while it runs."""
+        model = self
+        scope = self._site_scope(site)
+        if callers_aside and scope.final_env is None and not self._aside and site.function is not None:
+            model = self._set_aside()
+            scope = model._site_scope(site)
+        model._interpret(scope)
+        return model.memo.get(id(passed), UNKNOWN)
+
+    def _site_scope(self, site) -> Scope:
+        return self._scope_of(site.function, site.classdef, None) if site.function is not None else self._module_scope()
+
+    def _value_at_sites(self, sites: list, position: int, keyword: str, default: str | None,
+                        callers_aside: bool = False) -> Value | None:
         """The one value every call in `sites` passes at `position` (or as `keyword`; `default`
         where a call passes neither), as the interpretation of the call's function knows it.
-        A call with `*args` or `**kwargs` may pass anything there."""
+        A call with `*args` or `**kwargs` may pass anything there. `callers_aside`: see `_passed_value`."""
         found: Value | None = None
         for site in sites:
             passed = argument(site.call, position, keyword)
@@ -553,9 +573,7 @@ class TensorModel:
             if passed is None:
                 value: Value = Number(default)
             else:
-                scope = self._scope_of(site.function, site.classdef, None) if site.function is not None else self._module_scope()
-                self._interpret(scope)
-                value = self.memo.get(id(passed), UNKNOWN)
+                value = self._passed_value(site, passed, callers_aside)
             if found is not None and value != found:
                 return None
             found = value
