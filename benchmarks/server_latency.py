@@ -1,13 +1,15 @@
 """Latency of `torchlint server`: from a didChange to the publishDiagnostics of that version.
 
-Usage: python benchmarks/server_latency.py FILE [--edits N] [--pause SECONDS] [--transcript OUT]
+Usage: python benchmarks/server_latency.py FILE [--edits N] [--pause SECONDS] [--transcript OUT] [--ruff]
 
 Starts the real server (`python -m torchlint server`), opens FILE, then sends N edits (each
 inserts a line near the middle, the way typing does, and waits for its findings), and prints
 the median and maximum latency. The time includes the round trip through the worker process
 and the check itself; the edits come --pause seconds apart, so each is an edit after a pause,
 which the server checks at once (the debounce, 50 ms by default, applies to quicker ones); for scale it also prints how long
-one in-process `check_source` of the file takes. With --transcript, every message of the session
+one in-process `check_source` of the file takes and how long libcst's bare parse of it takes
+(the floor), and the time from didOpen to the first diagnostics. With --ruff, the same session
+is run against `ruff server` (ruff on PATH) for comparison. With --transcript, every message of the session
 (initialize to exit, also the code actions for the whole file and a hover) is written to OUT, long strings cut.
 """
 
@@ -21,6 +23,8 @@ import statistics
 import sys
 import time
 from pathlib import Path
+
+import libcst as cst
 
 from torchlint.config import Options, resolve_settings
 from torchlint.engine import check_source
@@ -96,10 +100,12 @@ def _shortened(value):
     return value
 
 
-async def session(path: Path, edits: int, pause: float) -> tuple[list[float], list[str], int]:
+async def session(server: list[str], path: Path, edits: int, pause: float) -> tuple[float, list[float], list[str], int]:
+    """From didOpen to the first diagnostics, then each edit's latency; the transcript; the findings."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "torchlint", "server",
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=os.environ.copy(),
+        *server, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=os.environ.copy(),
+        # ruff logs each request to standard error; torchlint's errors are worth seeing.
+        stderr=asyncio.subprocess.DEVNULL if server[0] == "ruff" else None,
     )
     connection = Connection(process)
     uri, text = path.resolve().as_uri(), path.read_text(encoding="utf-8")
@@ -108,10 +114,12 @@ async def session(path: Path, edits: int, pause: float) -> tuple[list[float], li
         "capabilities": {"textDocument": {"publishDiagnostics": {"versionSupport": True}}},
     })
     connection.notify("initialized", {})
+    opened = time.perf_counter()
     connection.notify("textDocument/didOpen", {
         "textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text},
     })
     findings = await connection.diagnostics(uri, 1)
+    first_diagnostics = time.perf_counter() - opened
     line = len(text.splitlines()) // 2
     latencies = []
     for version in range(2, edits + 2):
@@ -134,7 +142,7 @@ async def session(path: Path, edits: int, pause: float) -> tuple[list[float], li
     await connection.request("shutdown")
     connection.notify("exit")
     await process.wait()
-    return latencies, connection.transcript, len(findings)
+    return first_diagnostics, latencies, connection.transcript, len(findings)
 
 
 def main() -> None:
@@ -143,24 +151,37 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=20)
     parser.add_argument("--pause", type=float, default=0.5, help="seconds between edits (default 0.5)")
     parser.add_argument("--transcript", type=Path)
+    parser.add_argument("--ruff", action="store_true", help="also run the session against `ruff server`")
     args = parser.parse_args()
     text = args.file.read_text(encoding="utf-8")
     settings = resolve_settings(Options(), args.file.resolve().parent)
-    check_times = []
+    check_ms = _median_ms(lambda: check_source(text, str(args.file), settings))
+    parse_ms = _median_ms(lambda: cst.parse_module(text))
+    print(f"{args.file}: {len(text.splitlines())} lines")
+    print(f"in-process: check_source median {check_ms:.0f} ms, bare libcst parse median {parse_ms:.0f} ms (5 runs each)")
+    servers = {"torchlint": [sys.executable, "-m", "torchlint", "server"]}
+    if args.ruff:
+        servers["ruff"] = ["ruff", "server"]
+    for name, command in servers.items():
+        first, latencies, transcript, findings = asyncio.run(session(command, args.file, args.edits, args.pause))
+        milliseconds = [1000 * latency for latency in latencies]
+        median = statistics.median(milliseconds)
+        print(f"{name}: {findings} findings; didOpen -> first diagnostics {1000 * first:.0f} ms; didChange -> "
+              f"publishDiagnostics over {len(milliseconds)} edits: median {median:.0f} ms "
+              f"({median / parse_ms:.2f}x the bare parse), max {max(milliseconds):.0f} ms, min {min(milliseconds):.0f} ms")
+        print("  each (ms): " + " ".join(f"{value:.0f}" for value in milliseconds))
+        if args.transcript and name == "torchlint":
+            args.transcript.write_text("\n".join(transcript) + "\n", encoding="utf-8")
+            print(f"  transcript: {args.transcript} ({len(transcript)} messages)")
+
+
+def _median_ms(run) -> float:
+    times = []
     for _ in range(5):
         start = time.perf_counter()
-        check_source(text, str(args.file), settings)
-        check_times.append(time.perf_counter() - start)
-    latencies, transcript, findings = asyncio.run(session(args.file, args.edits, args.pause))
-    milliseconds = [1000 * latency for latency in latencies]
-    print(f"{args.file}: {len(text.splitlines())} lines, {findings} findings")
-    print(f"in-process check_source: median {1000 * statistics.median(check_times):.0f} ms over 5 runs")
-    print(f"didChange -> publishDiagnostics over {len(milliseconds)} edits: median {statistics.median(milliseconds):.0f} ms, "
-          f"max {max(milliseconds):.0f} ms, min {min(milliseconds):.0f} ms")
-    print("each (ms): " + " ".join(f"{value:.0f}" for value in milliseconds))
-    if args.transcript:
-        args.transcript.write_text("\n".join(transcript) + "\n", encoding="utf-8")
-        print(f"transcript: {args.transcript} ({len(transcript)} messages)")
+        run()
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
 
 
 if __name__ == "__main__":

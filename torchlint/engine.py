@@ -314,12 +314,12 @@ def check_source(
     for it, if already parsed; `project`: the file's view of its project, by default read from the
     file at `filename`; `file_level_noqa`: False where the caller scopes `# torchlint: noqa`
     itself, as a notebook does per cell)."""
-    with _cycle_collector_paused():
+    with cycle_collector_paused():
         return _check_source(source, filename, settings, module, project, file_level_noqa)
 
 
 @contextlib.contextmanager
-def _cycle_collector_paused():
+def cycle_collector_paused():
     """Python's cycle collector paused while one file is checked. A syntax tree is hundreds of
     thousands of objects without a cycle among them, which reference counting alone frees; yet
     every few hundred allocations the collector walked them again: 13% of a check on timm."""

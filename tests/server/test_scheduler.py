@@ -1,12 +1,17 @@
-"""When the scheduler runs a document's checks: at once after a pause, debounced while typing."""
+"""When the scheduler runs a document's checks (at once after a pause, debounced while typing), and
+the worker processes that run them."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 
-from torchlint.server.scheduler import Scheduler
+from torchlint.config import Settings
+from torchlint.rules import get_rule
+from torchlint.server import worker
+from torchlint.server.scheduler import Scheduler, WorkerCrashed, WorkerPool
 
 pytestmark = pytest.mark.asyncio
 DELAY = 0.3
@@ -50,3 +55,18 @@ async def test_keystrokes_in_quick_succession_run_once_with_the_last_text():
     await asyncio.sleep(DELAY + 0.2)
     # "a" follows the open after a pause and runs at once; "b" and "c" are debounced into "c".
     assert started == ["opened", "a", "c"]
+
+
+async def test_a_pool_forked_before_serving_checks_and_replaces_a_crashed_worker():
+    pool = WorkerPool.forked_before_serving()
+    settings = Settings(rules=(get_rule("TL102"),))
+    try:
+        found = await pool.call(worker.check_text, "import torch\nx = torch.Tensor(3)\n", "a.py", settings)
+        assert [d.code for d in found] == ["TL102"]
+        with pytest.raises(WorkerCrashed):
+            await pool.call(os._exit, 1)
+        # The replacement pool is spawned, and answers like the first.
+        found = await pool.call(worker.check_text, "import torch\ny = torch.Tensor(2)\n", "a.py", settings)
+        assert [d.code for d in found] == ["TL102"]
+    finally:
+        pool.shutdown()

@@ -116,8 +116,9 @@ class TorchlintServer(LanguageServer):
         self.settings = DocumentSettings(self.options, self._show_error)
         for problem in self.options.problems:
             self._show_error(f"torchlint: {problem}; it is ignored")
-        self.pool = WorkerPool()
-        self.pool.warm_up()
+        if self.pool is None:
+            self.pool = WorkerPool()
+            self.pool.warm_up()
 
     def initialized(self, params: types.InitializedParams) -> None:
         """Ask the client to tell us when a pyproject.toml changes, where it can (when it cannot,
@@ -374,4 +375,5 @@ def serve() -> None:
     server = TorchlintServer()
     protocol_in, protocol_out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print must never reach the protocol channel
+    server.pool = WorkerPool.forked_before_serving()
     server.start_io(protocol_in, protocol_out)

@@ -15,7 +15,7 @@ import tokenize
 from torchlint.add_noqa import with_noqa_codes
 from torchlint.config import Settings
 from torchlint.diagnostics import Diagnostic
-from torchlint.engine import check_source
+from torchlint.engine import check_source, cycle_collector_paused
 from torchlint.fix import fix_one, fix_text, is_applicable
 from torchlint.notebook.check import check_notebook
 from torchlint.notebook.ipython import mask_cell
@@ -40,8 +40,10 @@ def load_rules() -> None:
 
 
 def check_text(text: str, filename: str, settings: Settings) -> list[Diagnostic]:
-    """`check_source`, parsing again only the statements changed since this worker last saw the file."""
-    return check_source(text, filename, settings, _TREES.parse(filename, text))
+    """`check_source`, parsing again only the statements changed since this worker last saw the
+    file; the parse too with the cycle collector paused, as `check_source` runs."""
+    with cycle_collector_paused():
+        return check_source(text, filename, settings, _TREES.parse(filename, text))
 
 
 def shape_at(text: str, filename: str, settings: Settings, row: int, column: int):
