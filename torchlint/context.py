@@ -53,7 +53,7 @@ class FileContext:
         self.grad_mode = GradMode(self.ancestors, self.imports)
         # What kind of value an expression holds (tensor, module, number), from `tensors`.
         self.kinds = ValueKinds(self)
-        self.guards = Guards(self.ancestors, self.module)
+        self.guards = Guards(self.ancestors, self.module, self.source)
         self.self_attributes = SelfAttributes(self.ancestors)
 
     @cached_property

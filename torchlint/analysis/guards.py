@@ -7,7 +7,9 @@ torch versions. `ctx.guards.in_compat_code(node)` answers True inside:
 - either branch of an `if` or conditional expression whose test checks the torch version or the
   presence of a torch API: `if _TORCH_GREATER_EQUAL_2_4:`, `is_torch_version("<", "2.4")`,
   `version.parse(torch.__version__) >= ...`, `hasattr(torch.amp, "GradScaler")`,
-  `RequirementCache("torch>=2.4")`; both branches count, since the new-API branch does not hold
+  `RequirementCache("torch>=2.4")`, and in a file that reads `torch.__version__` a local
+  version compared with a tuple (`version = parse(torch.__version__)`, then
+  `if version < (1, 12, 0):`); both branches count, since the new-API branch does not hold
   the deprecated spelling and the other one is the fallback;
 - the statements that follow such an `if` in the same block when its body ends in `return`
   (`if TORCH_2_4: return torch.amp...` then `return torch.cuda.amp...`);
@@ -41,6 +43,10 @@ _VERSION_TEST = re.compile(
     re.IGNORECASE,
 )
 # Handlers for these exceptions mark a `try` as an API-availability probe.
+# A version held in a local name compared with a tuple of integers (`version < (1, 12, 0)`): a
+# torch version test in a file that reads `torch.__version__`.
+_LOCAL_VERSION_COMPARISON = re.compile(r"\bversion\w*\s*[<>]=?\s*\(\s*\d+\s*,\s*\d+", re.IGNORECASE)
+_READS_TORCH_VERSION = re.compile(r"torch\.__version__|torch\.version\.__version__")
 _PROBE_EXCEPTIONS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError", "TypeError"})
 _BROAD_EXCEPTIONS = frozenset({"Exception", "BaseException"})
 # A probing `try` body longer than this is ordinary code that happens to catch those errors.
@@ -91,9 +97,10 @@ def _ends_in_return(block: cst.BaseSuite) -> bool:
 class Guards:
     """Answers `in_compat_code()` for the current point of the walk."""
 
-    def __init__(self, ancestors: list[cst.CSTNode], module: cst.Module) -> None:
+    def __init__(self, ancestors: list[cst.CSTNode], module: cst.Module, source: str) -> None:
         self._ancestors = ancestors
         self._module = module
+        self._reads_torch_version = _READS_TORCH_VERSION.search(source) is not None
         self._version_tests: dict[int, bool] = {}
 
     def in_compat_code(self, node: cst.CSTNode | None = None, *, fallback_only: bool = False) -> bool:
@@ -147,7 +154,9 @@ class Guards:
         key = id(test)
         verdict = self._version_tests.get(key)
         if verdict is None:
-            verdict = bool(_VERSION_TEST.search(self._module.code_for_node(test)))
+            code = self._module.code_for_node(test)
+            verdict = bool(_VERSION_TEST.search(code)) or (
+                self._reads_torch_version and _LOCAL_VERSION_COMPARISON.search(code) is not None)
             self._version_tests[key] = verdict
         return verdict
 

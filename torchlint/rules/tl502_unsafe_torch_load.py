@@ -14,6 +14,10 @@ from torchlint.walker import nodes_in_order
 # From this version on, a missing `weights_only` means `weights_only=True`.
 _SAFE_DEFAULT_SINCE = (2, 6)
 _SAVE_FUNCTIONS = frozenset({"torch.save", "torch.serialization.save"})
+# What a function can make, save into and load back, holding nothing from outside.
+_FRESH_FILES = frozenset({
+    "io.BytesIO", "tempfile.NamedTemporaryFile", "tempfile.TemporaryFile", "tempfile.SpooledTemporaryFile",
+})
 # What only a Module answers: a loaded object used so is a whole pickled model.
 _MODULE_METHODS = frozenset({"eval", "train", "parameters", "named_parameters", "state_dict", "forward", "modules"})
 _PICKLED_MODULE = (
@@ -30,7 +34,9 @@ class UnsafeTorchLoad(Rule):
     `weights_only=True`; without a configured version the missing argument is reported, as
     TorchFix's TOR102 does). A variable passed as `weights_only`, calls with `**kwargs` (which may carry it;
     `*args` cannot, `weights_only` is keyword-only),
-    version-gated fallbacks and `try`/`except` fallbacks are not flagged.
+    version-gated fallbacks, `try`/`except` fallbacks and a load of what the same function saved
+    just before into an `io.BytesIO()` or a temporary file it made (`torch.save(module, buffer)`
+    then `torch.load(buffer)`: a copy through memory, a round trip in a test) are not flagged.
 
     ## Why is this bad?
     With `weights_only=False` (the default before torch 2.6), `torch.load` unpickles arbitrary
@@ -83,7 +89,7 @@ class UnsafeTorchLoad(Rule):
         callee = self.ctx.callee(node)
         if callee in _SAVE_FUNCTIONS and self._saved_module is None and self._saves_module(node):
             self._saved_module = node
-        if callee not in LOAD_FUNCTIONS or any(arg.star == "**" for arg in node.args):
+        if callee not in LOAD_FUNCTIONS or any(arg.star == "**" for arg in node.args) or self._reads_back(node):
             return
         weights_only = keyword_arg(node, "weights_only")
         if weights_only is not None:
@@ -139,6 +145,33 @@ class UnsafeTorchLoad(Rule):
         saved = positional_args(save)[:1]
         return bool(saved) and isinstance(self.ctx.tensors.facts(saved[0].value), ModuleValue)
 
+    def _reads_back(self, load: cst.Call) -> bool:
+        """`torch.save(state, buffer)` then `torch.load(buffer)` of an `io.BytesIO()` or a
+        temporary file (`f` or `f.name`) made in the same function: a copy through memory or a
+        round trip in a test, whose load reads what this very code just saved. A file path does
+        not count: it may hold what an earlier run left there."""
+        source = argument(load, 0, "f")
+        holder = source.value if isinstance(source, cst.Attribute) and source.attr.value == "name" else source
+        function = self.ctx.enclosing_function()
+        if not isinstance(holder, cst.Name) or function is None:
+            return False
+        written = self.ctx.code_for(source)
+        fresh = saved = False
+        for node in nodes_in_order(function):
+            if node is load:
+                return fresh and saved
+            if isinstance(node, cst.WithItem) and isinstance(node.asname, cst.AsName):
+                fresh |= _names(node.asname.name, holder.value) and self._is_fresh(node.item)
+            elif isinstance(node, cst.Assign) and len(node.targets) == 1:
+                fresh |= _names(node.targets[0].target, holder.value) and self._is_fresh(node.value)
+            elif isinstance(node, cst.Call) and self.ctx.callee(node) in _SAVE_FUNCTIONS:
+                target = argument(node, 1, "f")
+                saved |= target is not None and self.ctx.code_for(target) == written
+        return False
+
+    def _is_fresh(self, expr: cst.BaseExpression) -> bool:
+        return isinstance(expr, cst.Call) and self.ctx.callee(expr) in _FRESH_FILES
+
     def _used_as_module(self, load: cst.Call) -> cst.CSTNode | None:
         """`torch.load(path).eval()`, or the name it is assigned to (through `.to(device)`) called
         or asked for what only a Module has in the same function."""
@@ -158,6 +191,10 @@ class UnsafeTorchLoad(Rule):
             if isinstance(node, cst.Call) and _uses_as_module(node.func, name):
                 return node
         return None
+
+
+def _names(expr: cst.BaseExpression | None, name: str) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == name
 
 
 def _uses_as_module(func: cst.BaseExpression, name: str) -> bool:
