@@ -25,7 +25,8 @@ SHAPE_FIXTURES = sorted(path for code in SHAPE_CODES for path in FIXTURES.glob(f
 
 def _load(source: str, name: str) -> dict:
     namespace: dict = {"__name__": name}
-    exec(compile(source, name, "exec"), namespace)
+    # As Python runs the fixture: without this module's `from __future__ import annotations`.
+    exec(compile(source, name, "exec", dont_inherit=True), namespace)
     return namespace
 
 

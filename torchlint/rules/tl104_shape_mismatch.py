@@ -79,8 +79,12 @@ class ShapeMismatch(Rule):
       convolutions, transposed convolutions and pooling (their kernel, stride, padding,
       dilation and `output_padding`), norms, `Flatten`, an `nn.Sequential` of them) with the
       sizes the construction gives them (`Net(d_model=32)`, a module constant, `len(FEATURES)`,
-      a default), also where a helper function of the file builds the layers from its
-      parameters (`conv_block(base, base * 2, nn.ReLU())`: each call's sizes and layers);
+      a default, a field of a dataclass of the file that the parameter is annotated with:
+      `cfg: Config`, then `cfg.d_model` is the field's default or what every construction
+      passes), also where a helper function of the file builds the layers from its parameters
+      (`conv_block(base, base * 2, nn.ReLU())`: each call's sizes and layers), and through a
+      stack of one Module class of the file (`nn.Sequential(*[Block(cfg) for _ in range(n)])`
+      gives what the block's `forward` gives);
     - the arguments a top-level function is called with in the file (`standardize(batch)`);
     - shape annotations of parameters and returns: `Annotated[torch.Tensor, Shape("B", 3, 32, 32)]` (a call named `Shape`) and
     jaxtyping's `Float[Tensor, "b c h w"]` (read from the text; jaxtyping need not be installed). Two sizes disagree only when both are

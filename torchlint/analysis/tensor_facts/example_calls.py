@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from torchlint.analysis.layer_sizes import arithmetic, constant
-from torchlint.analysis.names import has_parameter, keyword_arg, method_named, positional_args, top_level_functions
+from torchlint.analysis.names import (
+    argument, dotted_name, has_parameter, keyword_arg, method_named, positional_args, top_level_functions,
+)
 from torchlint.walker import child_nodes
 
 Sizes = tuple[str, ...]
@@ -76,6 +78,7 @@ class ExampleCalls:
         self._parameter_calls: dict[tuple[str, str], list[Site]] = {}
         self._example_data: bool | None = None
         self._submodule_memo: dict[int, dict[str, str]] = {}
+        self._config_fields: dict[tuple[str, str], str | None] = {}
 
     def init_argument(self, class_name: str, position: int, keyword: str, default: str | None) -> str | None:
         """The one literal every construction of `class_name` gives this `__init__` parameter
@@ -87,6 +90,36 @@ class ExampleCalls:
         if not values:
             return default
         return values.pop() if len(values) == 1 and _CONFLICT not in values else None
+
+    def config_field(self, class_name: str, field_name: str) -> str | None:
+        """The one integer a field of the file's plain class `class_name` (a dataclass of sizes:
+        `d_model: int = 64`) holds in every instance the file makes: its default where no
+        construction passes it, else the one literal they all pass. None where something assigns
+        the field, a construction passes `*args`, or the class has no such integer field."""
+        key = (class_name, field_name)
+        if key not in self._config_fields:
+            self._config_fields[key] = self._config_field(class_name, field_name)
+        return self._config_fields[key]
+
+    def _config_field(self, class_name: str, field_name: str) -> str | None:
+        classdef = next((statement for statement in self._ctx.module.body
+                         if isinstance(statement, cst.ClassDef) and statement.name.value == class_name), None)
+        fields = _annotated_fields(classdef) if classdef is not None else []
+        position = next((index for index, (name, _) in enumerate(fields) if name == field_name), None)
+        if position is None:
+            return None
+        default = self.integer(fields[position][1]) if fields[position][1] is not None else None
+        values = set()
+        for node in _outside_classes(self._ctx.module):
+            if type(node) in (cst.Assign, cst.AugAssign, cst.AnnAssign) and _assigns_attribute(node, field_name):
+                return None
+            if type(node) is cst.Call and isinstance(node.func, cst.Name) and node.func.value == class_name:
+                if any(arg.star for arg in node.args):
+                    return None
+                passed = argument(node, position, field_name)
+                values.add(default if passed is None else self.integer(passed))
+        values = values or {default}
+        return str(values.pop()) if len(values) == 1 and None not in values else None
 
     def input_shape(self, name: str, position: int) -> Sizes | None:
         """The one shape every call of the model of class `name` (or of the top-level function
@@ -281,6 +314,21 @@ class ExampleCalls:
         return self._constants
 
 
+def _annotated_fields(classdef: cst.ClassDef) -> list[tuple[str, cst.BaseExpression | None]]:
+    """A dataclass's fields in order: (name, default) of each `name: type [= default]` of its body."""
+    return [
+        (small.target.value, small.value)
+        for statement in classdef.body.body if isinstance(statement, cst.SimpleStatementLine)
+        for small in statement.body if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name)
+    ]
+
+
+def _assigns_attribute(node: cst.CSTNode, name: str) -> bool:
+    """`anything.name = ...` (or `+=`, or annotated)."""
+    targets = [target.target for target in node.targets] if isinstance(node, cst.Assign) else [node.target]
+    return any(isinstance(target, cst.Attribute) and target.attr.value == name for target in targets)
+
+
 def _is_example_attribute(target: cst.BaseExpression) -> bool:
     """`self.example_input_array` (Lightning) or `self.example_input`."""
     return isinstance(target, cst.Attribute) and target.attr.value in ("example_input_array", "example_input") \
@@ -306,12 +354,20 @@ def _submodule_classes(classdef: cst.ClassDef, class_built) -> dict[str, str]:
         node = pending.pop()
         if type(node) is cst.Assign and len(node.targets) == 1:
             target = node.targets[0].target
-            built = class_built(ExampleCalls._unwrapped(node.value))
+            built = class_built(ExampleCalls._unwrapped(node.value)) or _stacked_class(node.value, class_built)
             if built is not None and isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
                     and target.value.value == "self":
                 found[target.attr.value] = built
         pending.extend(child_nodes(node))
     return found
+
+
+def _stacked_class(value: cst.BaseExpression, class_built) -> str | None:
+    """`Block` for `nn.Sequential(*[Block(d) for _ in range(n)])`: its input is the first block's."""
+    if not (isinstance(value, cst.Call) and (dotted_name(value.func) or "").endswith("Sequential")
+            and len(value.args) == 1 and value.args[0].star == "*" and isinstance(value.args[0].value, cst.ListComp)):
+        return None
+    return class_built(value.args[0].value.elt)
 
 
 def _pairs(target: cst.BaseExpression, value: cst.BaseExpression):

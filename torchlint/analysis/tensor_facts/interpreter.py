@@ -694,6 +694,10 @@ class Interpreter:
             return UNKNOWN
         receiver = self.eval(node.value, env)
         attr = node.attr.value
+        if receiver is UNKNOWN and isinstance(node.value, cst.Name):
+            field = self._config_field(node.value.value, attr)
+            if field is not None:
+                return Number(field)
         if isinstance(receiver, ModuleValue):
             if attr in ("weight", "bias"):
                 return TensorFacts(device=receiver.device, scalar=False, requires_grad=True)
@@ -1063,6 +1067,11 @@ class Interpreter:
             return Sequence((output, replace(output, layout=None)))  # (output, attention weights)
         if sized is None and "." not in kind and kind:
             output = replace(output, layout=self._forward_layout(kind))
+        elif sized is None and kind == "torch.nn.Sequential" and module.element is not None \
+                and "." not in (module.element.kind or "."):
+            # A stack of one Module class of the file (`nn.Sequential(*[Block(d) for _ in range(n)])`):
+            # its blocks keep the shape their `forward` gives, or the next block could not take it.
+            output = replace(output, layout=self._forward_layout(module.element.kind))
         activation, activated_by = self._output_activation(kind, call)
         return replace(output, activation=activation, activated_by=activated_by)
 
@@ -1091,12 +1100,26 @@ class Interpreter:
             return LayerConfig(PARAMETER_LAYER, (("name", expr.value),))
         return config
 
+    def _config_field(self, name: str, field: str) -> str | None:
+        """`cfg.d_model` of a parameter annotated with a dataclass of the file (`cfg: Config`): the
+        one integer that field holds in every instance the file makes."""
+        function = self.scope.node
+        if not isinstance(function, cst.FunctionDef) or not self.model.examples.has_example_data():
+            return None
+        params = function.params
+        param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+                      if p.name.value == name), None)
+        annotation = param.annotation.annotation if param is not None and param.annotation is not None else None
+        return self.model.examples.config_field(annotation.value, field) if isinstance(annotation, cst.Name) else None
+
     def _known_integer(self, expr: cst.BaseExpression) -> int | None:
         return literal(self._size_code(expr))
 
     def _listed_layer(self, call: cst.Call, qualified: str) -> ModuleValue | None:
-        """The layers of `nn.ModuleList([...])` (a list written out or a comprehension), joined."""
-        if nn_class_name(qualified) != "ModuleList" or len(call.args) != 1 or call.args[0].keyword or call.args[0].star:
+        """The layers of `nn.ModuleList([...])` (a list written out or a comprehension) or of
+        `nn.Sequential(*[...])`, joined."""
+        star = {"ModuleList": "", "Sequential": "*"}.get(nn_class_name(qualified) or "")
+        if star is None or len(call.args) != 1 or call.args[0].keyword or call.args[0].star != star:
             return None
         element = element_of(self.model.memo.get(id(call.args[0].value), UNKNOWN))
         return element if isinstance(element, ModuleValue) else None
