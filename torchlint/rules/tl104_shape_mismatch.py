@@ -9,7 +9,8 @@ from torchlint.analysis.shape_annotations import annotated_shape
 from torchlint.analysis.values import string_value
 from torchlint.analysis.shape_checks import (
     BROADCASTING_OPERATORS, brief_code, broadcast_conflict, class_target_conflict, concat_conflict, differ,
-    einsum_conflict, element_count_mismatch, fed_examples, known_sizes, matmul_conflict, show, silent_broadcast,
+    einsum_conflict, element_count_mismatch, fed_examples, known_sizes, literal, matmul_conflict, show,
+    silent_broadcast,
 )
 from torchlint.analysis.torch_api import (
     BINARY_CROSS_ENTROPY_LOSSES, CROSS_ENTROPY_LOSSES, NLL_LOSSES, called_function,
@@ -47,6 +48,10 @@ class ShapeMismatch(Rule):
       tensor has (`x.view(3, 5)` on a 4x4 tensor; with `-1`, a count that does not divide it);
     - `+ - * /` between tensors with two unequal sizes, neither 1, in the same position counted
       from the right;
+    - `+ - * / == !=` between a model's or a layer's `(N, 1)` output (a critic's values, one
+      logit per row, also after `> 0` or `.long()`) and an `(N,)` tensor: no error, torch
+      broadcasts them to `(N, N)` (`returns - values`, `preds == labels`); a column made on
+      purpose (`x[:, None] - x`) is not reported;
     - `torch.einsum` whose equation binds one subscript letter to two sizes (`"ij,jk->ik"` on a
       3x4 and a 5x6 tensor binds `j` to 4 and 5; a size of 1 broadcasts, `...` is followed);
     - `scores.masked_fill(mask, ...)` whose mask cannot broadcast to the tensor (a `(B, T)`
@@ -259,7 +264,32 @@ class ShapeMismatch(Rule):
             self.report(node, message, related=self._assignments((prediction, a), (target, b)))
         return True
 
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        if self._literal_sizes[-1] and len(node.comparisons) == 1 \
+                and isinstance(node.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
+            self._column_against_row(node, node.left, node.comparisons[0].comparator)
+
+    def _column_against_row(self, node: cst.CSTNode, left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
+        """A model's (N, 1) output against an (N,) tensor: `returns - values`, `preds == labels`."""
+        for column, row in ((left, right), (right, left)):
+            facts, sizes, other = self.ctx.tensors.facts(column), self._sizes(column), self._sizes(row)
+            if getattr(facts, "column_of", None) is None or sizes is None or other is None or len(other) != 1 \
+                    or len(sizes) != 2 or sizes[0] != other[0] or literal(sizes[0]) == 1:
+                continue
+            n = sizes[0] or "N"
+            self.report(
+                node,
+                f"`{self._code(column)}` has shape {show(sizes)} and `{self._code(row)}` has shape {show(other)}: "
+                f"they broadcast to ({n}, {n}) without an error, every row against every other; "
+                f"`.squeeze(-1)` the column (or `.unsqueeze(-1)` the other)",
+                related=(RelatedNode(facts.column_of, f"the ({n}, 1) column comes from here"),),
+            )
+            return True
+        return False
+
     def _broadcast(self, node: cst.BinaryOperation) -> None:
+        if self._column_against_row(node, node.left, node.right):
+            return
         a, b = self._sizes(node.left), self._sizes(node.right)
         conflict = broadcast_conflict(a, b) if a is not None and b is not None else None
         if conflict is not None:

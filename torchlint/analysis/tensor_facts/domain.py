@@ -103,6 +103,9 @@ class TensorFacts:
     # The call that gave the tensor its dtype (`torch.ByteTensor(...)`, `.byte()`), for a
     # finding's evidence (not a fact).
     typed_by: cst.CSTNode | None = field(default=None, compare=False, repr=False)
+    # A model's or layer's (N, 1) output (a critic's values, one logit per row): the call, kept
+    # through ops on it alone, for the finding that pairs it with an (N,) tensor (not a fact).
+    column_of: cst.CSTNode | None = field(default=None, compare=False, repr=False)
 
     @property
     def rank(self) -> int | None:

@@ -905,6 +905,8 @@ class Interpreter:
             if device is Device.CONDITIONAL else None,
             placed_by=next((value.placed_by for value in facts if value.placed_by is not None), None)
             if device is Device.CONDITIONAL else None,
+            # With Python numbers only (`values * 2`, `logits > 0`): the same column.
+            column_of=facts[0].column_of if len(facts) == 1 else None,
         )
 
     @staticmethod
@@ -1073,7 +1075,9 @@ class Interpreter:
             # its blocks keep the shape their `forward` gives, or the next block could not take it.
             output = replace(output, layout=self._forward_layout(module.element.kind))
         activation, activated_by = self._output_activation(kind, call)
-        return replace(output, activation=activation, activated_by=activated_by)
+        sizes = known_sizes(output)
+        column_of = call if sizes is not None and len(sizes) == 2 and sizes[1] == "1" else None
+        return replace(output, activation=activation, activated_by=activated_by, column_of=column_of)
 
     def _layer_config(self, call: cst.Call, qualified: str) -> LayerConfig | None:
         """The sizes a `torch.nn` layer is built with, by parameter name (`in_features`: `"32"`)."""
