@@ -33,8 +33,9 @@ class ForwardCalledDirectly(Rule):
     that uses `RemoteModule`, only a value known to be built as a module is reported. A model of
     another runtime named like a module (`self.net = cv2.dnn.readNetFromONNX(path)`) is no
     Module either. Nor is a call in a class whose Module base replaces `__call__` (gpytorch's
-    `Module`, or a base of the project that defines `__call__`): there calling a model means
-    something else (a GP's posterior, a kernel's lazy tensor) and `.forward` is chosen. Inside a
+    `Module`, or a base of the project that defines `__call__`), or on a parameter annotated
+    with a gpytorch model type (`model: GPyTorchModel`): there calling a model means something
+    else (a GP's posterior, a kernel's lazy tensor) and `.forward` is chosen. Inside a
     function the file registers as a forward hook (`register_forward_pre_hook(fn)`), `.forward`
     is right: calling the module there would run the hook again.
 
@@ -93,7 +94,8 @@ class ForwardCalledDirectly(Rule):
         receiver = func.value
         if self._is_self_super_or_class(receiver, node) or not self._is_module(receiver):
             return
-        if self.ctx.guards.in_version_gate(node) or self._in_forward_hook() or self._replaces_call():
+        if self.ctx.guards.in_version_gate(node) or self._in_forward_hook() or self._replaces_call() \
+                or self._annotated_gp(receiver):
             return
         written = self.ctx.code_for(receiver)
         self.report(
@@ -101,6 +103,21 @@ class ForwardCalledDirectly(Rule):
             f"`{written}.forward(...)` skips the module's hooks; call `{written}(...)`",
             fix=FixSpec(f"Call `{written}(...)`", ((func, written),), Applicability.UNSAFE),
         )
+
+    def _annotated_gp(self, receiver: cst.BaseExpression) -> bool:
+        """A parameter annotated with a gpytorch model type (`model: GPyTorchModel`,
+        `gp: gpytorch.models.ExactGP`): calling it gives the posterior, `.forward` the prior."""
+        function = self.ctx.enclosing_function()
+        if not isinstance(receiver, cst.Name) or function is None:
+            return False
+        params = function.params
+        param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+                      if p.name.value == receiver.value), None)
+        if param is None or param.annotation is None:
+            return False
+        annotation = param.annotation.annotation
+        written = self.ctx.qualified_name(annotation) or dotted_name(annotation) or ""
+        return "gpytorch" in written.lower()
 
     def _replaces_call(self) -> bool:
         """In a class whose Module base replaces `__call__` (gpytorch's `Module`: calling a GP gives
