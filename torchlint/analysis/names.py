@@ -90,10 +90,16 @@ def method_named(classdef: cst.ClassDef, name: str) -> cst.FunctionDef | None:
                  if isinstance(statement, cst.FunctionDef) and statement.name.value == name), None)
 
 
+def parameter_named(function: cst.FunctionDef, name: str) -> cst.Param | None:
+    """The parameter `name` of `function` (not `*args` or `**kwargs`), or None."""
+    params = function.params
+    return next((param for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+                 if param.name.value == name), None)
+
+
 def has_parameter(function: cst.FunctionDef, name: str) -> bool:
     """Whether `name` is a parameter of `function` (a local that hides the module's)."""
-    params = function.params
-    return any(param.name.value == name for param in (*params.posonly_params, *params.params, *params.kwonly_params))
+    return parameter_named(function, name) is not None
 
 
 def isinstance_check(test: cst.BaseExpression) -> tuple[str, cst.BaseExpression] | None:

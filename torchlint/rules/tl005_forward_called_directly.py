@@ -7,7 +7,7 @@ import libcst as cst
 from torchlint.analysis.dataflow import target_names
 from torchlint.analysis.module_values import builds_module, holds_module
 from torchlint.analysis.modules import last_word, named_like_modules
-from torchlint.analysis.names import dotted_name, method_named, positional_args
+from torchlint.analysis.names import dotted_name, method_named, parameter_named, positional_args
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
@@ -110,9 +110,7 @@ class ForwardCalledDirectly(Rule):
         function = self.ctx.enclosing_function()
         if not isinstance(receiver, cst.Name) or function is None:
             return False
-        params = function.params
-        param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-                      if p.name.value == receiver.value), None)
+        param = parameter_named(function, receiver.value)
         if param is None or param.annotation is None:
             return False
         annotation = param.annotation.annotation

@@ -32,7 +32,7 @@ from torchlint.analysis.module_attributes import registration_of
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import (
     argument, assigns_name, dotted_name, has_parameter, is_constant_false, isinstance_check, keyword_arg,
-    positional_args, suite_statements,
+    parameter_named, positional_args, suite_statements,
 )
 from torchlint.analysis.tensor_facts.domain import (
     NOTHING, NUMBER, UNKNOWN, Collected, Device, DeviceValue, DtypeValue, Iterable, ModuleValue, Number, Sequence,
@@ -1110,9 +1110,7 @@ class Interpreter:
         function = self.scope.node
         if not isinstance(function, cst.FunctionDef) or not self.model.examples.has_example_data():
             return None
-        params = function.params
-        param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-                      if p.name.value == name), None)
+        param = parameter_named(function, name)
         annotation = param.annotation.annotation if param is not None and param.annotation is not None else None
         return self.model.examples.config_field(annotation.value, field) if isinstance(annotation, cst.Name) else None
 
