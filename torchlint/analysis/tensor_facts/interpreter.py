@@ -25,7 +25,7 @@ from torchlint.analysis.layer_shapes import (
     KEYWORD_FLAGS, PARAMETER_LAYER, LayerConfig, LayerOutput, flattened_sizes, initial_state_contradiction,
     instantiated, output as layer_output, shaped, size_parameters, with_integers,
 )
-from torchlint.analysis.layer_sizes import arithmetic, constant
+from torchlint.analysis.layer_sizes import arithmetic
 from torchlint.analysis.nn_layers import nn_class_name
 from torchlint.analysis.layouts import Layout, arg_code, int_value, shape_args, sliced_size
 from torchlint.analysis.module_attributes import registration_of
@@ -757,7 +757,7 @@ class Interpreter:
                 values = [None if part is None else self.eval(part, env) for part in (index.lower, index.upper, index.step)]
                 lower, upper = (_known_int(part, value) for part, value in zip((index.lower, index.upper), values))
                 given = (index.lower is None or lower is not None) and (index.upper is None or upper is not None)
-                window = self._window(index, env)
+                window = self._window(index)
                 bounds.append(window if window is not None else (lower, upper) if given and index.step is None else None)
         if isinstance(receiver, Sequence) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
             position = int_value(node.slice[0].slice.value)
@@ -781,9 +781,10 @@ class Interpreter:
         scalar = False if has_slice else (receiver.scalar if only_slices else None)
         return replace(receiver, layout=layout, scalar=scalar, origin=receiver.origin)
 
-    def _window(self, index: cst.Slice, env: Env) -> tuple[int, int] | None:
+    def _window(self, index: cst.Slice) -> tuple[int, int] | None:
         """`data[s : s + k]` with `k` a known integer: a window of k elements, taken as the
-        slice `[0:k]` (the window fits, as the code means it to; a dim shorter than k clamps it)."""
+        slice `[0:k]` (the window fits, as the code means it to; a dim shorter than k clamps it).
+        Asked after the bounds were evaluated: `k`'s value is read from the memo."""
         upper = index.upper
         if index.lower is None or index.step is not None or not isinstance(upper, cst.BinaryOperation) \
                 or not isinstance(upper.operator, cst.Add):
@@ -791,7 +792,7 @@ class Interpreter:
         lower_code = self.ctx.code_for(index.lower)
         for start, width in ((upper.left, upper.right), (upper.right, upper.left)):
             if self.ctx.code_for(start) == lower_code:
-                size = _known_int(width, self.eval(width, env))
+                size = _known_int(width, self.model.memo.get(id(width)))
                 return (0, size) if size is not None and size >= 0 else None
         return None
 
@@ -1667,9 +1668,13 @@ class Interpreter:
         sizes, layers = {}, {}
         for index, param in enumerate([*positional, *params.kwonly_params]):
             name = param.name.value
-            by_keyword = keyword_arg(call, name)
-            given = argument(call, index, name) if index < len(positional) else by_keyword and by_keyword.value
-            default = constant(param.default) if given is None and param.default is not None else None
+            if index < len(positional):
+                given = argument(call, index, name)
+            else:
+                given = getattr(keyword_arg(call, name), "value", None)
+            # A default is read as `__init__`'s are (`TensorModel._example_value`): a literal or a
+            # module constant.
+            default = self.model.examples.integer(param.default) if given is None and param.default is not None else None
             code = self._size_code(given) if given is not None else None if default is None else str(default)
             if literal(code) is not None:
                 sizes[name] = code
