@@ -79,6 +79,7 @@ class ExampleCalls:
         self._example_data: bool | None = None
         self._submodule_memo: dict[int, dict[str, str]] = {}
         self._config_fields: dict[tuple[str, str], str | None] = {}
+        self._writes_and_calls: tuple[set[str], dict[str, list[cst.Call]]] | None = None
 
     def init_argument(self, class_name: str, position: int, keyword: str, default: str | None) -> str | None:
         """The one literal every construction of `class_name` gives this `__init__` parameter
@@ -108,18 +109,32 @@ class ExampleCalls:
         position = next((index for index, (name, _) in enumerate(fields) if name == field_name), None)
         if position is None:
             return None
+        assigned, calls = self._attribute_writes_and_calls()
+        if field_name in assigned:
+            return None
         default = self.integer(fields[position][1]) if fields[position][1] is not None else None
         values = set()
-        for node in _outside_classes(self._ctx.module):
-            if type(node) in (cst.Assign, cst.AugAssign, cst.AnnAssign) and _assigns_attribute(node, field_name):
+        for call in calls.get(class_name, ()):
+            if any(arg.star for arg in call.args):
                 return None
-            if type(node) is cst.Call and isinstance(node.func, cst.Name) and node.func.value == class_name:
-                if any(arg.star for arg in node.args):
-                    return None
-                passed = argument(node, position, field_name)
-                values.add(default if passed is None else self.integer(passed))
+            passed = argument(call, position, field_name)
+            values.add(default if passed is None else self.integer(passed))
         values = values or {default}
         return str(values.pop()) if len(values) == 1 and None not in values else None
+
+    def _attribute_writes_and_calls(self) -> tuple[set[str], dict[str, list[cst.Call]]]:
+        """Outside classes, read once per file: the attribute names something assigns
+        (`x.name = ...`, `+=`, annotated) and the calls of each plain name (`Config(...)`)."""
+        if self._writes_and_calls is None:
+            assigned: set[str] = set()
+            calls: dict[str, list[cst.Call]] = {}
+            for node in _outside_classes(self._ctx.module):
+                if type(node) in (cst.Assign, cst.AugAssign, cst.AnnAssign):
+                    assigned.update(_attributes_assigned(node))
+                elif type(node) is cst.Call and isinstance(node.func, cst.Name):
+                    calls.setdefault(node.func.value, []).append(node)
+            self._writes_and_calls = assigned, calls
+        return self._writes_and_calls
 
     def input_shape(self, name: str, position: int) -> Sizes | None:
         """The one shape every call of the model of class `name` (or of the top-level function
@@ -323,10 +338,10 @@ def _annotated_fields(classdef: cst.ClassDef) -> list[tuple[str, cst.BaseExpress
     ]
 
 
-def _assigns_attribute(node: cst.CSTNode, name: str) -> bool:
-    """`anything.name = ...` (or `+=`, or annotated)."""
+def _attributes_assigned(node: cst.CSTNode) -> list[str]:
+    """`name` of each `anything.name = ...` target (or `+=`, or annotated)."""
     targets = [target.target for target in node.targets] if isinstance(node, cst.Assign) else [node.target]
-    return any(isinstance(target, cst.Attribute) and target.attr.value == name for target in targets)
+    return [target.attr.value for target in targets if isinstance(target, cst.Attribute)]
 
 
 def _is_example_attribute(target: cst.BaseExpression) -> bool:
