@@ -54,10 +54,42 @@ def test_a_caller_that_paused_the_collector_finds_it_paused(collector_seen_by_th
         gc.enable()
 
 
-def test_a_checked_files_syntax_tree_is_freed_without_the_collector(tmp_path):
+MODULE_LEVEL = BAD + "".join(f"y{i} = torch.zeros({i}).view(-1) + x.permute(1, 0)\n" for i in range(200))
+# Functions the tensor facts interpret (their interpreters call back into their model), and a layer
+# whose sizes are read from names (a reader that keeps its interpreter).
+MODEL = """import torch
+import torch.nn as nn
+
+WIDTH = 16
+
+
+class Net(nn.Module):
+    def __init__(self, channels=3, kernel=3):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, WIDTH, kernel, padding=kernel // 2)
+        self.head = nn.Linear(WIDTH, 10)
+
+    def forward(self, x):
+        x = self.conv(x).relu()
+        return self.head(x.mean(dim=(2, 3)))
+
+
+def train(model, batches):
+    for images, labels in batches:
+        loss = nn.functional.cross_entropy(model(images), labels)
+        loss.backward()
+
+
+if __name__ == "__main__":
+    net = Net()
+    print(net(torch.randn(2, 3, 8, 8)).shape)
+"""
+
+
+@pytest.mark.parametrize("source", [MODULE_LEVEL, MODEL], ids=["module level", "model"])
+def test_a_checked_files_syntax_tree_is_freed_without_the_collector(source, tmp_path):
     # The analyses refer back to the file's context; left in that cycle, the whole tree would wait
     # for a collection that walks it again.
-    source = BAD + "".join(f"y{i} = torch.zeros({i}).view(-1) + x.permute(1, 0)\n" for i in range(200))
     settings = resolve_settings(Options(select=["ALL"]), cwd=tmp_path)
     gc.collect()
     gc.disable()

@@ -74,7 +74,11 @@ class FileContext:
     def close(self) -> None:
         """Drop everything this context holds. Its analyses refer back to it, so until then the
         context, they and the file's syntax tree are a cycle that only Python's cycle collector
-        frees, after walking the whole tree again."""
+        frees, after walking the whole tree again. The tensor facts hold such a cycle of their own
+        (interpreters call back into their model), closed first."""
+        tensors = vars(self).get("tensors")
+        if tensors is not None:
+            tensors.close()
         vars(self).clear()
 
     # Names -------------------------------------------------------------------------------

@@ -82,21 +82,23 @@ class LayerConfig:
 def with_integers(call: cst.Call, known: Callable[[cst.BaseExpression], int | None]) -> cst.Call:
     """`call` with each argument (or element of a tuple argument) whose integer value `known`
     gives written as that integer: the call a window's arithmetic can read."""
-
-    def written(expr: cst.BaseExpression) -> cst.BaseExpression:
-        if isinstance(expr, (cst.Tuple, cst.List)):
-            elements = [element.with_changes(value=written(element.value)) for element in expr.elements]
-            changed = any(new.value is not old.value for new, old in zip(elements, expr.elements))
-            return expr.with_changes(elements=elements) if changed else expr
-        if isinstance(expr, (cst.Integer, cst.SimpleString)):
-            return expr
-        value = known(expr)
-        return cst.Integer(str(value)) if value is not None and value >= 0 else expr
-
-    args = [(arg, written(arg.value)) for arg in call.args]
+    args = [(arg, _written_as_integer(arg.value, known)) for arg in call.args]
     if all(value is arg.value for arg, value in args):
         return call
     return call.with_changes(args=[arg.with_changes(value=value) for arg, value in args])
+
+
+def _written_as_integer(expr: cst.BaseExpression, known: Callable[[cst.BaseExpression], int | None]) -> cst.BaseExpression:
+    # A function of the module, not a closure calling itself: that closure would be a reference
+    # cycle keeping `known`'s interpreter, and the syntax tree it reads, for the cycle collector.
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        elements = [element.with_changes(value=_written_as_integer(element.value, known)) for element in expr.elements]
+        changed = any(new.value is not old.value for new, old in zip(elements, expr.elements))
+        return expr.with_changes(elements=elements) if changed else expr
+    if isinstance(expr, (cst.Integer, cst.SimpleString)):
+        return expr
+    value = known(expr)
+    return cst.Integer(str(value)) if value is not None and value >= 0 else expr
 
 
 def instantiated(config: LayerConfig, sizes: dict[str, str], layers: dict[str, LayerConfig]) -> LayerConfig:

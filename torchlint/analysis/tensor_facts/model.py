@@ -123,6 +123,13 @@ class TensorModel:
         # Only a file that mentions a loader can feed one's batches to a model.
         self._mentions_loader = "oader" in source
 
+    def close(self) -> None:
+        """Drop the interpreters and what they found: each refers back to this model, so until
+        then they and the function bodies they read are a cycle (see `FileContext.close`)."""
+        if self._aside_model is not None:
+            self._aside_model.close()
+        vars(self).clear()
+
     # Questions ---------------------------------------------------------------------------
 
     def facts(self, expr: cst.CSTNode) -> Value:
