@@ -46,6 +46,10 @@ _NOT_BASES = frozenset({"object", "?", "Exception", "ABC", "abc.ABC", "typing.Ge
 _SUMMARIES: dict[tuple[str, str], ModuleSummary | None] = {}
 # The calls passing placed tensors of each file read for callers, by file and digest.
 _PLACING_CALLS: dict[tuple[str, str], tuple[dict, tuple[str, ...]]] = {}
+# The names each file calls (`f` of `f(` and of `module.f(`), by file and digest; none for a
+# file that moves no tensor, which cannot pass a placed one.
+_CALLED_NAMES: dict[tuple[str, str], frozenset[bytes]] = {}
+_CALLED_NAME = re.compile(rb"(?<!def )\b(\w+)\s*\(")
 # Per checked file (real path): every project file and listing its answers were read from, in
 # this process (a fix re-checks a file several times; the cache records the union).
 _USED: dict[str, set[str]] = {}
@@ -183,17 +187,18 @@ class _Resolver:
         if definition is None:
             return {}
         found: dict[str, Note] = {}
-        # A call of the name (not its definition), as `f(` or `module.f(`.
         name = function.encode()
-        needle = re.compile(rb"(?<!def )(?<!\w)" + re.escape(name) + rb"\s*\(")
         for caller in self.project_files():
             self.used.add(caller)
             data = self.layout.read(caller)
-            # Only a file that moves tensors can pass placed ones (plain searches first: they are fast).
-            if data is None or name not in data or (b".cuda(" not in data and b".to(" not in data) \
-                    or needle.search(data) is None:
+            if data is None:
                 continue
             key = (caller, self.layout.state(caller))
+            if key not in _CALLED_NAMES:
+                moves = b".cuda(" in data or b".to(" in data
+                _CALLED_NAMES[key] = frozenset(_CALLED_NAME.findall(data)) if moves else frozenset()
+            if name not in _CALLED_NAMES[key]:
+                continue
             if key not in _PLACING_CALLS:
                 _PLACING_CALLS[key] = placing_calls(data)
             calls, stars = _PLACING_CALLS[key]
