@@ -48,16 +48,20 @@ def cannot_broadcast(first: str | None, second: str | None) -> bool:
     return differ(first, second) and literal(first) != 1 and literal(second) != 1
 
 
-def class_target_conflict(scores: tuple, target: tuple) -> tuple[int, str, str] | None:
+def class_target_conflict(scores: tuple, target: tuple, indices: bool) -> tuple[int, str, str] | None:
     """(target dim, size the scores need there, the target's size) for cross entropy / NLL:
     class indices have the scores' shape without the class dim 1, `(N, C, d1...)` -> `(N, d1...)`;
-    probabilities have the scores' shape. A rank that fits neither is reported at dim -1."""
-    if len(target) == len(scores):
+    probabilities have the scores' shape, unless the target is known to hold `indices` (NLL's
+    always do, and an integer target's). A rank that fits none is reported at dim -1."""
+    if len(target) == len(scores) and not indices:
         expected = scores
     elif len(target) == len(scores) - 1 and len(scores) >= 2:
         expected = (scores[0], *scores[2:])
+    elif len(scores) < 2:
+        return None
     else:
-        return (-1, f"rank {len(scores) - 1} or {len(scores)}", f"rank {len(target)}") if len(scores) >= 2 else None
+        return (-1, f"rank {len(scores) - 1}" if indices else f"rank {len(scores) - 1} or {len(scores)}",
+                f"rank {len(target)}")
     position = next((i for i, pair in enumerate(zip(expected, target)) if differ(*pair)), None)
     return None if position is None else (position, expected[position], target[position])
 

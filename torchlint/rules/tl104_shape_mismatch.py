@@ -58,7 +58,10 @@ class ShapeMismatch(Rule):
       padding mask on `(B, H, T, T)` attention scores);
     - `cross_entropy` / `nll_loss` (and `nn.CrossEntropyLoss`, `nn.NLLLoss`) whose target does not
       fit the scores: class indices have the scores' shape without the class dim 1, so `(B, T, V)`
-      logits against `(B, T)` targets raise, and a batch that differs raises too;
+      logits against `(B, T)` targets raise, and a batch that differs raises too. `nll_loss`'s
+      targets are always class indices, and `cross_entropy`'s when they are integers
+      (`torch.randint`, `.long()`, a loader's batch of them), so a label column `(N, 1)` sliced
+      with `table[:, -1:]` raises; a float target of the scores' shape is a distribution;
     - `binary_cross_entropy` / `binary_cross_entropy_with_logits` (and `nn.BCELoss`,
       `nn.BCEWithLogitsLoss`) whose target's size is not the input's (`(N, 1)` logits against
       `(N,)` targets): a ValueError;
@@ -259,7 +262,10 @@ class ShapeMismatch(Rule):
         a, b = self._sizes(prediction), self._sizes(target)
         if a is None or b is None:
             return True
-        message = _loss_mismatch(loss, self._code(prediction), a, self._code(target), b)
+        # NLL's targets are class indices; cross entropy's are when integers, else probabilities.
+        dtype = getattr(self.ctx.tensors.facts(target), "dtype", None) or ""
+        indices = loss in NLL_LOSSES or dtype.startswith(("int", "uint"))
+        message = _loss_mismatch(loss, self._code(prediction), a, self._code(target), b, indices)
         if message is not None:
             self.report(node, message, related=self._assignments((prediction, a), (target, b)))
         return True
@@ -382,19 +388,25 @@ def _has_literal_size(call: cst.Call) -> bool:
     return False
 
 
-def _loss_mismatch(loss: str, prediction: str, a: tuple, target: str, b: tuple) -> str | None:
-    """Why a loss cannot take a prediction of sizes `a` and a target of sizes `b` as it means to."""
+def _loss_mismatch(loss: str, prediction: str, a: tuple, target: str, b: tuple, indices: bool) -> str | None:
+    """Why a loss cannot take a prediction of sizes `a` and a target of sizes `b` (class `indices`,
+    for cross entropy and NLL) as it means to."""
     name = loss.rsplit(".", 1)[-1]
     if loss in CROSS_ENTROPY_LOSSES or loss in NLL_LOSSES:
-        conflict = class_target_conflict(a, b)
+        conflict = class_target_conflict(a, b, indices)
         if conflict is None:
             return None
         dim, expected, _ = conflict
+        if indices and len(b) == len(a):
+            hint = " (class indices have no class dim: `.squeeze(1)` the target, or `.view(-1)`)"
+        elif len(a) >= 3:
+            hint = " (the class dim must be dim 1: `.transpose(1, 2)` the scores, or flatten both with `.view(-1, C)` / " \
+                   "`.view(-1)`)"
+        else:
+            hint = ""
         return (
             f"`{name}` takes scores (N, C, ...) and targets (N, ...): `{prediction}` has shape {show(a)}, so the "
-            f"target needs {expected} in dim {dim}, but `{target}` has shape {show(b)}"
-            + (" (the class dim must be dim 1: `.transpose(1, 2)` the scores, or flatten both with `.view(-1, C)` / "
-               "`.view(-1)`)" if len(a) >= 3 else "")
+            f"target needs {expected}{'' if dim == -1 else f' in dim {dim}'}, but `{target}` has shape {show(b)}{hint}"
         )
     if loss in _SAME_SIZE_LOSSES:
         if len(a) == len(b) and not any(differ(first, second) for first, second in zip(a, b)):

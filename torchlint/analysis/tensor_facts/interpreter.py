@@ -1638,7 +1638,7 @@ class Interpreter:
             # `torch.Tensor(32, 1, 28, 28)`: sizes (Lightning's documented `example_input_array`).
             layout = Layout(len(sizes), tuple(arg_code(self.ctx, value) for value in sizes), ())
         dtype = LEGACY_CONSTRUCTOR_DTYPES[qualified.removeprefix("torch.")] if qualified in LEGACY_CONSTRUCTORS else (
-            self._dtype_kwarg(call))
+            self._dtype_kwarg(call) or _INTEGER_FACTORIES.get(qualified))
         facts = TensorFacts(layout=layout, scalar=scalar, dtype=dtype, requires_grad=requires_grad_true(call))
         if device is not None:
             return replace(facts, device=device, origin=call if device is Device.CPU else None)
@@ -1929,6 +1929,10 @@ def _known_int(expression: cst.BaseExpression | None, value: Value | None) -> in
     return literal(value.code) if isinstance(value, Number) else None
 
 
+# Factories whose tensors are int64 unless `dtype=` says otherwise.
+_INTEGER_FACTORIES = {"torch.randint": "int64", "torch.randperm": "int64"}
+
+
 def _activations_of(value: Value) -> Value:
     """What a method of another object returns, as its caller may use it: the tensors it returns
     and the activation they hold (their devices are the object's, not the caller's)."""
@@ -1942,14 +1946,16 @@ def _activations_of(value: Value) -> Value:
 
 def _batched(item: Value, batch: str) -> TensorFacts:
     """A DataLoader batch of dataset items: on the CPU as loaded when the items are; `batch`
-    rows of an item's known sizes (the first batch, which is full)."""
+    rows of an item's known sizes (the first batch, which is full), of the items' dtype (the
+    default collation stacks them)."""
     rows = known_sizes(item)
     layout = Layout(len(rows) + 1, (batch, *rows), ()) if rows is not None else None
+    dtype = item.dtype if isinstance(item, TensorFacts) else None
     if isinstance(item, TensorFacts) and item.device.follows_input:
-        return TensorFacts(device=item.device, scalar=False, layout=layout)
+        return TensorFacts(device=item.device, scalar=False, layout=layout, dtype=dtype)
     if isinstance(item, TensorFacts) and item.device not in (Device.DEFAULT, Device.CPU):
-        return TensorFacts(scalar=False, layout=layout)
-    return TensorFacts(device=Device.DEFAULT, scalar=False, loaded=True, layout=layout)
+        return TensorFacts(scalar=False, layout=layout, dtype=dtype)
+    return TensorFacts(device=Device.DEFAULT, scalar=False, loaded=True, layout=layout, dtype=dtype)
 
 
 def _row(value: Value) -> Value:

@@ -247,6 +247,12 @@ class TensorModel:
         if isinstance(scope.node, cst.Module) or name not in self._module_level_names():
             return UNKNOWN
         module_scope = self._module_scope()
+        if module_scope.final_env is None and scope.classdef is None:
+            # A constant (`N_FEATURES = 8`) needs no interpretation of the top level, which, begun
+            # from inside a function, would read that function's own calls there as unknown.
+            constant = self.examples.integer(cst.Name(name))
+            if constant is not None:
+                return Number(str(constant))
         self._interpret(module_scope)
         if module_scope.final_env is None:
             return UNKNOWN
@@ -556,6 +562,10 @@ class TensorModel:
         (`model(x)` in `train(model, loader)`) as unknown, and keep them so. The module's top
         level is read here: the one kept aside does not follow the models built there into
         their methods while it runs."""
+        if isinstance(passed, cst.Integer):
+            # `load_table(200)`: nothing to interpret. Interpreting the caller now, while the
+            # function is being seeded, would read the function's own call there as unknown.
+            return Number(str(passed.evaluated_value))
         model = self
         scope = self._site_scope(site)
         if callers_aside and scope.final_env is None and not self._aside and site.function is not None:
