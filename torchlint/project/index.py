@@ -22,10 +22,12 @@ import re
 
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.project_facts import Fact, Note, StepEvent
+from torchlint.analysis.top_level import DEFINITION, top_level_pieces
 from torchlint.diagnostics import Location, Related
 from torchlint.project.layout import Layout, project_root
 from torchlint.project.summary import (
-    CALL, EVAL_MODE, MODULE, TENSOR, TRAIN_MODE, FunctionSummary, ModuleSummary, placing_calls, summarize_lazily,
+    CALL, EVAL_MODE, MODULE, TENSOR, TRAIN_MODE, FunctionSummary, ModuleSummary, PlacingCall, placing_calls,
+    summarize_lazily,
 )
 
 # How many files one answer may follow (re-exports, bases, returned calls).
@@ -44,8 +46,11 @@ _NOT_BASES = frozenset({"object", "?", "Exception", "ABC", "abc.ABC", "typing.Ge
 
 # Summaries by file and digest of its bytes: computed once per process.
 _SUMMARIES: dict[tuple[str, str], ModuleSummary | None] = {}
-# The calls passing placed tensors of each file read for callers, by file and digest.
-_PLACING_CALLS: dict[tuple[str, str], tuple[dict, tuple[str, ...]]] = {}
+# A file's text cut at its top-level statements, by file and digest (see `_placing_calls_of`).
+_PIECES: dict[tuple[str, str], tuple[list[tuple[str, int]], list[tuple[str, int]]]] = {}
+# The calls passing placed tensors of a part of a file read for callers (a definition's row, or
+# 0 for its top-level statements together), by file, digest and part.
+_PLACING_CALLS: dict[tuple[str, str, int], dict[str, tuple[PlacingCall, ...]]] = {}
 # The names each file calls (`f` of `f(` and of `module.f(`), by file and digest; none for a
 # file that moves no tensor, which cannot pass a placed one.
 _CALLED_NAMES: dict[tuple[str, str], frozenset[bytes]] = {}
@@ -144,6 +149,27 @@ class ProjectView:
         return {} if layout is None else {path: layout.state(path) for path in sorted(self._used)}
 
 
+def _placing_calls_of(key: tuple[str, str], data: bytes, function: str, imports: dict[str, str]) -> list[PlacingCall]:
+    """The calls of `function` in the file (`key`: its path and digest) that pass placed tensors,
+    from the definitions that call it and, if they call it, the top-level statements: those are
+    one scope, whose names stay placed from one statement to the next. Only these are parsed."""
+    if key not in _PIECES:
+        definitions, top_level = _PIECES[key] = [], []
+        for piece, row in top_level_pieces(data.decode("utf-8", "replace")):
+            (definitions if DEFINITION.match(piece) else top_level).append((piece, row))
+    definitions, top_level = _PIECES[key]
+    needle = re.compile(r"(?<!def )\b" + re.escape(function) + r"\s*\(")
+    parts = [(row, [(piece, row)]) for piece, row in definitions if needle.search(piece)]
+    if any(needle.search(piece) for piece, _ in top_level):
+        parts.append((0, top_level))
+    found: list[PlacingCall] = []
+    for part, pieces in parts:
+        if (*key, part) not in _PLACING_CALLS:
+            _PLACING_CALLS[(*key, part)] = placing_calls(pieces, imports)
+        found.extend(_PLACING_CALLS[(*key, part)].get(function, ()))
+    return found
+
+
 def recorded_dependencies(path: str) -> dict[str, str]:
     """What the checks of the file at `path` in this process read from its project, with states."""
     layout = Layout("")
@@ -197,13 +223,11 @@ class _Resolver:
             if key not in _CALLED_NAMES:
                 moves = b".cuda(" in data or b".to(" in data
                 _CALLED_NAMES[key] = frozenset(_CALLED_NAME.findall(data)) if moves else frozenset()
-            if name not in _CALLED_NAMES[key]:
+            caller_summary = self.summary(caller) if name in _CALLED_NAMES[key] else None
+            if caller_summary is None:
                 continue
-            if key not in _PLACING_CALLS:
-                _PLACING_CALLS[key] = placing_calls(data)
-            calls, stars = _PLACING_CALLS[key]
-            for call in calls.get(function, ()):
-                if not self.calls_definition(call.callee, caller, stars, path, function):
+            for call in _placing_calls_of(key, data, function, caller_summary.imports):
+                if not self.calls_definition(call.callee, caller, caller_summary.stars, path, function):
                     continue
                 for position in call.placed:
                     param = definition.params[position] if isinstance(position, int) and position < len(

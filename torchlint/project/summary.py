@@ -585,22 +585,23 @@ class PlacingCall:
     column: int
 
 
-def placing_calls(source: bytes) -> tuple[dict[str, tuple[PlacingCall, ...]], tuple[str, ...]]:
-    """The calls in the module that pass a placed tensor (`x.cuda()`, `x.to(device)`, a local name
-    last assigned one, or a value computed from one), by the called name (`f` of `f(...)` and of
-    `mod.f(...)`), and the modules it star-imports."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}, ()
-    imports = _imports(tree.body)
-    stars = tuple("." * node.level + (node.module or "") for node in _top_statements(tree.body)
-                  if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names))
+def placing_calls(pieces: list[tuple[str, int]], imports: dict[str, str]) -> dict[str, tuple[PlacingCall, ...]]:
+    """The calls in these top-level statements (pieces of a module's text, with their first rows;
+    names read through the module's `imports`) that pass a placed tensor (`x.cuda()`,
+    `x.to(device)`, a local name last assigned one, or a value computed from one), by the called
+    name (`f` of `f(...)` and of `mod.f(...)`). A piece that does not parse is left out."""
+    tree = ast.Module(body=[], type_ignores=[])
+    for piece, row in pieces:
+        try:
+            parsed = ast.parse(piece)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        tree.body.extend(ast.increment_lineno(parsed, row - 1).body)
     found: dict[str, list[PlacingCall]] = {}
     for scope in (tree, *(node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))):
         for name, call in _ScopeCalls(imports).calls(scope):
             found.setdefault(name, []).append(call)
-    return {name: tuple(calls) for name, calls in found.items()}, stars
+    return {name: tuple(calls) for name, calls in found.items()}
 
 
 class _ScopeCalls(ast.NodeVisitor):
