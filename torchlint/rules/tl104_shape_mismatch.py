@@ -93,7 +93,9 @@ class ShapeMismatch(Rule):
       (`conv_block(base, base * 2, nn.ReLU())`: each call's sizes and layers), and through a
       stack of one Module class of the file (`nn.Sequential(*[Block(cfg) for _ in range(n)])`
       gives what the block's `forward` gives);
-    - the arguments a top-level function is called with in the file (`standardize(batch)`);
+    - the arguments a top-level function is called with in the file (`standardize(batch)`),
+      a model among them under any name (`advantages(critic, states, returns)`, where every
+      call passes a `ValueHead` the file builds: `critic(states)` has what its `forward` gives);
     - shape annotations of parameters and returns: `Annotated[torch.Tensor, Shape("B", 3, 32, 32)]` (a call named `Shape`) and
     jaxtyping's `Float[Tensor, "b c h w"]` (read from the text; jaxtyping need not be installed). Two sizes disagree only when both are
     integer literals; the same name is the same size, two different names may be equal, and an

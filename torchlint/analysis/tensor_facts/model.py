@@ -449,6 +449,8 @@ class TensorModel:
                 env[param_name] = NUMBER
             elif written is None and param.default is None and _MODEL_PARAMETER.fullmatch(param_name):
                 env[param_name] = ModuleValue(kind=self._module_class_passed(function, param), from_caller=True)
+            elif written is None and param.default is None and (passed := self._module_passed(function, param)):
+                env[param_name] = ModuleValue(kind=passed, from_caller=True)  # `advantages(critic, ...)`
             elif self._is_loader_parameter(param):
                 env[param_name] = Iterable(TensorFacts(device=Device.DEFAULT, scalar=False, loaded=True))
             elif written is None and (param.default is None or _is_none(param.default)):
@@ -659,6 +661,11 @@ class TensorModel:
             made = construction(self.ctx, passed) if passed is not None else None
             classes.add(self._class_of(made) if made is not None else None)
         return classes.pop() if len(classes) == 1 else None
+
+    def _module_passed(self, function: cst.FunctionDef, param: cst.Param) -> str | None:
+        """`_module_class_passed`, where that class is a Module (of torch or of this file)."""
+        passed = self._module_class_passed(function, param)
+        return passed if passed is not None and (is_torch_module_class(passed) or self.is_module_class(passed)) else None
 
     def _times_called(self, name: str) -> int:
         """How often the source writes `name(` (not `x.name(`), its `def` included: asked once per
