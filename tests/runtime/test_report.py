@@ -75,7 +75,8 @@ def _section(page: str, heading: str) -> str:
 
 def test_the_report_shows_gradient_flow_frozen_layers_syncs_and_findings(report):
     result, path = report
-    assert result.returncode == 1, result.stderr  # the .item() per step is a confirmed TL302
+    # The .item() per step is a confirmed TL302: a note, which does not fail the run.
+    assert result.returncode == 0, result.stderr
     page = path.read_text()
     for heading in SECTIONS:
         assert f"<h2>{heading}</h2>" in page

@@ -95,6 +95,7 @@ class SyncInLoop(Rule):
     Each of these copies a value from the accelerator to the host and blocks the CPU until every
     queued kernel has finished. Once per step it stops the CPU from running ahead to queue the next
     step's work, so the GPU idles between steps; per element it serialises the whole loop.
+    The results are right, only slower: a note, which fails a run only under `fail-on = "note"`.
 
     ## Example
     ```python
@@ -121,7 +122,7 @@ class SyncInLoop(Rule):
     code = "TL302"
     name = "sync-in-loop"
     summary = "Host-device sync (.item(), .cpu(), float(t)...) every iteration of a training or per-element loop"
-    severity = Severity.WARNING
+    severity = Severity.NOTE
 
     @cached_property
     def _evidence(self) -> TensorEvidence | None:
