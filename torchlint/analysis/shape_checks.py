@@ -157,6 +157,17 @@ def matmul_conflict(first: tuple, second: tuple) -> tuple[str, str] | None:
     return (first[-1], inner) if differ(first[-1], inner) else None
 
 
+def batch_conflict(first: tuple, second: tuple, broadcast: bool) -> tuple[str, str] | None:
+    """The batch sizes (all but the last two dims) of a batched matrix product of two tensors of
+    rank 3 or more that cannot go together: `torch.matmul` broadcasts them, `bmm` needs them equal."""
+    if len(first) < 3 or len(second) < 3:
+        return None
+    if broadcast:
+        conflict = broadcast_conflict(first[:-2], second[:-2])
+        return None if conflict is None else (conflict[1], conflict[2])
+    return (first[0], second[0]) if differ(first[0], second[0]) else None
+
+
 def concat_conflict(shapes: list[tuple], dim: int | None) -> tuple[int, int, str, str] | None:
     """(tensor index, dim, size of the first, size of that tensor) of the first dim other than
     `dim` (every dim when `dim` is None: `stack`) where two tensors differ."""

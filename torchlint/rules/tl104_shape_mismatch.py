@@ -8,7 +8,7 @@ from torchlint.analysis.names import argument, positional_args
 from torchlint.analysis.shape_annotations import annotated_shape
 from torchlint.analysis.values import string_value
 from torchlint.analysis.shape_checks import (
-    BROADCASTING_OPERATORS, brief_code, broadcast_conflict, class_target_conflict, concat_conflict, differ,
+    BROADCASTING_OPERATORS, batch_conflict, brief_code, broadcast_conflict, class_target_conflict, concat_conflict, differ,
     einsum_conflict, element_count_mismatch, fed_examples, known_sizes, literal, matmul_conflict, show,
     silent_broadcast,
 )
@@ -41,7 +41,9 @@ class ShapeMismatch(Rule):
     ## What it does
     Flags an op whose operand sizes the code shows and that cannot work:
 
-    - `a @ b`, `torch.matmul`/`mm`/`bmm` (and the method forms) whose inner sizes differ;
+    - `a @ b`, `torch.matmul`/`mm`/`bmm` (and the method forms) whose inner sizes differ, or
+      whose batch dims cannot go together: `matmul` broadcasts them, `bmm` needs them equal
+      (one `(1, S, D)` memory against `(6, T, D)` queries);
     - `torch.cat` / `torch.stack` of tensors that differ in a dim other than the concatenated one
       (any dim for `stack`);
     - `view` / `reshape` (method or `torch.reshape`) asking for another element count than the
@@ -80,7 +82,8 @@ class ShapeMismatch(Rule):
       the methods it calls), the example input the file feeds the model
       (`model(torch.randn(4, SEQ_LEN, D_MODEL))` in `__main__`, a test, an
       `example_input_array` / `example_input` attribute (Lightning), a loop over a
-      `DataLoader` of a `TensorDataset`, a training function the model and loader are handed
+      `DataLoader` of a `TensorDataset` or of a dataset class of the file (what its
+      `__getitem__` returns, sized by its `__init__`), a training function the model and loader are handed
       to: `train(model, loader)`, or a parent module's `self.block(x)`), through the layers
       `__init__` builds (`nn.Linear`, `nn.Embedding`, `nn.LSTM`/`GRU`/`RNN` with `batch_first`
       and `bidirectional`, `nn.MultiheadAttention`, Transformer encoder/decoder layers,
@@ -149,7 +152,7 @@ class ShapeMismatch(Rule):
         if not self._literal_sizes[-1]:
             return
         if isinstance(node.operator, cst.MatrixMultiply):
-            self._matmul(node, node.left, node.right)
+            self._matmul(node, node.left, node.right, "matmul")
         elif isinstance(node.operator, BROADCASTING_OPERATORS):
             self._broadcast(node)
 
@@ -199,13 +202,13 @@ class ShapeMismatch(Rule):
         elif qualified is not None and qualified.startswith("torch.") and qualified[6:] in _MATMULS:
             first, second = argument(node, 0, "input"), argument(node, 1, "other" if qualified != "torch.mm" else "mat2")
             if first is not None and second is not None:
-                self._matmul(node, first, second)
+                self._matmul(node, first, second, qualified[6:])
         elif isinstance(func, cst.Attribute) and qualified is None:
             name = func.attr.value
             if name in ("view", "reshape"):
                 self._view(node, func.value, shape_args(node))
             elif name in _MATMULS and len(node.args) == 1 and not node.args[0].keyword:
-                self._matmul(node, func.value, node.args[0].value)
+                self._matmul(node, func.value, node.args[0].value, name)
             elif name in _MASKED and node.args:
                 self._masked(node, func.value, node.args[0].value)
 
@@ -230,16 +233,24 @@ class ShapeMismatch(Rule):
                 notes.append(RelatedNode(value, f"`{expr.value}` {verb} here, shape {show(sizes)}"))
         return notes
 
-    def _matmul(self, node: cst.CSTNode, first: cst.BaseExpression, second: cst.BaseExpression) -> None:
+    def _matmul(self, node: cst.CSTNode, first: cst.BaseExpression, second: cst.BaseExpression, op: str) -> None:
+        """`op` is "matmul" (also `@`), "mm" or "bmm"."""
         a, b = self._sizes(first), self._sizes(second)
-        conflict = matmul_conflict(a, b) if a is not None and b is not None else None
+        if a is None or b is None:
+            return
+        conflict = matmul_conflict(a, b)
         if conflict is not None:
-            self.report(
-                node,
-                f"`{self._code(first)}` has shape {show(a)} and `{self._code(second)}` has shape {show(b)}: "
-                f"a matrix product needs the inner sizes to agree, but they are {conflict[0]} and {conflict[1]}",
-                related=self._assignments((first, a), (second, b)),
-            )
+            problem = f"a matrix product needs the inner sizes to agree, but they are {conflict[0]} and {conflict[1]}"
+        elif (batches := batch_conflict(a, b, broadcast=op == "matmul")) is not None:
+            problem = (f"`bmm` needs equal batch sizes (it does not broadcast), but they are {batches[0]} and {batches[1]}"
+                       if op == "bmm" else f"the batch dims cannot broadcast: {batches[0]} against {batches[1]}")
+        else:
+            return
+        self.report(
+            node,
+            f"`{self._code(first)}` has shape {show(a)} and `{self._code(second)}` has shape {show(b)}: {problem}",
+            related=self._assignments((first, a), (second, b)),
+        )
 
     def _masked(self, node: cst.Call, tensor: cst.BaseExpression, mask: cst.BaseExpression) -> None:
         a, b = self._sizes(tensor), self._sizes(mask)

@@ -37,6 +37,8 @@ Sizes = tuple[str, ...]
 _SIZED = frozenset(f"torch.{name}" for name in ("randn", "rand", "zeros", "ones", "empty"))
 _EXAMPLE_FACTORIES = _SIZED | {"torch.randint"}
 _EXAMPLE_TEXT = re.compile(r"\b(?:randn|rand|randint|zeros|ones|empty)\(")
+# A dataset class of the file, whose items its factories size (`DataLoader(Windows(100), ...)`).
+_DATASET_TEXT = re.compile(r"def __getitem__\(")
 # Methods that return the model they are called on (`Net().to(device).eval()`).
 _SAME_MODEL = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "double", "half"})
 _CONFLICT = "conflict"
@@ -152,12 +154,13 @@ class ExampleCalls:
         return calls.uses if calls is not None else []
 
     def has_example_data(self) -> bool:
-        """The file makes tensors of given sizes outside its classes (a script, a test), or gives
-        a class an `example_input_array`: only then can the example inputs of its models be
-        known, and only then is the file scanned."""
+        """The file makes tensors of given sizes outside its classes (a script, a test), gives a
+        class an `example_input_array`, or defines a dataset (`__getitem__`): only then can the
+        example inputs of its models be known, and only then is the file scanned."""
         if self._example_data is None:
-            self._example_data = _EXAMPLE_TEXT.search(self._ctx.source) is not None and (
-                "example_input" in self._ctx.source or any(
+            source = self._ctx.source
+            self._example_data = _EXAMPLE_TEXT.search(source) is not None and (
+                "example_input" in source or _DATASET_TEXT.search(source) is not None or any(
                 type(node) is cst.Call and self._ctx.callee(node) in _EXAMPLE_FACTORIES
                 for node in _outside_classes(self._ctx.module)))
         return self._example_data

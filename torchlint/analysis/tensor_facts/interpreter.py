@@ -752,7 +752,8 @@ class Interpreter:
             index = element.slice
             if isinstance(index, cst.Index):
                 indexes.append(self.eval(index.value, env))
-                bounds.append(None)
+                # A Python number other than a literal (`x[i]` with `i` an int): drops its dim.
+                bounds.append(_NUMBER_INDEX if isinstance(indexes[-1], Number) else None)
             else:
                 values = [None if part is None else self.eval(part, env) for part in (index.lower, index.upper, index.step)]
                 lower, upper = (_known_int(part, value) for part, value in zip((index.lower, index.upper), values))
@@ -978,6 +979,9 @@ class Interpreter:
             return self._call_value(call, env[name], args)
         if self.model.is_module_class(name):
             return ModuleValue(Device.DEFAULT, name)
+        item = self.model.dataset_item(name)
+        if item is not None:
+            return Iterable(item)
         if self.model.outer_binds(self.scope, name):
             return self._call_value(call, self._name(call.func, env), args)
         summary = self.model.function_summary(name)
@@ -1874,10 +1878,14 @@ def _inferred(wanted: tuple[str, ...], have: tuple[str | None, ...] | None) -> t
     return tuple(str(total // rest) if size == "-1" else size for size in wanted)
 
 
+# In the per-element bounds of a subscript: an index whose value is a known Python number.
+_NUMBER_INDEX: tuple[int | None, int | None] = tuple([None, None])  # compared by identity
+
+
 def _indexed_sizes(node: cst.Subscript, receiver: TensorFacts,
                    bounds: list[tuple[int | None, int | None] | None]) -> Layout | None:
-    """`h_n[-1]`, `out[:, -1]`, `x[0, :, None]` of a tensor of known sizes: an integer drops its
-    dim, `:` keeps it, `None` adds a 1; a slice whose bounds are known integers (`bounds`, per
+    """`h_n[-1]`, `out[:, -1]`, `x[0, :, None]`, `x[i]` of a tensor of known sizes: an integer
+    (written, or a number the facts know: `_NUMBER_INDEX` in `bounds`) drops its dim, `:` keeps it, `None` adds a 1; a slice whose bounds are known integers (`bounds`, per
     element) keeps what Python's slicing keeps, clamped to the size (`pos[:, :T]` with T = 24 of
     a dim of 16 keeps 16), any other bounded slice makes the size unknown."""
     sizes = known_sizes(receiver)
@@ -1896,7 +1904,7 @@ def _indexed_sizes(node: cst.Subscript, receiver: TensorFacts,
             position += 1
         elif isinstance(index.value, cst.Name) and index.value.value == "None":
             kept.append("1")
-        elif int_value(index.value) is not None and position < len(sizes):
+        elif (int_value(index.value) is not None or bound is _NUMBER_INDEX) and position < len(sizes):
             position += 1
         else:
             return None

@@ -109,6 +109,7 @@ class TensorModel:
         self._sensitive: set[str] | None = None  # see `_caller_sensitive`
         self._methods: dict[int, cst.ClassDef] = {}
         self._module_names: set[str] | None = None
+        self._plain_classes: dict[str, cst.ClassDef] | None = None  # see `dataset_item`
         source = ctx.source
         # Code that changes the default device makes "created without device=" meaningless.
         self.default_device_changed = "set_default_device" in source or "set_default_tensor_type" in source
@@ -282,6 +283,18 @@ class TensorModel:
         method = method_named(classdef, name) if classdef is not None else None
         return self._summary(self._scope_of(method, classdef, None)) if method is not None else None
 
+    def dataset_item(self, class_name: str) -> Value | None:
+        """What an instance of the file's class `class_name` (not a Module) holds at an index, when
+        the class defines `__getitem__`: a map-style dataset (`DataLoader(Windows(100), ...)`)."""
+        if self._plain_classes is None:
+            self._plain_classes = {
+                statement.name.value: statement for statement in self.ctx.module.body
+                if type(statement) is cst.ClassDef and not self.is_module_class(statement.name.value)
+            }
+        classdef = self._plain_classes.get(class_name)
+        method = method_named(classdef, "__getitem__") if classdef is not None else None
+        return self._summary(self._scope_of(method, classdef, None)) if method is not None else None
+
     def module_method_summary(self, class_name: str, name: str) -> Value | None:
         """What `name` (a method of the file's Module class `class_name`) returns, or None.
 
@@ -433,6 +446,9 @@ class TensorModel:
                 continue
             if param_name == scope.self_name:
                 env[param_name] = ModuleValue(Device.MODULE, scope.classdef.name.value) if scope.in_module_class else UNKNOWN
+                continue
+            if name == "__getitem__" and param is next(p for p in every if p.name.value != scope.self_name):
+                env[param_name] = NUMBER  # the index a DataLoader's sampler gives a dataset
                 continue
             annotation = self.ctx.qualified_name(param.annotation.annotation) if param.annotation is not None else None
             written = param.annotation.annotation if param.annotation is not None else None
