@@ -16,6 +16,7 @@ plain tensor attribute stays where it was created).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -53,6 +54,8 @@ _CALLER_SENSITIVE = re.compile(
     r"\.numpy\(|torch\.(?:zeros|ones|arange|tensor|full|eye|linspace|empty|rand|randn|(?:[A-Z]\w*)?Tensor)\(")
 # Parameters that name the model a function runs (`model`, `net`, `resnet`, `policy_net`): a
 # Module of unknown placement, whose output is where its input is.
+# A name written as called: `f(` and `def f(`, not `x.f(`.
+_CALLED_NAME = re.compile(r"(?<![\w.])(\w+)\s*\(")
 _MODEL_PARAMETER = re.compile(r"(\w+_)?(model|\w*net|network)", re.IGNORECASE)
 # Attributes and methods only a tensor has (not a module, list or dict): a parameter used with
 # them holds a tensor.
@@ -120,7 +123,7 @@ class TensorModel:
         self._layer_contradictions: dict[int, tuple] = {}
         self._uses_memo: dict[str, list] = {}
         self._models_passed: dict[tuple[str, str], str | None] = {}
-        self._call_counts: dict[str, int] = {}  # see `_times_called`
+        self._call_counts: Counter | None = None  # see `_times_called`
         # Only a file that mentions a loader can feed one's batches to a model.
         self._mentions_loader = "oader" in source
 
@@ -679,15 +682,18 @@ class TensorModel:
         return classes.pop() if len(classes) == 1 else None
 
     def _module_passed(self, function: cst.FunctionDef, param: cst.Param) -> str | None:
-        """`_module_class_passed`, where that class is a Module (of torch or of this file)."""
+        """`_module_class_passed`, where that class is a Module (of torch or of this file); asked
+        only of a name the file calls (`critic(states)`), before the walk that finds the calls."""
+        if not self._times_called(param.name.value):
+            return None
         passed = self._module_class_passed(function, param)
         return passed if passed is not None and (is_torch_module_class(passed) or self.is_module_class(passed)) else None
 
     def _times_called(self, name: str) -> int:
-        """How often the source writes `name(` (not `x.name(`), its `def` included: asked once per
-        parameter of a function, and a search of the whole source each time."""
-        if name not in self._call_counts:
-            self._call_counts[name] = len(re.findall(rf"(?<![\w.]){re.escape(name)}\s*\(", self.ctx.source))
+        """How often the source writes `name(` (not `x.name(`), its `def` included: the counts of
+        every name, from one search of the whole source."""
+        if self._call_counts is None:
+            self._call_counts = Counter(_CALLED_NAME.findall(self.ctx.source))
         return self._call_counts[name]
 
     def _class_of(self, made: cst.Call) -> str | None:
