@@ -31,6 +31,8 @@ except ImportError:  # Windows
 _WALL_CLOCK_FACTOR = 4
 # A worker's exit status after a MemoryError.
 _OUT_OF_MEMORY = 112
+# How often an idle worker looks whether its parent still runs, in seconds.
+_PARENT_CHECK_S = 1.0
 
 
 def _memory_limit() -> int:
@@ -96,8 +98,14 @@ def _serve(connection: Connection, worker: Callable, memory_limit: int) -> None:
     if resource is not None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file in the project
     _limit_memory(memory_limit)
+    parent = os.getppid()
     while True:
         try:
+            # A killed run (a timeout's SIGTERM, a cancelled CI job) never closes the pipe: forked
+            # siblings hold its other end. An idle worker whose parent is gone ends by itself.
+            while not connection.poll(_PARENT_CHECK_S):
+                if os.getppid() != parent:
+                    return
             message = connection.recv()
         except EOFError:
             return
