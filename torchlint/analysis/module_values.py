@@ -133,7 +133,7 @@ def output_activation(ctx, call: cst.Call) -> str | None:
 
 def construction(ctx, expr: cst.BaseExpression) -> cst.Call | None:
     """The call that built the module `expr` holds (`nn.Sequential(...)` for `model`)."""
-    made = ctx.self_attributes.value_of(expr) if isinstance(expr, cst.Attribute) else ctx.kinds.resolve(expr)
+    made = ctx.kinds.assigned(expr)
     made = _without_fluent_calls(made) if isinstance(made, cst.Call) else made
     return made if isinstance(made, cst.Call) else None
 

@@ -11,6 +11,7 @@ of what is known about the values of a function, so that every rule sees the sam
                                               # unknown kind moved like one), else None
     self.ctx.kinds.is_dtype(arg)              # torch.float32, x.dtype, a `dtype` name
     self.ctx.kinds.resolve(expr)              # ctx.values.resolve + module-level constants
+    self.ctx.kinds.assigned(expr)             # resolve, and `self.<name>` to what its class assigns
 
 The module also holds the tables of torch factories and namespaces the tensor facts read.
 """
@@ -201,6 +202,14 @@ class ValueKinds:
             if constant is not None:
                 return constant
         return expr
+
+    def assigned(self, expr: cst.BaseExpression) -> cst.BaseExpression:
+        """`resolve`, and for `self.<name>` the one expression its class assigns it (`expr` itself
+        when that is not one known expression)."""
+        if isinstance(expr, cst.Attribute):
+            value = self._ctx.self_attributes.value_of(expr)
+            return expr if value is None else value
+        return self.resolve(expr)
 
     def _module_constants(self) -> dict[str, cst.BaseExpression]:
         """Names assigned exactly once at the top level of the module, with their values."""

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.names import keyword_arg, method_name, method_receiver, positional_args
+from torchlint.analysis.names import argument, keyword_arg, method_name, method_receiver, positional_args
 from torchlint.analysis.tensors import PARAMETER_CLASSES, dtype_kind, requires_grad_true
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
@@ -27,7 +27,11 @@ class NonLeafParameter(Rule):
     or cast in the same expression: `torch.randn(3, requires_grad=True).cuda()`,
     `torch.zeros(n, requires_grad=True).to(device)`, `nn.Parameter(t).to(device)`. A plain tensor
     is reported when it is used as a parameter: stored on an object, given to a `torch.optim`
-    optimizer, or its `.grad` read; an input whose gradient nobody reads is left alone.
+    optimizer, or its `.grad` read; an input whose gradient nobody reads is left alone. A cast to
+    the dtype the tensor already has returns the tensor itself: `nn.Parameter(t).to(D)` and
+    `.float()` are not reported when `D` is float32 and `t` is not known to have another dtype,
+    also when `D` is held in a local, a module constant or an attribute its class sets once
+    (`self.compute_dtype = torch.float32`).
 
     ## Why is this bad?
     `.cuda()`, `.to(...)` and dtype casts return a *copy* computed from the leaf: the result is a
@@ -139,7 +143,9 @@ class NonLeafParameter(Rule):
             return True
         if method == "float":
             # A no-op on the default float32; a copy from another floating dtype.
-            return not is_parameter and dtype_kind(self.ctx, source) == "float" and not self._float32(source)
+            if is_parameter:
+                return self._data_not_float32(source)
+            return dtype_kind(self.ctx, source) == "float" and not self._float32(source)
         # `.to(...)`
         positional = positional_args(node)
         if not node.args or any(arg.star for arg in node.args):
@@ -150,12 +156,24 @@ class NonLeafParameter(Rule):
             return False
         dtype = keyword_arg(node, "dtype")
         only_dtype = dtype.value if dtype is not None and len(node.args) == 1 else first if len(node.args) == 1 else None
-        if only_dtype is not None and self.ctx.qualified_name(only_dtype) in ("torch.float", "torch.float32"):
+        if only_dtype is not None and self._names_float32(only_dtype):
             # Casting to float32 what was created as float32 returns the tensor itself.
-            return not is_parameter and keyword_arg(source, "dtype") is not None and not self._float32(source)
+            if is_parameter:
+                return self._data_not_float32(source)
+            return keyword_arg(source, "dtype") is not None and not self._float32(source)
         return True
 
     def _float32(self, source: cst.Call) -> bool:
         dtype = keyword_arg(source, "dtype")
-        qualified = self.ctx.qualified_name(dtype.value) if dtype is not None else None
-        return qualified in ("torch.float", "torch.float32")
+        return dtype is not None and self._names_float32(dtype.value)
+
+    def _data_not_float32(self, parameter: cst.Call) -> bool:
+        """The Parameter's data is known to have another dtype than float32, the default one."""
+        data = argument(parameter, 0, "data")
+        facts = self.ctx.kinds.tensor(data) if data is not None else None
+        return facts is not None and facts.dtype not in (None, "float", "float32")
+
+    def _names_float32(self, dtype: cst.BaseExpression) -> bool:
+        """`torch.float32`, also held in a local, a module constant or an attribute its class sets once
+        (`self.compute_dtype = torch.float32` in `__init__`)."""
+        return self.ctx.qualified_name(self.ctx.kinds.assigned(dtype)) in ("torch.float", "torch.float32")
