@@ -18,12 +18,12 @@ The module also holds the tables of torch factories and namespaces the tensor fa
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from torchlint.analysis.tensor_facts.domain import Device, ModuleValue, Number, TensorFacts
+from torchlint.analysis.whole_numbers import WholeNumbers
 
 if TYPE_CHECKING:
     from torchlint.analysis.checked_file import CheckedFile
@@ -111,31 +111,13 @@ def device_string_kind(text: str) -> Device | None:
     return None
 
 
-# Calls whose result holds whole numbers, whatever its dtype.
-_WHOLE_NUMBER_CALLS = frozenset({
-    "torch.bincount", "torch.floor", "torch.ceil", "torch.round", "torch.trunc", "torch.count_nonzero",
-    "torch.argmax", "torch.argmin", "torch_geometric.utils.degree",
-})
-_WHOLE_NUMBER_METHODS = frozenset({
-    "long", "int", "short", "floor", "ceil", "round", "trunc", "numel", "count_nonzero", "argmax", "argmin",
-    "bincount",
-})
-# Methods whose result holds whole numbers when their receiver does.
-_WHOLE_NUMBER_PRESERVING = frozenset({
-    "float", "double", "half", "to", "view", "reshape", "squeeze", "unsqueeze", "sum", "cumsum", "abs",
-    "flatten", "repeat", "expand", "clone", "detach", "cpu", "cuda", "clamp", "clamp_min", "index_select",
-    "gather", "max", "min",
-})
-# Names that hold counts in graph and sequence code: a node's degree, a number of items.
-_COUNT_NAME = re.compile(r"(?:^|_)(?:deg|degree|degrees|count|counts)$|^num_")
-
-
 class ValueKinds:
     """Answers what kind of value an expression holds, from `ctx.tensors`."""
 
     def __init__(self, ctx: "CheckedFile") -> None:
         self._ctx = ctx
         self._constants: dict[str, cst.BaseExpression] | None = None
+        self._whole_numbers = WholeNumbers(ctx)
 
     def is_tensor(self, expr: cst.BaseExpression) -> bool:
         return self._ctx.tensors.is_tensor(expr)
@@ -152,34 +134,10 @@ class ValueKinds:
         value = self._ctx.tensors.facts(expr)
         return value if isinstance(value, TensorFacts) else None
 
-    def holds_whole_numbers(self, expr: cst.BaseExpression, seen: frozenset[str] = frozenset()) -> bool:
+    def holds_whole_numbers(self, expr: cst.BaseExpression) -> bool:
         """The value holds whole numbers whatever its dtype (a degree, a count, `torch.arange(n)`,
-        `x.long()`, sums and products of those), so `x + 1` is exact."""
-        if isinstance(expr, cst.Integer) or isinstance(expr, cst.Comparison):
-            return True
-        if isinstance(expr, cst.Name):
-            value = self._ctx.values.value_of(expr.value) if expr.value not in seen else None
-            if isinstance(value, cst.BaseExpression) and not isinstance(value, cst.Param):
-                return self.holds_whole_numbers(value, seen | {expr.value})
-            return _COUNT_NAME.search(expr.value.lower()) is not None
-        if isinstance(expr, cst.Subscript):
-            return self.holds_whole_numbers(expr.value, seen)
-        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply)):
-            return self.holds_whole_numbers(expr.left, seen) and self.holds_whole_numbers(expr.right, seen)
-        if not isinstance(expr, cst.Call):
-            return False
-        callee = self._ctx.callee(expr)
-        if callee is not None:
-            if callee == "torch.arange":
-                return not any(isinstance(arg.value, cst.Float) for arg in expr.args)
-            return callee in _WHOLE_NUMBER_CALLS
-        if not isinstance(expr.func, cst.Attribute):
-            return False
-        method = expr.func.attr.value
-        if method in _WHOLE_NUMBER_METHODS:
-            return True
-        return method in _WHOLE_NUMBER_PRESERVING and not any(isinstance(arg.value, cst.Float) for arg in expr.args) \
-            and self.holds_whole_numbers(expr.func.value, seen)
+        `x.long()`, sums and products of those), so `x + 1` is exact (`analysis/whole_numbers.py`)."""
+        return self._whole_numbers.holds(expr)
 
     def is_dtype(self, expr: cst.BaseExpression) -> bool:
         """`torch.float32`, `x.dtype`, a name `dtype` or `*_dtype`."""

@@ -16,7 +16,9 @@ class ManualLog1p(Rule):
     method forms `(1 + x).log()`, `(1 - x).log()`.
 
     Not reported where `x` holds whole numbers (a node degree, a count, `torch.arange(n)`,
-    `x.long()`): `1 + x` is then exact and `log1p` gains nothing.
+    `x.long()`, `torch.bincount`, `argmax`, the `.sum()` of a mask, the counts that
+    `torch.unique_consecutive(..., return_counts=True)` returns), also converted to float, collected
+    in a list or returned by a helper of the file: `1 + x` is then exact and `log1p` gains nothing.
 
     ## Why is this bad?
     For `x` near 0, `1 + x` (or `1 - x`) rounds to 1 before the log is taken: in float32, `torch.log(1 + x)` is
