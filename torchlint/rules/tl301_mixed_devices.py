@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.names import dotted_name, keyword_arg
+from torchlint.analysis.module_attributes import first_parameter
+from torchlint.analysis.names import dotted_name, keyword_arg, method_named
 from torchlint.analysis.tensor_facts.domain import Collected, Device, ModuleValue, TensorFacts
 from torchlint.analysis.torch_api import PASSED_BY_A_CALLER, passed_here
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS
@@ -71,8 +72,9 @@ class MixedDevices(Rule):
     tensors (`torch.tensor(2.0)`), Python scalars, tensors moved later (`torch.arange(n).to(x.device)`),
     factories given `device=x.device`, indexing with a CPU index and tensors whose device is
     unknown are not reported, nor a probe of the module in its own `__init__`
-    (`self.forward(torch.zeros(1, 3, s, s))` to measure strides): its parameters are still on the
-    default device there.
+    (`self.forward(torch.zeros(1, 3, s, s))` to measure strides) or in a method that `__init__`
+    calls through `self`, directly or not, and `forward` does not (`self.append(layer)` sizing the
+    next layer by a dummy pass): its parameters are still on the default device there.
 
     ## Why is this bad?
     The op raises `RuntimeError: Expected all tensors to be on the same device` as soon as the
@@ -134,16 +136,18 @@ class MixedDevices(Rule):
         self.report(node, f"{origin} but it is {where}; {self._remedy(node)}", related=(*related, meets))
 
     def _unmoved_constructor(self) -> set[int]:
-        """The nodes of the Module's `__init__` the call is in, unless it moves the module itself
-        (`self.to(device)`); else none."""
+        """The nodes of the method the call is in when that method runs while the Module is built
+        (`_construction_methods`), unless construction moves the module itself (`self.to(device)`);
+        else none."""
         function = self.ctx.enclosing_function()
-        if function is None or function.name.value != "__init__" or self.ctx.enclosing_class() is None:
+        classdef = self.ctx.enclosing_class()
+        construction = _construction_methods(classdef) if function is not None and classdef is not None else []
+        if all(method is not function for method in construction):
             return set()
-        nodes = list(nodes_in_order(function.body))
         moves = any(isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
                     and node.func.attr.value in ("to", "cuda") and dotted_name(node.func.value) == "self"
-                    for node in nodes)
-        return set() if moves else {id(node) for node in nodes}
+                    for method in construction for node in nodes_in_order(method.body))
+        return set() if moves else {id(node) for node in nodes_in_order(function.body)}
 
     def _report_unmoved_batch(self, call: cst.Call) -> None:
         found = self.ctx.tensors.unmoved_batch(call)
@@ -205,3 +209,26 @@ class MixedDevices(Rule):
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("cpu", "to"):
             return "keep both operands on one device"
         return "create the tensor with `device=` in that function, or move the result with `.to(x.device)`"
+
+
+def _construction_methods(classdef: cst.ClassDef) -> list[cst.FunctionDef]:
+    """`__init__` and the methods it calls through `self`, directly or not, that `forward` does not
+    reach (`self.append(layer)` inferring the next layer's input shape with a dummy input): they
+    run while the module is being built, before anything can have moved it off the CPU."""
+    running = _methods_reached(classdef, "forward")
+    return [method for method in _methods_reached(classdef, "__init__") if all(method is not other for other in running)]
+
+
+def _methods_reached(classdef: cst.ClassDef, start: str) -> list[cst.FunctionDef]:
+    """The method `start` and those it calls as `self.<method>(...)`, directly or not."""
+    first = method_named(classdef, start)
+    reached = [first] if first is not None else []
+    for method in reached:  # grows while it is read
+        self_name = first_parameter(method)
+        for node in nodes_in_order(method.body):
+            if self_name is not None and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                    and dotted_name(node.func.value) == self_name:
+                called = method_named(classdef, node.func.attr.value)
+                if called is not None and all(called is not known for known in reached):
+                    reached.append(called)
+    return reached
