@@ -64,7 +64,7 @@ def builds_module(ctx, call: cst.Call, depth: int = 0) -> bool:
     if ctx.module_classes.is_module_name(written):
         return True
     builder = top_level_function(ctx, written)
-    return builder is not None and depth < _MAX_BUILDER_DEPTH and _returns_module(ctx, builder, depth + 1)
+    return builder is not None and depth < _MAX_BUILDER_DEPTH and returns_module(ctx, builder, depth + 1)
 
 
 def _without_fluent_calls(expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -83,7 +83,7 @@ def top_level_function(ctx, name: str) -> cst.FunctionDef | None:
     return None
 
 
-def _returns_module(ctx, function: cst.FunctionDef, depth: int) -> bool:
+def returns_module(ctx, function: cst.FunctionDef, depth: int = 0) -> bool:
     """Some `return` of the function gives a module built there (directly or through a local)."""
     built: dict[str, cst.Call] = {}
     returned: list[cst.BaseExpression] = []

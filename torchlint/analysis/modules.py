@@ -118,6 +118,12 @@ class ModuleClasses:
             self._verdicts = self._classify()
         return name in self._module_names
 
+    def names(self) -> list[str]:
+        """The names of the file's Module classes."""
+        if self._verdicts is None:
+            self._verdicts = self._classify()
+        return list(self._module_names)
+
     def class_named(self, name: str) -> cst.ClassDef | None:
         """The Module class of this file called `name` (the first one, if several)."""
         if self._verdicts is None:

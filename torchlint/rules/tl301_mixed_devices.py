@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+from functools import cached_property
+
 import libcst as cst
 
 from torchlint.analysis.module_attributes import first_parameter
+from torchlint.analysis.module_values import returns_module
 from torchlint.analysis.names import dotted_name, keyword_arg, method_named
+from torchlint.analysis.tensor_evidence import places_on_accelerator
 from torchlint.analysis.tensor_facts.domain import Collected, Device, ModuleValue, TensorFacts
 from torchlint.analysis.torch_api import PASSED_BY_A_CALLER, passed_here
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS
@@ -74,7 +78,10 @@ class MixedDevices(Rule):
     unknown are not reported, nor a probe of the module in its own `__init__`
     (`self.forward(torch.zeros(1, 3, s, s))` to measure strides) or in a method that `__init__`
     calls through `self`, directly or not, and `forward` does not (`self.append(layer)` sizing the
-    next layer by a dummy pass): its parameters are still on the default device there.
+    next layer by a dummy pass): its parameters are still on the default device there. Nor is the
+    module's device held against a tensor in a file that places nothing on an accelerator and
+    exposes no model (its Module classes are private, `_Name`, and no public function returns
+    one): its models run only where its own code runs them, on the CPU.
 
     ## Why is this bad?
     The op raises `RuntimeError: Expected all tensors to be on the same device` as soon as the
@@ -113,6 +120,8 @@ class MixedDevices(Rule):
             # parameters are still on the default device, where `.to(device)` has yet to move them.
             conflicts = [(partner, device) for partner, device in conflicts
                          if device is not Device.MODULE or id(partner) not in constructor]
+        if conflicts and self._models_stay_on_the_cpu:
+            conflicts = [(partner, device) for partner, device in conflicts if device is not Device.MODULE]
         if not conflicts:
             return
         partner, device = conflicts[0]
@@ -134,6 +143,19 @@ class MixedDevices(Rule):
         # Where the devices meet: the op (or the module call) that raises on a GPU.
         meets = RelatedNode(partner, f"meets `{written}` here" if written else "meets the other tensor here")
         self.report(node, f"{origin} but it is {where}; {self._remedy(node)}", related=(*related, meets))
+
+    @cached_property
+    def _models_stay_on_the_cpu(self) -> bool:
+        """The file places nothing on an accelerator and exposes no model: its Module classes are
+        private (`_Name`) and no public function returns one. Its models then run only where its
+        own code runs them (loaded with `map_location="cpu"`, fed `torch.from_numpy` arrays): on
+        the CPU, which is the module's device there."""
+        if places_on_accelerator(self.ctx.source):
+            return False
+        if any(not name.startswith("_") for name in self.ctx.module_classes.names()):
+            return False
+        return not any(isinstance(statement, cst.FunctionDef) and not statement.name.value.startswith("_")
+                       and returns_module(self.ctx, statement) for statement in self.ctx.module.body)
 
     def _unmoved_constructor(self) -> set[int]:
         """The nodes of the method the call is in when that method runs while the Module is built
