@@ -52,10 +52,10 @@ _NUMBER_ANNOTATIONS = frozenset({"int", "float", "bool"})
 # tensor made without `device=`.
 _CALLER_SENSITIVE = re.compile(
     r"\.numpy\(|torch\.(?:zeros|ones|arange|tensor|full|eye|linspace|empty|rand|randn|(?:[A-Z]\w*)?Tensor)\(")
+# A name written as called, not as a method: `f(` and `def f(`, not `x.f(`.
+_PLAIN_CALL = re.compile(r"(?<![\w.])(\w+)\s*\(")
 # Parameters that name the model a function runs (`model`, `net`, `resnet`, `policy_net`): a
 # Module of unknown placement, whose output is where its input is.
-# A name written as called: `f(` and `def f(`, not `x.f(`.
-_CALLED_NAME = re.compile(r"(?<![\w.])(\w+)\s*\(")
 _MODEL_PARAMETER = re.compile(r"(\w+_)?(model|\w*net|network)", re.IGNORECASE)
 # Attributes and methods only a tensor has (not a module, list or dict): a parameter used with
 # them holds a tensor.
@@ -693,7 +693,7 @@ class TensorModel:
         """How often the source writes `name(` (not `x.name(`), its `def` included: the counts of
         every name, from one search of the whole source."""
         if self._call_counts is None:
-            self._call_counts = Counter(_CALLED_NAME.findall(self.ctx.source))
+            self._call_counts = Counter(_PLAIN_CALL.findall(self.ctx.source))
         return self._call_counts[name]
 
     def _class_of(self, made: cst.Call) -> str | None:
