@@ -20,6 +20,9 @@ from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
 _MATMULS = frozenset({"matmul", "mm", "bmm"})
+# Methods whose `index` (the second argument) must have as many dims as the tensor.
+_INDEXED_BY_TENSOR = frozenset({"gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce",
+                                "scatter_reduce_"})
 _MASKED = frozenset({"masked_fill", "masked_fill_"})
 # Losses whose input and target shapes go together: class scores and targets, or elementwise.
 _ELEMENTWISE_LOSSES = frozenset(
@@ -44,6 +47,9 @@ class ShapeMismatch(Rule):
     - `a @ b`, `torch.matmul`/`mm`/`bmm` (and the method forms) whose inner sizes differ, or
       whose batch dims cannot go together: `matmul` broadcasts them, `bmm` needs them equal
       (one `(1, S, D)` memory against `(6, T, D)` queries);
+    - `gather` / `scatter` (and `scatter_add`, `scatter_reduce`, in place too) whose index has
+      another number of dims than the tensor (`q.gather(1, actions)` with `(B, A)` values and
+      `(B,)` actions);
     - `torch.cat` / `torch.stack` of tensors that differ in a dim other than the concatenated one
       (any dim for `stack`);
     - `view` / `reshape` (method or `torch.reshape`) asking for another element count than the
@@ -211,6 +217,25 @@ class ShapeMismatch(Rule):
                 self._matmul(node, func.value, node.args[0].value, name)
             elif name in _MASKED and node.args:
                 self._masked(node, func.value, node.args[0].value)
+            elif name in _INDEXED_BY_TENSOR and (index := argument(node, 1, "index")) is not None:
+                self._index_rank(node, name, func.value, index)
+        if qualified == "torch.gather" and (tensor := argument(node, 0, "input")) is not None \
+                and (index := argument(node, 2, "index")) is not None:
+            self._index_rank(node, "gather", tensor, index)
+
+    def _index_rank(self, node: cst.Call, name: str, tensor: cst.BaseExpression, index: cst.BaseExpression) -> None:
+        """`gather` / `scatter` with an index of another rank than the tensor's."""
+        a, b = self._sizes(tensor), self._sizes(index)
+        if a is None or b is None or len(a) == len(b):
+            return
+        self.report(
+            node,
+            f"`{name}` needs an index with as many dims as the tensor, but `{self._code(tensor)}` has shape {show(a)} "
+            f"and the index `{self._code(index)}` has shape {show(b)}"
+            + (" (`.unsqueeze(-1)` the index, and `.squeeze(-1)` the result)" if name == "gather" and len(b) == len(a) - 1
+               else " (`.unsqueeze(-1).expand_as(...)` the index to the source's shape)" if len(b) == len(a) - 1 else ""),
+            related=self._assignments((tensor, a), (index, b)),
+        )
 
     def _sizes(self, expr: cst.BaseExpression):
         return known_sizes(self.ctx.tensors.facts(expr))
