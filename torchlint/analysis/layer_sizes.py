@@ -310,6 +310,8 @@ def _window_of(name: str, call: cst.Call, offset: int = 0) -> _Window | None:
     else:
         padding = (0,) * dims if padding_text == "valid" else _per_dim(arg(2), dims, 0)
     dilation = _per_dim(arg(3), dims, 1)
+    if dilation is None and padding_text == "same":
+        dilation = (1,) * dims  # "same" keeps the sizes whatever the dilation
     ceil_expr = arg(4)
     ceil = False if ceil_expr is None else {"True": True, "False": False}.get(dotted_name(ceil_expr) or "")
     output_padding = _per_dim(arg(5), dims, 0) if places[5] is not None else None
@@ -317,6 +319,39 @@ def _window_of(name: str, call: cst.Call, offset: int = 0) -> _Window | None:
             or (places[5] is not None and (output_padding is None or padding is None)):
         return None
     return _Window(dims, kernel, stride, padding, dilation, ceil, output_padding)
+
+
+def pads_to_same(name: str, call: cst.Call, padding: cst.BaseExpression,
+                 known: Callable[[cst.BaseExpression], int | None]) -> bool:
+    """The convolution `call` (kernel a known odd integer, stride 1) pads by `padding` (its
+    padding argument, or what a name there holds) half its dilated kernel whatever the dilation:
+    `(kernel_size - 1) // 2 * dilation`, the TCN idiom, keeps the length for any dilation.
+    `known` gives the integers the analysis knows (`kernel_size`)."""
+    if name not in _WINDOWS or not name.startswith("Conv"):
+        return False
+    dims, places = _WINDOWS[name]
+    kernel = argument(call, *places[0])
+    size = known(kernel) if kernel is not None else None
+    stride = argument(call, *places[1])
+    if size is None or size % 2 == 0 or (stride is not None and known(stride) != 1):
+        return False
+    dilation = argument(call, *places[3])
+    for trial in (1, 2, 3):
+        value = _integer_value(padding, known, dilation, trial)
+        if value is None or 2 * value != (trial if dilation is not None else 1) * (size - 1):
+            return False
+    return True
+
+
+def _integer_value(expr: cst.BaseExpression, known: Callable[[cst.BaseExpression], int | None],
+                   unknown: cst.BaseExpression | None, trial: int) -> int | None:
+    """An integer expression's value, with the expression written as `unknown` taken as `trial`."""
+    if unknown is not None and dotted_name(expr) is not None and dotted_name(expr) == dotted_name(unknown):
+        return trial
+    if isinstance(expr, cst.BinaryOperation):
+        return arithmetic(expr.operator, _integer_value(expr.left, known, unknown, trial),
+                          _integer_value(expr.right, known, unknown, trial))
+    return known(expr)
 
 
 def window_reshape(name: str, call: cst.Call) -> Callable[[Shape], Shape | None] | None:

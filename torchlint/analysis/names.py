@@ -148,3 +148,21 @@ def nested_statement_lists(statement: cst.CSTNode) -> list[list[cst.CSTNode]]:
     for part in (*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())):
         found.extend(nested_statement_lists(part))
     return found
+
+
+def assigned_once(scope: cst.Module | cst.FunctionDef, name: str) -> cst.BaseExpression | None:
+    """The value of the one `name = ...` of the scope's own statements (nested blocks included,
+    nested functions and classes not); None when assigned otherwise or more than once."""
+    values = []
+    pending = list(scope.body if isinstance(scope, cst.Module) else suite_statements(scope.body))
+    while pending:
+        statement = pending.pop()
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(statement, cst.SimpleStatementLine):
+            values += [small.value for small in statement.body if isinstance(small, cst.Assign) and any(
+                isinstance(target.target, cst.Name) and target.target.value == name for target in small.targets)]
+            continue
+        for nested in nested_statement_lists(statement):
+            pending.extend(nested)
+    return values[0] if len(values) == 1 else None

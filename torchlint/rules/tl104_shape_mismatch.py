@@ -94,7 +94,8 @@ class ShapeMismatch(Rule):
       `__init__` builds (`nn.Linear`, `nn.Embedding`, `nn.LSTM`/`GRU`/`RNN` with `batch_first`
       and `bidirectional`, `nn.MultiheadAttention`, Transformer encoder/decoder layers,
       convolutions, transposed convolutions and pooling (their kernel, stride, padding,
-      dilation and `output_padding`), norms, `Flatten`, an `nn.Sequential` of them) with the
+      dilation and `output_padding`; a padding of half the dilated kernel,
+      `(kernel_size - 1) // 2 * dilation`, keeps the length whatever the dilation), norms, `Flatten`, an `nn.Sequential` of them) with the
       sizes the construction gives them (`Net(d_model=32)`, a module constant, `len(FEATURES)`,
       a default, a field of a dataclass of the file that the parameter is annotated with:
       `cfg: Config`, then `cfg.d_model` is the field's default or what every construction

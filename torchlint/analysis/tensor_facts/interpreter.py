@@ -25,13 +25,13 @@ from torchlint.analysis.layer_shapes import (
     KEYWORD_FLAGS, PARAMETER_LAYER, LayerConfig, LayerOutput, flattened_sizes, initial_state_contradiction,
     instantiated, output as layer_output, shaped, size_parameters, with_integers,
 )
-from torchlint.analysis.layer_sizes import arithmetic
+from torchlint.analysis.layer_sizes import arithmetic, pads_to_same
 from torchlint.analysis.nn_layers import nn_class_name
 from torchlint.analysis.layouts import Layout, arg_code, int_value, shape_args, sliced_size
 from torchlint.analysis.module_attributes import registration_of
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import (
-    argument, assigns_name, dotted_name, has_parameter, is_constant_false, isinstance_check, keyword_arg,
+    argument, assigned_once, assigns_name, dotted_name, has_parameter, is_constant_false, isinstance_check, keyword_arg,
     parameter_named, positional_args, suite_statements,
 )
 from torchlint.analysis.tensor_facts.domain import (
@@ -1098,7 +1098,21 @@ class Interpreter:
             name = arg.keyword.value if arg.keyword is not None else (parameters[index] if index < len(parameters) else None)
             if name in parameters or name in KEYWORD_FLAGS:
                 arguments.append((name, self._size_code(arg.value)))
-        return LayerConfig(kind, tuple(arguments), call, sized_call=with_integers(call, self._known_integer))
+        return LayerConfig(kind, tuple(arguments), call, sized_call=self._sized(kind, call))
+
+    def _sized(self, kind: str, call: cst.Call) -> cst.Call:
+        """`call` with the integers its arguments hold written out, and a convolution's padding
+        that keeps the length whatever the dilation (`pads_to_same`) written "same"."""
+        sized = with_integers(call, self._known_integer)
+        padding = argument(call, 4, "padding") if kind.startswith("Conv") else None
+        if padding is None or self._known_integer(padding) is not None:
+            return sized
+        held = assigned_once(self.scope.node, padding.value) if isinstance(padding, cst.Name) else padding
+        if held is None or not pads_to_same(kind, call, held, self._known_integer):
+            return sized
+        place = next(index for index, arg in enumerate(call.args) if arg.value is padding)
+        same = sized.args[place].with_changes(value=cst.SimpleString('"same"'))
+        return sized.with_changes(args=[*sized.args[:place], same, *sized.args[place + 1:]])
 
     def _layer_in_sequence(self, expr: cst.BaseExpression) -> LayerConfig | None:
         """The sizes of one layer of an `nn.Sequential(...)`; a layer that a parameter holds

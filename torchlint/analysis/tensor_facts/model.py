@@ -27,7 +27,7 @@ from torchlint.analysis.layouts import Layout, arg_code
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.module_values import construction
 from torchlint.analysis.names import (
-    argument, keyword_arg, method_named, nested_statement_lists, suite_statements, top_level_functions,
+    argument, assigned_once, keyword_arg, method_named, nested_statement_lists, suite_statements, top_level_functions,
 )
 from torchlint.analysis.shape_annotations import annotated_shape
 from torchlint.analysis.shape_checks import known_sizes, literal
@@ -676,7 +676,7 @@ class TensorModel:
         for call, scope in self._calls_named(function.name.value):
             passed = argument(call, index, name) if index is not None else getattr(keyword_arg(call, name), "value", None)
             if isinstance(passed, cst.Name):
-                passed = _assigned_once(scope, passed.value)
+                passed = assigned_once(scope, passed.value)
             made = construction(self.ctx, passed) if passed is not None else None
             classes.add(self._class_of(made) if made is not None else None)
         return classes.pop() if len(classes) == 1 else None
@@ -852,24 +852,6 @@ def _self_assignments(methods: list[cst.FunctionDef]) -> set[str]:
     for method in methods:
         scan(suite_statements(method.body))
     return found
-
-
-def _assigned_once(scope: cst.Module | cst.FunctionDef, name: str) -> cst.BaseExpression | None:
-    """The value of the one `name = ...` of the scope's own statements (nested blocks included,
-    nested functions and classes not); None when assigned otherwise or more than once."""
-    values = []
-    pending = list(scope.body if isinstance(scope, cst.Module) else suite_statements(scope.body))
-    while pending:
-        statement = pending.pop()
-        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
-            continue
-        if isinstance(statement, cst.SimpleStatementLine):
-            values += [small.value for small in statement.body if isinstance(small, cst.Assign) and any(
-                isinstance(target.target, cst.Name) and target.target.value == name for target in small.targets)]
-            continue
-        for nested in nested_statement_lists(statement):
-            pending.extend(nested)
-    return values[0] if len(values) == 1 else None
 
 
 def _method_kind(function: cst.FunctionDef) -> str | None:
