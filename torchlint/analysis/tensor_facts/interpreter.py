@@ -894,9 +894,15 @@ class Interpreter:
             device = Device.UNKNOWN
         scalars = [value.scalar for value in facts]
         scalar = False if False in scalars else (True if all(scalars) and len(facts) == len(operands) else None)
+        layout = self._combined_layout(facts, len(facts) == len(operands), rule)
+        if layout is not None and layout.base_rank == 0 and not all(
+                isinstance(value, (TensorFacts, Number)) for _, value in operands):
+            # `torch.minimum(counts, torch.as_tensor(n) - 1)` with `counts` unknown: a 0-dim
+            # operand says nothing of the rank the other one broadcasts it to.
+            layout = None
         return TensorFacts(
             device=device,
-            layout=self._combined_layout(facts, len(facts) == len(operands), rule),
+            layout=layout,
             scalar=scalar,
             dtype=facts[0].dtype if all(value.dtype == facts[0].dtype for value in facts) else None,
             requires_grad=any(value.requires_grad for value in facts) and not self._no_grad,
@@ -1627,6 +1633,8 @@ class Interpreter:
                 return replace(data, device=device, origin=call if device is Device.CPU else None, maybe=False)
             else:
                 scalar = None  # a list, an array or a number held in a variable
+        elif qualified in SIZE_FACTORIES and any(arg.star for arg in call.args):
+            scalar = None  # `torch.zeros(n, *weight.shape)`: sizes the call does not show
         elif qualified in SIZE_FACTORIES:
             size_keyword = keyword_arg(call, "size")
             if not sizes and size_keyword is not None:
