@@ -1633,9 +1633,8 @@ class Interpreter:
                 return replace(data, device=device, origin=call if device is Device.CPU else None, maybe=False)
             else:
                 scalar = None  # a list, an array or a number held in a variable
-        elif qualified in SIZE_FACTORIES and any(arg.star for arg in call.args):
-            scalar = None  # `torch.zeros(n, *weight.shape)`: sizes the call does not show
-        elif qualified in SIZE_FACTORIES:
+        elif qualified in SIZE_FACTORIES and not any(arg.star for arg in call.args):
+            # (`torch.zeros(n, *weight.shape)` shows no sizes: its layout stays unknown.)
             size_keyword = keyword_arg(call, "size")
             if not sizes and size_keyword is not None:
                 sizes = [size_keyword.value]  # `torch.rand(size=(1, 28, 28))`
