@@ -163,9 +163,14 @@ _ARITHMETIC = {cst.Multiply: lambda a, b: a * b, cst.Add: lambda a, b: a + b, cs
 
 def constant(expr: cst.BaseExpression) -> int | None:
     """An integer literal, or arithmetic on them (`16 * 5 * 5`, `28 * 28`)."""
+    return integer_arithmetic(expr, int_value)
+
+
+def integer_arithmetic(expr: cst.BaseExpression, leaf: Callable[[cst.BaseExpression], int | None]) -> int | None:
+    """The value of integer arithmetic whose operands (other than arithmetic) `leaf` gives."""
     if isinstance(expr, cst.BinaryOperation):
-        return arithmetic(expr.operator, constant(expr.left), constant(expr.right))
-    return int_value(expr)
+        return arithmetic(expr.operator, integer_arithmetic(expr.left, leaf), integer_arithmetic(expr.right, leaf))
+    return leaf(expr)
 
 
 def arithmetic(operator: cst.BaseBinaryOp, left: int | None, right: int | None) -> int | None:
@@ -336,22 +341,14 @@ def pads_to_same(name: str, call: cst.Call, padding: cst.BaseExpression,
     if size is None or size % 2 == 0 or (stride is not None and known(stride) != 1):
         return False
     dilation = argument(call, *places[3])
+    written = dotted_name(dilation) if dilation is not None else None
     for trial in (1, 2, 3):
-        value = _integer_value(padding, known, dilation, trial)
+        # The padding's value with the dilation argument, as written, taken to be `trial`.
+        value = integer_arithmetic(padding, lambda expr: trial if written is not None and dotted_name(expr) == written
+                                   else known(expr))
         if value is None or 2 * value != (trial if dilation is not None else 1) * (size - 1):
             return False
     return True
-
-
-def _integer_value(expr: cst.BaseExpression, known: Callable[[cst.BaseExpression], int | None],
-                   unknown: cst.BaseExpression | None, trial: int) -> int | None:
-    """An integer expression's value, with the expression written as `unknown` taken as `trial`."""
-    if unknown is not None and dotted_name(expr) is not None and dotted_name(expr) == dotted_name(unknown):
-        return trial
-    if isinstance(expr, cst.BinaryOperation):
-        return arithmetic(expr.operator, _integer_value(expr.left, known, unknown, trial),
-                          _integer_value(expr.right, known, unknown, trial))
-    return known(expr)
 
 
 def window_reshape(name: str, call: cst.Call) -> Callable[[Shape], Shape | None] | None:
