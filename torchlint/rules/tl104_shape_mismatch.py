@@ -89,14 +89,14 @@ class ShapeMismatch(Rule):
       (`model(torch.randn(4, SEQ_LEN, D_MODEL))` in `__main__`, a test, an
       `example_input_array` / `example_input` attribute (Lightning), a loop over a
       `DataLoader` of a `TensorDataset` or of a dataset class of the file (what its
-      `__getitem__` returns, sized by its `__init__`), a training function the model and loader are handed
-      to: `train(model, loader)`, or a parent module's `self.block(x)`), through the layers
+      `__getitem__` returns, sized by its `__init__`), a training function the model and loader
+      are handed to: `train(model, loader)`, or a parent module's `self.block(x)`), through the layers
       `__init__` builds (`nn.Linear`, `nn.Embedding`, `nn.LSTM`/`GRU`/`RNN` with `batch_first`
       and `bidirectional`, `nn.MultiheadAttention`, Transformer encoder/decoder layers,
       convolutions, transposed convolutions and pooling (their kernel, stride, padding,
       dilation and `output_padding`; a padding of half the dilated kernel,
-      `(kernel_size - 1) // 2 * dilation`, keeps the length whatever the dilation), norms, `Flatten`, an `nn.Sequential` of them) with the
-      sizes the construction gives them (`Net(d_model=32)`, a module constant, `len(FEATURES)`,
+      `(kernel_size - 1) // 2 * dilation`, keeps the length whatever the dilation), norms,
+      `Flatten`, an `nn.Sequential` of them) with the sizes the construction gives them (`Net(d_model=32)`, a module constant, `len(FEATURES)`,
       a default, a field of a dataclass of the file that the parameter is annotated with:
       `cfg: Config`, then `cfg.d_model` is the field's default or what every construction
       passes), also where a helper function of the file builds the layers from its parameters
@@ -210,6 +210,10 @@ class ShapeMismatch(Rule):
             first, second = argument(node, 0, "input"), argument(node, 1, "other" if qualified != "torch.mm" else "mat2")
             if first is not None and second is not None:
                 self._matmul(node, first, second, qualified[6:])
+        elif qualified == "torch.gather":
+            tensor, index = argument(node, 0, "input"), argument(node, 2, "index")
+            if tensor is not None and index is not None:
+                self._index_rank(node, "gather", tensor, index)
         elif isinstance(func, cst.Attribute) and qualified is None:
             name = func.attr.value
             if name in ("view", "reshape"):
@@ -220,21 +224,22 @@ class ShapeMismatch(Rule):
                 self._masked(node, func.value, node.args[0].value)
             elif name in _INDEXED_BY_TENSOR and (index := argument(node, 1, "index")) is not None:
                 self._index_rank(node, name, func.value, index)
-        if qualified == "torch.gather" and (tensor := argument(node, 0, "input")) is not None \
-                and (index := argument(node, 2, "index")) is not None:
-            self._index_rank(node, "gather", tensor, index)
 
     def _index_rank(self, node: cst.Call, name: str, tensor: cst.BaseExpression, index: cst.BaseExpression) -> None:
         """`gather` / `scatter` with an index of another rank than the tensor's."""
         a, b = self._sizes(tensor), self._sizes(index)
         if a is None or b is None or len(a) == len(b):
             return
+        if len(b) != len(a) - 1:
+            hint = ""
+        elif name == "gather":
+            hint = " (`.unsqueeze(-1)` the index, and `.squeeze(-1)` the result)"
+        else:
+            hint = " (`.unsqueeze(-1).expand_as(...)` the index to the source's shape)"
         self.report(
             node,
             f"`{name}` needs an index with as many dims as the tensor, but `{self._code(tensor)}` has shape {show(a)} "
-            f"and the index `{self._code(index)}` has shape {show(b)}"
-            + (" (`.unsqueeze(-1)` the index, and `.squeeze(-1)` the result)" if name == "gather" and len(b) == len(a) - 1
-               else " (`.unsqueeze(-1).expand_as(...)` the index to the source's shape)" if len(b) == len(a) - 1 else ""),
+            f"and the index `{self._code(index)}` has shape {show(b)}{hint}",
             related=self._assignments((tensor, a), (index, b)),
         )
 

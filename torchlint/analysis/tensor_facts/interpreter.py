@@ -1906,9 +1906,10 @@ _NUMBER_INDEX: tuple[int | None, int | None] = tuple([None, None])  # compared b
 def _indexed_sizes(node: cst.Subscript, receiver: TensorFacts,
                    bounds: list[tuple[int | None, int | None] | None]) -> Layout | None:
     """`h_n[-1]`, `out[:, -1]`, `x[0, :, None]`, `x[i]` of a tensor of known sizes: an integer
-    (written, or a number the facts know: `_NUMBER_INDEX` in `bounds`) drops its dim, `:` keeps it, `None` adds a 1; a slice whose bounds are known integers (`bounds`, per
-    element) keeps what Python's slicing keeps, clamped to the size (`pos[:, :T]` with T = 24 of
-    a dim of 16 keeps 16), any other bounded slice makes the size unknown."""
+    (written, or a number the facts know: `_NUMBER_INDEX` in `bounds`) drops its dim, `:` keeps
+    it, `None` adds a 1; a slice whose bounds are known integers (`bounds`, per element) keeps
+    what Python's slicing keeps, clamped to the size (`pos[:, :T]` with T = 24 of a dim of 16
+    keeps 16), any other bounded slice makes the size unknown."""
     sizes = known_sizes(receiver)
     if sizes is None or any(isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.Ellipsis)
                             for element in node.slice):
