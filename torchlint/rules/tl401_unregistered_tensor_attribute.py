@@ -5,7 +5,7 @@ import re
 import libcst as cst
 
 from torchlint.analysis.module_attributes import ClassFrames, first_parameter, self_attribute
-from torchlint.analysis.names import dotted_name, method_receiver, positional_args
+from torchlint.analysis.names import dotted_name, method_named, method_receiver, positional_args, suite_statements
 from torchlint.analysis.nn_layers import parameterized_layer
 from torchlint.analysis.tensor_facts.domain import TensorFacts
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS, PARAMETER_CLASSES, TENSOR_FACTORIES, requires_grad_true
@@ -37,6 +37,8 @@ _MOVES = frozenset({"to", "cuda", "type_as"})
 _MOVING_HELPERS = frozenset({"to_device", "move_to_device", "move_to"})
 # In-place random fills, whose bounds or moments are numbers (a tensor given there is read as one).
 _RANDOM_FILLS = frozenset({"uniform_", "normal_", "random_", "exponential_", "log_normal_", "cauchy_", "geometric_"})
+# What a tensor says of itself whatever its device.
+_METADATA = frozenset({"shape", "ndim", "dtype"})
 # Reductions that give a 0-dim tensor when no dimension is named.
 _FULL_REDUCTIONS = frozenset({"prod", "sum", "mean", "max", "min", "amax", "amin", "norm", "numel"})
 
@@ -96,13 +98,19 @@ def _empty_placeholder(ctx, factory: cst.Call) -> bool:
 
 def _number_argument(ctx, name: str) -> bool:
     """`name` is an argument of the enclosing function annotated as a number (`float`, `bool`,
-    `Optional[Union[torch.Tensor, float]]`): a threshold, a scale or a flag, not a list of values."""
+    `Optional[Union[torch.Tensor, float]]`) or, unannotated, with a number for its default
+    (`epsilon=1e-32`): a threshold, a scale or a flag, not a list of values."""
     function = ctx.enclosing_function()
     parameters = function.params.params + function.params.kwonly_params if function is not None else ()
-    annotation = next((param.annotation for param in parameters if param.name.value == name), None)
-    if annotation is None:
+    parameter = next((param for param in parameters if param.name.value == name), None)
+    if parameter is None:
         return False
-    words = set(re.findall(r"\w+", ctx.code_for(annotation.annotation)))
+    if parameter.annotation is None:
+        default = parameter.default
+        if isinstance(default, cst.UnaryOperation):
+            default = default.expression
+        return isinstance(default, (cst.Integer, cst.Float))
+    words = set(re.findall(r"\w+", ctx.code_for(parameter.annotation.annotation)))
     return bool(words & _NUMBER_TYPES) and not words & _SEQUENCE_TYPES
 
 
@@ -127,7 +135,8 @@ def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
     method outside `__init__` reads only where the device does not matter: to move them
     (`conv(x, self.kernel.to(x.device))`), as the bounds of a random fill, which takes numbers
     (`torch.empty(1).uniform_(low[0], low[1])`), as the index of another tensor (`w[self.idx]`,
-    `w[self.idx] = v`: indices on the CPU index tensors on any device) or in `len()`."""
+    `w[self.idx] = v`: indices on the CPU index tensors on any device), in `len()`, for its `shape`, or as
+    the truth value of an `if` or `while` (`if self.active[0][d]:`)."""
     found: set[str] = set()
     placed_reads: set[str] = set()
     other_reads: set[str] = set()
@@ -158,7 +167,8 @@ def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
                 if (local := _moved_in_place(node, None)) in aliases:
                     found.add(aliases[local])
                 consumed.update(id(read) for read in _reshaped_in_place(node, receiver))
-            elif receiver is not None and (read := _index_or_length(node, receiver)) is not None:
+            elif receiver is not None and (
+                    read := _index_or_length(node, receiver) or _truth_test(node, receiver) or _metadata(node, receiver)):
                 consumed.add(id(read))
                 placed_reads.add(read.attr.value)
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _RANDOM_FILLS:
@@ -184,14 +194,32 @@ def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
 
 
 def _index_or_length(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
-    """The `self.x` of `other[self.x]` (read or assigned) or of `len(self.x)`."""
-    if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
-        read = node.slice[0].slice.value
-    elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len" and len(node.args) == 1:
+    """The `self.x` of `other[self.x]`, `other[..., self.x]` (read or assigned) or of `len(self.x)`."""
+    if isinstance(node, cst.Subscript):
+        reads = [element.slice.value for element in node.slice if isinstance(element.slice, cst.Index)
+                 and self_attribute(element.slice.value, receiver) is not None]
+        return reads[0] if len(reads) == 1 else None
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len" and len(node.args) == 1:
         read = node.args[0].value
     else:
         return None
     return read if self_attribute(read, receiver) is not None else None
+
+
+def _metadata(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
+    """The `self.x` of `self.x.shape` or `self.x.ndim`: what the tensor's device does not change."""
+    if isinstance(node, cst.Attribute) and node.attr.value in _METADATA and self_attribute(node.value, receiver):
+        return node.value
+    return None
+
+
+def _truth_test(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
+    """The `self.x` of `if self.x[0][d]:` or `while not self.x:`: read as a Python truth value,
+    which a tensor on any device gives."""
+    test = node.test if isinstance(node, (cst.If, cst.While)) else None
+    while isinstance(test, (cst.UnaryOperation, cst.Subscript)):
+        test = test.expression if isinstance(test, cst.UnaryOperation) else test.value
+    return test if test is not None and self_attribute(test, receiver) is not None else None
 
 
 def _reshaped_in_place(assignment: cst.Assign, receiver: str | None) -> list[cst.Attribute]:
@@ -274,12 +302,15 @@ class UnregisteredTensorAttribute(Rule):
     and `__init__` computes it again when a checkpoint is loaded, nor a 0-dim constant:
     `torch.tensor(float("inf"))`, `torch.sqrt(torch.tensor(attn_dim))` of a size the class gives a
     layer (`nn.Linear(d, attn_dim)`), `torch.as_tensor(threshold)` of an argument annotated as a
-    number or a flag (`threshold: float`, `sort: bool`) or of a size read off a tensor (`n = K.shape[-1]`), nor an empty placeholder
+    number or a flag (`threshold: float`, `sort: bool`) or with a number for its default (`epsilon=1e-8`), or of a size read off a tensor (`n = K.shape[-1]`), nor an empty placeholder
     (`self.cache = torch.Tensor()`, `torch.empty(0)`), assigned anew before it holds data; nor one moved where it is
     read under a condition: `(self.feats if feats is None else feats).type_as(x)`; nor one read only
     as the bounds of a random fill (`torch.empty(1).uniform_(self.log_ratio[0], self.log_ratio[1])`),
     which takes numbers, or only as the index of another tensor (`w[self.observed]`,
-    `w[self.missing] = v`: CPU indices index a tensor on any device) or in `len()`.
+    `w[self.missing] = v`: CPU indices index a tensor on any device), in `len()`, for its `shape`, or as
+    the truth value of an `if` or `while` (`if self.active[0][d]:`); nor one that a
+    method `__init__` calls afterwards assigns anew (`self.set_timesteps(n)`): it never outlives
+    `__init__`.
 
     ## Why is this bad?
     A plain tensor attribute is invisible to the Module machinery: `model.to(device)`,
@@ -324,7 +355,7 @@ class UnregisteredTensorAttribute(Rule):
         moved = _moved_by_hand(node) if unregistered else set()
         batching = _batching_methods(node) if unregistered else frozenset()
         for assignment, name, message in unregistered:
-            if name in moved or _EVERY_ATTRIBUTE in moved:
+            if name in moved or _EVERY_ATTRIBUTE in moved or _replaced_before_init_returns(node, assignment, name):
                 continue
             used = _first_read(node, name, batching)
             if batching and not used and _first_read(node, name):
@@ -465,6 +496,35 @@ def _attribute_reads_outside_init(module: cst.Module) -> set[str]:
             found.add(node.attr.value)
         pending.extend(child_nodes(node))
     return found
+
+
+def _replaced_before_init_returns(classdef: cst.ClassDef, assignment: cst.Assign, name: str) -> bool:
+    """`self.timesteps = ...` in `__init__`, then `self.set_timesteps(n)`, which assigns
+    `self.timesteps` anew: the first tensor never outlives `__init__` (the method's is judged
+    where it is made)."""
+    init = method_named(classdef, "__init__")
+    receiver = first_parameter(init) if init is not None else None
+    statements = suite_statements(init.body) if receiver is not None else []
+    made_at = next((i for i, line in enumerate(statements)
+                    if isinstance(line, cst.SimpleStatementLine) and assignment in line.body), None)
+    if made_at is None:
+        return False
+    for line in statements[made_at + 1:]:
+        call = line.body[0].value if isinstance(line, cst.SimpleStatementLine) and isinstance(line.body[0], cst.Expr) else None
+        method = self_attribute(call.func, receiver) if isinstance(call, cst.Call) else None
+        called = method_named(classdef, method) if method is not None else None
+        if called is not None and _assigns_attribute(called, name):
+            return True
+    return False
+
+
+def _assigns_attribute(method: cst.FunctionDef, name: str) -> bool:
+    """The method's own statements (not its branches) assign `<self>.<name>`."""
+    receiver = first_parameter(method)
+    return receiver is not None and any(
+        isinstance(small, cst.Assign) and any(self_attribute(target.target, receiver) == name for target in small.targets)
+        for line in suite_statements(method.body) if isinstance(line, cst.SimpleStatementLine) for small in line.body
+    )
 
 
 def _batching_methods(classdef: cst.ClassDef) -> frozenset[str]:
