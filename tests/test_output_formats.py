@@ -60,6 +60,8 @@ def test_github_escapes_percent_and_newlines():
     from torchlint.output.github import _escape_data, _escape_property
 
     assert _escape_data("50%\r\nnext") == "50%25%0D%0Anext"
+    # Code quoted in a message may hold a form feed, which Python (and other readers) split lines at.
+    assert _escape_data("torch.\fByteTensor\u2028x").splitlines() == ["torch. ByteTensor x"]
     assert _escape_property("a:b,c") == "a%3Ab%2Cc"
 
 

@@ -7,8 +7,13 @@ from torchlint.output import OutputContext, repository_path, repository_root
 from torchlint.output.notebooks import cell_label, json_rows
 
 
+# The other characters Python reads as line breaks (a form feed is whitespace in source code, so
+# code quoted in a message may hold one): each command must stay one line for any reader.
+_OTHER_LINE_BREAKS = str.maketrans(dict.fromkeys("\v\f\x1c\x1d\x1e\x85\u2028\u2029", " "))
+
+
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").translate(_OTHER_LINE_BREAKS)
 
 
 def _escape_property(text: str) -> str:
