@@ -10,6 +10,10 @@ import libcst as cst
 _MAX_SIZE_DIGITS = 20
 
 
+# Type names that annotate a collection of values rather than one number.
+SEQUENCE_TYPE_NAMES = frozenset({"List", "list", "Sequence", "Tuple", "tuple", "Iterable", "ndarray"})
+
+
 def integer(text: str) -> int | None:
     """The value of an integer literal as written (`64`, `0x40`, `1_024`); None for text that is
     none, or too long to be a size."""

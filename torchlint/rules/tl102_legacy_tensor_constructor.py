@@ -4,7 +4,9 @@ import re
 
 import libcst as cst
 
-from torchlint.analysis.names import dotted_name, method_name, method_receiver, positional_args
+from torchlint.analysis.names import (
+    SEQUENCE_TYPE_NAMES, dotted_name, method_name, method_receiver, parameter_named, positional_args,
+)
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTOR_DTYPES, PARAMETER_CLASSES
 from torchlint.analysis.torch_api import torch_module_name
 from torchlint.diagnostics import Applicability, Severity
@@ -38,8 +40,8 @@ def _is_size(expr: cst.BaseExpression) -> bool:
     `len(batch)`), not data (a list, a tuple, a call that returns an array)."""
     if isinstance(expr, cst.BinaryOperation):
         return _is_size(expr.left) and _is_size(expr.right)
-    if isinstance(expr, cst.Call):
-        return dotted_name(expr.func) == "len"
+    if isinstance(expr, cst.Call):  # `len(batch)`, or `x.size()`: the whole shape
+        return dotted_name(expr.func) == "len" or (method_name(expr) == "size" and not expr.args)
     return isinstance(expr, (cst.Integer, cst.Name, cst.Attribute, cst.Subscript))
 
 
@@ -89,7 +91,9 @@ class LegacyTensorConstructor(Rule):
     run only under `fail-on = "note"`): a shape filled at once (`nn.Parameter(torch.Tensor(n, m))`
     then `reset_parameters()`, `torch.LongTensor(len(batch), T).zero_()`), or values given as a
     list (`torch.LongTensor([1, 2])`, a list comprehension, `list(...)`, `range(...)`,
-    `.tolist()`, a name assigned one).
+    `.tolist()`, a name assigned one, a parameter annotated or defaulted as a sequence), or a NumPy
+    array (shared when its dtype matches, as `torch.as_tensor` shares it). A whole shape such as
+    `x.size()` counts as integers.
 
     Bug left in place: the `torch.empty` fix keeps uninitialized memory, which is why it is offered
     only where the code fills it. Computation changed: no.
@@ -131,9 +135,11 @@ class LegacyTensorConstructor(Rule):
                 f"those values; use `{shape}` (or `torch.zeros`) for a shape, `{values}` for values",
             )
         elif plain and len(node.args) == 1 and self._holds_values(node.args[0].value):
+            # A NumPy array of the constructor's dtype is shared, not copied: as `torch.as_tensor` does.
+            same = "torch.as_tensor" if self._numpy_array(node.args[0].value) else "torch.tensor"
             message = (
                 f"`{written}(...)` builds a tensor of these values through a legacy constructor; "
-                "`torch.tensor(..., dtype=...)` says the same"
+                f"`{same}(..., dtype=...)` says the same"
             )
             fix = None if aliased else self._data_fix(node, name, on_cuda)
             self.report(node, message, fix=fix, severity=Severity.NOTE)
@@ -146,13 +152,38 @@ class LegacyTensorConstructor(Rule):
 
     def _holds_values(self, expr: cst.BaseExpression) -> bool:
         """A list of values, neither sizes nor a tensor: a list or tuple display, a list
-        comprehension, `list(...)`, `range(...)`, `x.tolist()`, or a name assigned one of these."""
+        comprehension, `list(...)`, `tuple(...)`, `range(...)`, `x.tolist()`, a NumPy array
+        (`np.vstack(...)`), a name assigned one of these, or a parameter annotated as a sequence
+        or with one for its default (`std: tuple[float, ...] = (58.4, 57.1, 57.4)`)."""
         value = self.ctx.kinds.resolve(expr) if isinstance(expr, cst.Name) else expr
-        if isinstance(value, (cst.List, cst.Tuple, cst.ListComp)):
+        if isinstance(value, (cst.List, cst.Tuple, cst.ListComp)) or self._numpy_array(expr):
             return True
+        if isinstance(value, cst.Name):
+            words = self._annotation_words(value.value)
+            return bool(words & SEQUENCE_TYPE_NAMES) if words is not None else self._sequence_default(value.value)
         return isinstance(value, cst.Call) and (
-            dotted_name(value.func) in ("list", "range") or method_name(value) == "tolist"
+            dotted_name(value.func) in ("list", "tuple", "range") or method_name(value) == "tolist"
         )
+
+    def _numpy_array(self, expr: cst.BaseExpression) -> bool:
+        """`np.vstack(...)`, a name assigned one, or a parameter annotated `np.ndarray`."""
+        value = self.ctx.kinds.resolve(expr) if isinstance(expr, cst.Name) else expr
+        if isinstance(value, cst.Call):
+            return (self.ctx.qualified_name(value.func) or "").startswith("numpy.")
+        return isinstance(value, cst.Name) and "ndarray" in (self._annotation_words(value.value) or ())
+
+    def _annotation_words(self, name: str) -> set[str] | None:
+        """The words of the enclosing function's annotation of parameter `name`, if it has one."""
+        function = self.ctx.enclosing_function()
+        param = parameter_named(function, name) if function is not None else None
+        if param is None or param.annotation is None:
+            return None
+        return set(re.findall(r"\w+", self.ctx.code_for(param.annotation.annotation)))
+
+    def _sequence_default(self, name: str) -> bool:
+        function = self.ctx.enclosing_function()
+        param = parameter_named(function, name) if function is not None else None
+        return param is not None and isinstance(param.default, (cst.List, cst.Tuple))
 
     def _constructor(self, func: cst.BaseExpression) -> tuple[str, bool, bool] | None:
         """(constructor name, on CUDA, reached through an alias) for the called expression:

@@ -5,7 +5,9 @@ import re
 import libcst as cst
 
 from torchlint.analysis.module_attributes import ClassFrames, first_parameter, self_attribute
-from torchlint.analysis.names import dotted_name, method_named, method_receiver, positional_args, suite_statements
+from torchlint.analysis.names import (
+    SEQUENCE_TYPE_NAMES, dotted_name, method_named, method_receiver, positional_args, suite_statements,
+)
 from torchlint.analysis.nn_layers import parameterized_layer
 from torchlint.analysis.tensor_facts.domain import TensorFacts
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS, PARAMETER_CLASSES, TENSOR_FACTORIES, requires_grad_true
@@ -19,7 +21,6 @@ _SIZED = frozenset({"torch.empty", "torch.zeros", "torch.ones"})
 # The factories that make a tensor of the data they are given.
 _FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor"})
 _NUMBER_TYPES = frozenset({"float", "int", "bool"})
-_SEQUENCE_TYPES = frozenset({"List", "list", "Sequence", "Tuple", "tuple", "Iterable", "ndarray"})
 _NUMBER_BUILTINS = frozenset({"float", "int", "abs", "round", "min", "max"})
 # `float("inf")`, `float("-inf")`, `float("nan")`: numbers written as strings.
 _NUMBER_WORDS = frozenset({"inf", "-inf", "+inf", "nan", "infinity", "-infinity"})
@@ -111,7 +112,7 @@ def _number_argument(ctx, name: str) -> bool:
             default = default.expression
         return isinstance(default, (cst.Integer, cst.Float))
     words = set(re.findall(r"\w+", ctx.code_for(parameter.annotation.annotation)))
-    return bool(words & _NUMBER_TYPES) and not words & _SEQUENCE_TYPES
+    return bool(words & _NUMBER_TYPES) and not words & SEQUENCE_TYPE_NAMES
 
 
 def _layer_size(ctx, name: str) -> bool:
