@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from torchlint.config import Settings
-from torchlint.engine import check_source
 from torchlint.fix import fix_text
 from torchlint.rules import get_rule
 
@@ -72,14 +71,3 @@ def _fails(case, fixed_case) -> bool:
         return False
     expected = fixed_case()
     return result.shape != expected.shape or not torch.allclose(result, expected)
-
-
-@pytest.mark.parametrize("fixture", SHAPE_FIXTURES, ids=lambda path: path.stem)
-def test_a_shape_rules_findings_do_not_depend_on_the_other_rules_run(fixture: Path) -> None:
-    """The tensor facts are one interpretation of the file whichever rule asks first: TL103 asks
-    about every layer call, reaching a forward() before the training function that feeds it."""
-    source = fixture.read_text(encoding="utf-8")
-    code = fixture.stem[:5]
-    together = [d for d in check_source(source, fixture.name, Settings(rules=tuple(map(get_rule, SHAPE_CODES))))
-                if d.code == code]
-    assert together == check_source(source, fixture.name, Settings(rules=(get_rule(code),)))

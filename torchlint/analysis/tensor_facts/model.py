@@ -102,6 +102,13 @@ class TensorModel:
         self._conflicts: dict[int, list[tuple[cst.CSTNode, Device]]] = {}
         self._scopes: dict[int, Scope] = {}
         self._classes: dict[int, _ClassFacts | None] = {}
+        # A question that reaches a scope still being interpreted (A reads B, whose answer needs A)
+        # gets a partial answer. The scopes between them are provisional: they are interpreted
+        # again once the outermost interpretation is over (see `_interpret`).
+        self._active: list[Scope] = []  # the scopes being seeded or interpreted, outermost first
+        self._lowest_reached = 0  # the outermost active scope a question reached (its index)
+        self._provisional: list[Scope] = []
+        self._rerunning = False
         # Per Module class: attributes registered by name (buffers) and assigned `nn.Parameter`s.
         self._registered: dict[int, dict[str, Value]] = {}
         self._parameters: dict[int, dict[str, bool]] = {}
@@ -389,8 +396,33 @@ class TensorModel:
         return self.ctx.qualified_name(target) in _NO_GRAD_DECORATORS
 
     def _interpret(self, scope: Scope) -> None:
-        if scope.final_env is not None or scope.running or scope.seeding:
+        if scope.final_env is not None:
             return
+        if scope.running or scope.seeding:
+            self._reached_active(scope)
+            return
+        position = len(self._active)
+        outer_lowest, self._lowest_reached = self._lowest_reached, position
+        self._active.append(scope)
+        try:
+            self._seed_and_run(scope)
+        finally:
+            self._active.pop()
+        reached_outer = self._lowest_reached < position
+        self._lowest_reached = min(outer_lowest, self._lowest_reached)
+        if reached_outer:
+            self._provisional.append(scope)
+        elif not self._active and self._provisional and not self._rerunning:
+            self._rerun_provisional()
+
+    def _reached_active(self, scope: Scope) -> None:
+        """A question reached `scope`, which is still being interpreted: the scopes it started
+        since then answer without it."""
+        index = next((i for i, active in enumerate(self._active) if active is scope), None)
+        if index is not None:
+            self._lowest_reached = min(self._lowest_reached, index)
+
+    def _seed_and_run(self, scope: Scope) -> None:
         # Seeding a Module helper interprets `forward()` first, which may interpret this scope.
         scope.seeding = True
         try:
@@ -409,8 +441,26 @@ class TensorModel:
         scope.returns = interpreter.returns
         scope.single_dims = interpreter.single_dims
 
+    def _rerun_provisional(self) -> None:
+        """Interpret the provisional scopes again, now that the scope they were waiting for is done:
+        a dataset's `__init__` that reads a module constant starts the top level, which reads the
+        dataset's items before its `__init__` is over. The outermost goes first, as it went the
+        first time (the list is in the order they ended), and the second answers stand."""
+        scopes, self._provisional = self._provisional[::-1], []
+        for scope in scopes:
+            scope.final_env = scope.returns = None
+            scope.single_dims = set()
+        self._rerunning = True
+        try:
+            for scope in scopes:
+                self._interpret(scope)
+        finally:
+            self._rerunning = False
+            self._provisional = []
+
     def _summary(self, scope: Scope) -> Value:
         if scope.running:
+            self._reached_active(scope)
             return UNKNOWN
         if scope.seeding and scope.final_env is None and isinstance(scope.node, cst.FunctionDef):
             # Asked by the calls its seed is read from: the interpretation kept aside answers.
@@ -649,7 +699,11 @@ class TensorModel:
         forward = method_named(scope.classdef, "forward")
         if forward is None or forward is scope.node:
             return {}
-        self._interpret(self._scope_of(forward, scope.classdef, None))
+        forward_scope = self._scope_of(forward, scope.classdef, None)
+        if not (forward_scope.running or forward_scope.seeding):
+            # Asked from inside `forward()`, at its call of this method: the calls made so far,
+            # which include this one, are what this method can be given there.
+            self._interpret(forward_scope)
         calls = self._self_calls.get((id(scope.classdef), scope.node.name.value))
         if not calls:
             return {}
@@ -737,18 +791,27 @@ class TensorModel:
         key = id(classdef)
         if key in self._classes:
             return self._classes[key]
-        self._classes[key] = None
+        found, complete = self._read_class_facts(classdef)
+        if complete:
+            self._classes[key] = found
+        return found
+
+    def _read_class_facts(self, classdef: cst.ClassDef) -> tuple[_ClassFacts | None, bool]:
+        """The class's attributes, and whether they are final (not read while `__init__` runs)."""
+        key = id(classdef)
         methods = self._class_methods(classdef)
         if any(method.name.value in _MOVING_METHODS for method in methods):
-            return None
+            return None, True
         init = next((method for method in methods if method.name.value == "__init__"), None)
         if init is None:
-            return None
+            return None, True
         scope = self._scope_of(init, classdef, None)
         self._interpret(scope)
+        if scope.final_env is None:
+            return None, False
         registered = self._registered.get(key, {})
         if "*" in registered:
-            return None
+            return None, True
         assigned_elsewhere = _self_assignments([m for m in methods if m is not init])
         prefix = f"{scope.self_name}."
         attributes: dict[str, Value] = {}
@@ -767,9 +830,7 @@ class TensorModel:
                 TensorFacts(device=Device.MODULE, layout=value.layout, scalar=value.scalar, dtype=value.dtype)
                 if isinstance(value, TensorFacts) else TensorFacts(device=Device.MODULE)
             )
-        found = _ClassFacts(attributes)
-        self._classes[key] = found
-        return found
+        return _ClassFacts(attributes), True
 
     def note_parameter(self, scope: Scope, attribute: str, certain: bool) -> None:
         """`self.<attribute> = nn.Parameter(...)`: registered, lives on the module's device (if
