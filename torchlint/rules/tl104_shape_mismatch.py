@@ -37,6 +37,14 @@ _SAME_SIZE_LOSSES = BINARY_CROSS_ENTROPY_LOSSES | frozenset(
 )
 _SHAPED_LOSSES = CROSS_ENTROPY_LOSSES | NLL_LOSSES | _ELEMENTWISE_LOSSES | _SAME_SIZE_LOSSES
 _CONCATS = {"torch.cat": "cat", "torch.concat": "cat", "torch.concatenate": "cat", "torch.stack": "stack"}
+# `torch.distributions` classes and their parameters, which the constructor broadcasts together
+# (`broadcast_all`): a RuntimeError when they cannot.
+_BROADCAST_DISTRIBUTIONS = {
+    **dict.fromkeys(("Normal", "LogNormal", "Laplace", "Cauchy", "Gumbel"), ("loc", "scale")),
+    "Uniform": ("low", "high"), "Beta": ("concentration1", "concentration0"), "Gamma": ("concentration", "rate"),
+    "StudentT": ("df", "loc", "scale"), "Weibull": ("scale", "concentration"), "Pareto": ("scale", "alpha"),
+    "VonMises": ("loc", "concentration"), "FisherSnedecor": ("df1", "df2"),
+}
 
 
 class ShapeMismatch(Rule):
@@ -62,6 +70,10 @@ class ShapeMismatch(Rule):
       purpose (`x[:, None] - x`) is not reported;
     - `torch.einsum` whose equation binds one subscript letter to two sizes (`"ij,jk->ik"` on a
       3x4 and a 5x6 tensor binds `j` to 4 and 5; a size of 1 broadcasts, `...` is followed);
+    - a `torch.distributions` constructor (`Normal`, `LogNormal`, `Laplace`, `Cauchy`, `Gumbel`,
+      `Uniform`, `Beta`, `Gamma`, `StudentT`, `Weibull`, `Pareto`, `VonMises`, `FisherSnedecor`)
+      whose parameters cannot broadcast together (`Normal(mu, log_std.exp())` with a `(B, 3)`
+      mean and an `(11,)` scale);
     - `scores.masked_fill(mask, ...)` whose mask cannot broadcast to the tensor (a `(B, T)`
       padding mask on `(B, H, T, T)` attention scores);
     - `cross_entropy` / `nll_loss` (and `nn.CrossEntropyLoss`, `nn.NLLLoss`) whose target does not
@@ -192,6 +204,11 @@ class ShapeMismatch(Rule):
             # Not behind the literal-size gate: its operands are often built inside the call.
             if self.ctx.callee(node) == "torch.einsum":
                 self._einsum(node)
+            return
+        if last_word(node.func) in _BROADCAST_DISTRIBUTIONS:
+            # Not behind the literal-size gate either: `Normal(torch.zeros(4), torch.ones(5))`.
+            if (self.ctx.callee(node) or "").startswith("torch.distributions."):
+                self._distribution(node, last_word(node.func))
             return
         if not self._literal_sizes[-1]:
             return
@@ -368,6 +385,27 @@ class ShapeMismatch(Rule):
                 f"{multiple}{mismatch[1]} elements where it has {mismatch[0]}{shared}",
                 related=self._assignments((tensor, have)),
             )
+
+    def _distribution(self, node: cst.Call, name: str) -> None:
+        """`Normal(mu, std)` whose parameters cannot broadcast together (a `(B, 3)` mean against
+        an `(11,)` standard deviation)."""
+        parameters = _BROADCAST_DISTRIBUTIONS.get(name, ())
+        given = [(parameter, value) for position, parameter in enumerate(parameters)
+                 if (value := argument(node, position, parameter)) is not None]
+        shaped = [(value, sizes) for _, value in given if (sizes := self._sizes(value)) is not None]
+        for index, (first, a) in enumerate(shaped):
+            for second, b in shaped[index + 1:]:
+                conflict = broadcast_conflict(a, b)
+                if conflict is None:
+                    continue
+                offset, first_size, second_size = conflict
+                self.report(
+                    node,
+                    f"`{name}` broadcasts its parameters together, but `{self._code(first)}` has shape {show(a)} and "
+                    f"`{self._code(second)}` has shape {show(b)}: size {first_size} against {second_size} in dim -{offset}",
+                    related=self._assignments((first, a), (second, b)),
+                )
+                return
 
     def _einsum(self, node: cst.Call) -> None:
         equation = string_value(node.args[0].value) if node.args and not node.args[0].keyword else None
