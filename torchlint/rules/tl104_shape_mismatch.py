@@ -92,7 +92,9 @@ class ShapeMismatch(Rule):
     - a `return` whose shape contradicts the function's shape annotation.
 
     Sizes come from the tensor-facts model: factory calls (`torch.randn(4, 3)`), views,
-    `B, T, C = x.shape`, ops that keep or reorder sizes, products, `chunk`, indexing (a slice
+    `B, T, C = x.shape`, ops that keep or reorder sizes (`masked_fill` keeps the tensor's), products,
+    `chunk`, `repeat_interleave` by a known count (`x if n_rep == 1 else x.repeat_interleave(n_rep,
+    dim=1)` takes the branch a known `n_rep` takes), indexing (a slice
     with known bounds keeps what Python's slicing keeps: `pos[:, :T]` of 16 positions with
     T = 24 keeps 16; a window `data[s : s + k]` keeps k), `torch.stack` / `torch.cat` of a list
     or of a comprehension over something of known length, and what the file passes its own code:

@@ -14,6 +14,7 @@ module's device, is a device conflict recorded against the call that created it.
 from __future__ import annotations
 
 import math
+import operator
 import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -99,6 +100,10 @@ _KEEPS_MEMORY_FORMAT = frozenset(
     "adaptive_avg_pool2d adaptive_avg_pool3d adaptive_max_pool2d".split()
 )
 _PURE_REORDERS = frozenset({"permute", "transpose", "movedim"})
+_INTEGER_COMPARISONS = {
+    cst.Equal: operator.eq, cst.NotEqual: operator.ne, cst.LessThan: operator.lt, cst.LessThanEqual: operator.le,
+    cst.GreaterThan: operator.gt, cst.GreaterThanEqual: operator.ge,
+}
 
 
 def _memory_format_kept(name: str, operand: Value) -> Layout | None:
@@ -622,7 +627,23 @@ class Interpreter:
         if isinstance(body, DeviceValue) or isinstance(orelse, DeviceValue):
             # `"cuda" if torch.cuda.is_available() else "cpu"`: the accelerator where there is one.
             return DeviceValue(Device.ACCELERATOR)
+        outcome = self._known_outcome(expr.test)
+        if outcome is not None:
+            # `x if n_rep == 1 else x.repeat_interleave(n_rep, dim=1)` with n_rep known: one branch runs.
+            return body if outcome else orelse
         return join(body, orelse)
+
+    def _known_outcome(self, test: cst.BaseExpression) -> bool | None:
+        """The truth of a comparison of two whole numbers this interpretation knows (`n_rep == 1`
+        where `n_rep` is 4); None for any other test."""
+        if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+            return None
+        compare = _INTEGER_COMPARISONS.get(type(test.comparisons[0].operator))
+        left, right = (self.model.memo.get(id(node)) for node in (test.left, test.comparisons[0].comparator))
+        if compare is None or not isinstance(left, Number) or not isinstance(right, Number):
+            return None
+        first, second = literal(left.code), literal(right.code)
+        return compare(first, second) if first is not None and second is not None else None
 
     def _string(self, expr: cst.SimpleString | cst.FormattedString, env: Env) -> Value:
         for child in _expression_children(expr):
@@ -1451,8 +1472,7 @@ class Interpreter:
             return self._split(call, name, receiver)
         if rule is Rule.REPEAT:  # `repeat_interleave(repeats, dim)`
             along = len(args) > 1 and args[1][0].keyword is None or keyword_arg(call, "dim") is not None
-            rank = receiver.rank if along else 1
-            return replace(receiver, layout=Layout(rank, None, ()) if rank is not None else None)
+            return replace(receiver, layout=self._repeated(call, receiver, args) if along else Layout(1, None, ()))
         operands = [(receiver_node, receiver), *self._tensor_args(
             [(arg, value) for arg, value in args if arg.keyword is None or arg.keyword.value in _OPERAND_KEYWORDS]
         )]
@@ -1471,7 +1491,9 @@ class Interpreter:
         if rule is Rule.COMPARE:
             return replace(facts, dtype="bool", requires_grad=False)
         if rule is Rule.RECOMPUTE:
-            return replace(facts, layout=Layout(facts.rank, None, ()) if facts.rank is not None else Layout(None, None, ()))
+            # `masked_fill`'s mask broadcasts to the tensor (its contract, which TL104 checks): the
+            # result has the tensor's sizes, even where the mask's are unknown.
+            return replace(facts, layout=_fresh_layout(receiver if name == "masked_fill" else facts))
         return facts
 
     def _loaded_batch(self, call: cst.Call, args) -> Value:
@@ -1541,6 +1563,27 @@ class Interpreter:
         if name in ("max", "min", "median", "nanmedian", "mode", "topk", "sort", "kthvalue", "cummax", "cummin"):
             return Sequence((facts, replace(facts, dtype="int64", requires_grad=False)))
         return facts
+
+    def _repeated(self, call: cst.Call, receiver: TensorFacts, args) -> Layout | None:
+        """`x.repeat_interleave(n, dim=d)`: x's sizes with dim d taken n times, where n is a
+        known whole number (a tensor of counts gives a size that depends on its values)."""
+        rank = receiver.rank
+        if rank is None:
+            return None
+        sizes = known_sizes(receiver)
+        repeats = args[0][1] if args and args[0][0].keyword is None else None
+        dim_arg = argument(call, 1 if self.ctx.callee(call) is None else 2, "dim")
+        dim = int_value(dim_arg) if dim_arg is not None else None
+        count = literal(repeats.code) if isinstance(repeats, Number) else None
+        if sizes is None or count is None or dim is None or not -rank <= dim < rank:
+            return Layout(rank, None, ())
+        dim %= rank
+        size = sizes[dim]
+        if literal(size) is not None:
+            repeated = str(literal(size) * count)
+        else:
+            repeated = f"{size} * {count}" if size is not None else None
+        return Layout(rank, (*sizes[:dim], repeated, *sizes[dim + 1:]), ())
 
     def _split(self, call: cst.Call, name: str, receiver: TensorFacts) -> Value:
         item = replace(receiver, layout=Layout(receiver.rank - (name == "unbind"), None, ()) if receiver.rank else None, scalar=None)
@@ -1993,6 +2036,12 @@ def _row(value: Value) -> Value:
     sizes = known_sizes(value)
     row = element_of(value)
     return replace(row, layout=Layout(len(sizes) - 1, sizes[1:], ())) if sizes and isinstance(row, TensorFacts) else row
+
+
+def _fresh_layout(facts: TensorFacts) -> Layout:
+    """A new contiguous tensor of the sizes of `facts` (of its rank where they are unknown)."""
+    sizes = known_sizes(facts)
+    return Layout(len(sizes), sizes, ()) if sizes is not None else Layout(facts.rank, None, ())
 
 
 def _as_matrix(layout: Layout) -> Layout:

@@ -662,7 +662,7 @@ class TensorModel:
                 value: Value = Number(default)
             else:
                 value = self._passed_value(site, passed, callers_aside)
-            if found is not None and value != found:
+            if found is not None and not _same_example(found, value):
                 return None
             found = value
         return found
@@ -863,6 +863,15 @@ def _shows_sizes(value: Value) -> bool:
     if isinstance(value, Sequence):
         return any(_shows_sizes(item) for item in value.items)
     return known_sizes(value) is not None
+
+
+def _same_example(first: Value, second: Value) -> bool:
+    """Two calls pass the same example: equal values, or tensors of the same known sizes made by
+    different calls (only their sizes are taken)."""
+    if first == second:
+        return True
+    sizes = known_sizes(first) if isinstance(first, TensorFacts) else None
+    return sizes is not None and known_sizes(second) == sizes
 
 
 def _is_none(expr: cst.BaseExpression) -> bool:
