@@ -70,6 +70,8 @@ class ShapeMismatch(Rule):
       purpose (`x[:, None] - x`) is not reported;
     - `torch.einsum` whose equation binds one subscript letter to two sizes (`"ij,jk->ik"` on a
       3x4 and a 5x6 tensor binds `j` to 4 and 5; a size of 1 broadcasts, `...` is followed);
+    - `TensorDataset(inputs, targets)` whose tensors differ in dim 0, the number of examples
+      (`series.unfold(0, W, 1)` makes N - W + 1 windows, `series[W:]` N - W targets);
     - a `torch.distributions` constructor (`Normal`, `LogNormal`, `Laplace`, `Cauchy`, `Gumbel`,
       `Uniform`, `Beta`, `Gamma`, `StudentT`, `Weibull`, `Pareto`, `VonMises`, `FisherSnedecor`)
       whose parameters cannot broadcast together (`Normal(mu, log_std.exp())` with a `(B, 3)`
@@ -93,7 +95,7 @@ class ShapeMismatch(Rule):
 
     Sizes come from the tensor-facts model: factory calls (`torch.randn(4, 3)`), views,
     `B, T, C = x.shape`, ops that keep or reorder sizes (`masked_fill` keeps the tensor's), products,
-    `chunk`, `repeat_interleave` by a known count (`x if n_rep == 1 else x.repeat_interleave(n_rep,
+    `chunk`, `unfold`, `torch.arange(n)`, `repeat_interleave` by a known count (`x if n_rep == 1 else x.repeat_interleave(n_rep,
     dim=1)` takes the branch a known `n_rep` takes), indexing (a slice
     with known bounds keeps what Python's slicing keeps: `pos[:, :T]` of 16 positions with
     T = 24 keeps 16; a window `data[s : s + k]` keeps k), `torch.stack` / `torch.cat` of a list
@@ -206,6 +208,11 @@ class ShapeMismatch(Rule):
             # Not behind the literal-size gate: its operands are often built inside the call.
             if self.ctx.callee(node) == "torch.einsum":
                 self._einsum(node)
+            return
+        if last_word(node.func) == "TensorDataset":
+            # Outside the gate too: its tensors are often made inside the call.
+            if self.ctx.callee(node) == "torch.utils.data.TensorDataset":
+                self._tensor_dataset(node)
             return
         if last_word(node.func) in _BROADCAST_DISTRIBUTIONS:
             # Not behind the literal-size gate either: `Normal(torch.zeros(4), torch.ones(5))`.
@@ -387,6 +394,22 @@ class ShapeMismatch(Rule):
                 f"{multiple}{mismatch[1]} elements where it has {mismatch[0]}{shared}",
                 related=self._assignments((tensor, have)),
             )
+
+    def _tensor_dataset(self, node: cst.Call) -> None:
+        """`TensorDataset(inputs, targets)` whose tensors hold different numbers of rows."""
+        tensors = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
+        shaped = [(tensor, sizes) for tensor in tensors if (sizes := self._sizes(tensor))]
+        for tensor, sizes in shaped[1:]:
+            first, first_sizes = shaped[0]
+            if differ(first_sizes[0], sizes[0]):
+                self.report(
+                    node,
+                    f"`TensorDataset` needs one row per example in every tensor, but `{self._code(first)}` has shape "
+                    f"{show(first_sizes)} and `{self._code(tensor)}` has shape {show(sizes)}: {first_sizes[0]} rows "
+                    f"against {sizes[0]} (`Size mismatch between tensors`)",
+                    related=self._assignments((first, first_sizes), (tensor, sizes)),
+                )
+                return
 
     def _distribution(self, node: cst.Call, name: str) -> None:
         """`Normal(mu, std)` whose parameters cannot broadcast together (a `(B, 3)` mean against

@@ -1470,6 +1470,8 @@ class Interpreter:
             return replace(receiver, layout=self._reshaped(call, rule, name, receiver))
         if rule is Rule.SPLIT:
             return self._split(call, name, receiver)
+        if rule is Rule.UNFOLD:
+            return replace(receiver, layout=self._unfolded(call, receiver))
         if rule is Rule.REPEAT:  # `repeat_interleave(repeats, dim)`
             along = len(args) > 1 and args[1][0].keyword is None or keyword_arg(call, "dim") is not None
             return replace(receiver, layout=self._repeated(call, receiver, args) if along else Layout(1, None, ()))
@@ -1585,6 +1587,24 @@ class Interpreter:
             repeated = f"{size} * {count}" if size is not None else None
         return Layout(rank, (*sizes[:dim], repeated, *sizes[dim + 1:]), ())
 
+    def _unfolded(self, call: cst.Call, receiver: TensorFacts) -> Layout | None:
+        """`x.unfold(dim, size, step)`: dim becomes the number of windows, (n - size) // step + 1,
+        and a new last dim holds each window's `size` values."""
+        rank = receiver.rank
+        if rank is None:
+            return None
+        sizes = known_sizes(receiver)
+        dim_arg, size_arg, step_arg = (argument(call, position, keyword)
+                                       for position, keyword in enumerate(("dimension", "size", "step")))
+        dim = int_value(dim_arg) if dim_arg is not None else None
+        if sizes is None or dim is None or size_arg is None or step_arg is None or not -rank <= dim < rank:
+            return Layout(rank + 1, None, ())
+        dim %= rank
+        window = self._size_code(size_arg)
+        length, width, step = literal(sizes[dim]), literal(window), literal(self._size_code(step_arg))
+        count = str((length - width) // step + 1) if None not in (length, width, step) and step else None
+        return Layout(rank + 1, (*sizes[:dim], count, *sizes[dim + 1:], window), ())
+
     def _split(self, call: cst.Call, name: str, receiver: TensorFacts) -> Value:
         item = replace(receiver, layout=Layout(receiver.rank - (name == "unbind"), None, ()) if receiver.rank else None, scalar=None)
         count = int_value(call.args[0].value) if call.args and name == "chunk" else None
@@ -1694,7 +1714,7 @@ class Interpreter:
                 dims = [element.value for element in sizes[-1].elements]
                 layout = Layout(len(dims), tuple(self._size_code(value) for value in dims), ())
             elif qualified in ("torch.arange", "torch.linspace", "torch.logspace", "torch.randperm", "torch.range"):
-                layout = Layout(1, None, ())
+                layout = Layout(1, (self._sequence_length(call, qualified),), ())
             elif qualified == "torch.eye":
                 layout = Layout(2, None, ())
         elif qualified in LEGACY_CONSTRUCTORS and not sizes:
@@ -1711,6 +1731,23 @@ class Interpreter:
         if device is not None:
             return replace(facts, device=device, origin=call if device is Device.CPU else None)
         return self._on_default_device(call, facts)
+
+    def _sequence_length(self, call: cst.Call, qualified: str) -> str | None:
+        """How many values `torch.arange(n)` / `torch.randperm(n)` make, `torch.arange(start, end,
+        step)` of known whole numbers, `torch.linspace(a, b, steps)`; None where unknown."""
+        if qualified in ("torch.linspace", "torch.logspace"):
+            steps = argument(call, 2, "steps")
+            return self._size_code(steps) if steps is not None else None
+        bounds = [arg.value for arg in positional_args(call)]
+        if qualified == "torch.range" or not bounds or any(type(bound) is cst.Float for bound in bounds):
+            return None  # `torch.range` includes its end; `torch.arange(2.5)` makes 3 values
+        if len(bounds) == 1:
+            return self._size_code(bounds[0])
+        numbers = [literal(self._size_code(bound)) for bound in bounds[:3]]
+        if None in numbers:
+            return None
+        start, end, step = (*numbers, 1)[:3]
+        return str(max(0, -(-(end - start) // step))) if step else None
 
     def _on_default_device(self, call: cst.Call, facts: TensorFacts) -> TensorFacts:
         if self.model.default_device_changed or self._device_context:
@@ -1888,8 +1925,13 @@ _EVALUATORS = {
 def _result_sizes(shapes: list, rule: Rule) -> tuple | None:
     """The sizes of `a @ b` (batch dims broadcast, then `(a[-2], b[-1])`) or of an elementwise op
     (broadcast from the right), when every operand's sizes are known."""
-    if not shapes or any(not shape for shape in shapes):
-        return None  # a size unknown, or a 0-dim operand (which the device rules treat apart)
+    if not shapes or any(shape is None for shape in shapes):
+        return None  # a size unknown
+    if rule is Rule.ELEMENTWISE and any(shapes):
+        # A 0-dim operand (`series.mean()`) broadcasts to any shape: the others give the sizes.
+        return _broadcast([shape for shape in shapes if shape])
+    if any(not shape for shape in shapes):
+        return None  # only 0-dim operands (which the device rules treat apart), or one in a product
     if rule is Rule.MATMUL:
         if len(shapes) != 2:
             return None

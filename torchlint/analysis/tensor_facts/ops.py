@@ -20,6 +20,7 @@ Rules:
 - SPLIT: a tuple of tensors of the receiver's rank (`chunk`, `split`, `unbind`).
 - REPEAT: `repeat_interleave`: with `dim`, a new contiguous tensor of the receiver's rank;
   without, a flat one.
+- UNFOLD: `x.unfold(dim, size, step)`: dim holds the windows, a new last dim their values.
 - CAT / STACK: a list argument; same rank / one more.
 - EINSUM: rank from the output of the equation.
 - MESHGRID: a tuple of tensors on the device of the inputs.
@@ -57,6 +58,7 @@ class Rule(enum.Enum):
     UNFLATTEN = "unflatten"
     SPLIT = "split"
     REPEAT = "repeat"
+    UNFOLD = "unfold"
     CAT = "cat"
     STACK = "stack"
     EINSUM = "einsum"
@@ -163,6 +165,8 @@ FUNCTION_OPS: dict[str, Op] = {
 METHOD_OPS: dict[str, Op] = {
     **SHARED_OPS,
     **_table(Rule.VIEW, "view", combines=False),
+    # The method only: `torch.nn.functional.unfold` extracts image patches.
+    **_table(Rule.UNFOLD, "unfold", combines=False),
     **_table(Rule.REORDER, "expand", combines=False),
     **_table(Rule.CONTIGUOUS, "contiguous", combines=False),
     **_table(Rule.MOVE, "to cuda cpu xpu mps", combines=False),
