@@ -22,6 +22,9 @@ from torchlint.analysis.shape_checks import broadcast_conflict, element_count_mi
         (("B", "T", "C"), ["B", "T", "2", "C // 2"], None),  # C // 2 is not a plain factor
         (("B", "T", None), ["B", "7"], None),  # an unknown size never mismatches
         (("n", "3"), ["m", "3"], None),  # two names may be equal
+        # One name only the new shape has may be any size, but the rest must divide the count.
+        (("16", "1024"), ["B", "1", "28", "28"], (16384, 784)),
+        (("16", "784"), ["B", "1", "28", "28"], None),
     ],
 )
 def test_element_counts(have, want, expected) -> None:

@@ -120,7 +120,8 @@ def _factors(sizes) -> Counter | None:
 
 def element_count_mismatch(have: tuple[str | None, ...], want: list[str]) -> tuple[int, int] | None:
     """(elements the tensor has, elements the view asks for) when they cannot agree, after the
-    common symbols cancel (`B`, `T`); a `-1` in `want` asks for any multiple of the rest."""
+    common symbols cancel (`B`, `T`); a `-1` in `want`, or one symbol only `want` has, asks for
+    any multiple of the rest."""
     infer = want.count("-1")
     if infer > 1:
         return None
@@ -130,6 +131,11 @@ def element_count_mismatch(have: tuple[str | None, ...], want: list[str]) -> tup
     # Only symbols cancel: literal factors are counted whole, so the message gives real counts.
     common = Counter({factor: count for factor, count in (have_factors & want_factors).items() if literal(factor) is None})
     have_left, want_left = have_factors - common, want_factors - common
+    # One symbol left in the new shape alone (`view(B, 1, H, W)`, B unknown) may be any size, as
+    # a -1 may: the count works only if the rest divides it.
+    symbols = [factor for factor in want_left if literal(factor) is None]
+    if len(symbols) == 1 and want_left[symbols[0]] == 1 and not infer:
+        want_left, infer = want_left - Counter({symbols[0]: 1}), 1
     if any(literal(factor) is None for factor in (*have_left, *want_left)):
         return None
     have_count = math.prod(literal(factor) ** count for factor, count in have_left.items())

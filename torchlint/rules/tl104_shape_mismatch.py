@@ -61,7 +61,8 @@ class ShapeMismatch(Rule):
     - `torch.cat` / `torch.stack` of tensors that differ in a dim other than the concatenated one
       (any dim for `stack`);
     - `view` / `reshape` (method or `torch.reshape`) asking for another element count than the
-      tensor has (`x.view(3, 5)` on a 4x4 tensor; with `-1`, a count that does not divide it);
+      tensor has (`x.view(3, 5)` on a 4x4 tensor; with `-1`, or one size the tensor does not
+      show, `view(B, 1, H, W)` with B unknown, a count that the other sizes do not divide);
     - `+ - * /` between tensors with two unequal sizes, neither 1, in the same position counted
       from the right;
     - `+ - * / == !=` between a model's or a layer's `(N, 1)` output (a critic's values, one
@@ -387,7 +388,9 @@ class ShapeMismatch(Rule):
         mismatch = element_count_mismatch(have, wanted)
         if mismatch is not None:
             shared = "" if all(size.isdigit() for size in have) else " besides the sizes both share"
-            multiple = "a multiple of " if "-1" in wanted else ""
+            # A -1, or a size the tensor does not show (`B` of `view(B, 1, H, W)`), may be any size.
+            open_size = "-1" in wanted or any(literal(size) is None and size not in have for size in wanted)
+            multiple = "a multiple of " if open_size else ""
             self.report(
                 node,
                 f"`{self._code(tensor)}` has shape {show(have)}, but the new shape ({', '.join(wanted)}) needs "

@@ -1980,7 +1980,7 @@ def _inferred(wanted: tuple[str, ...], have: tuple[str | None, ...] | None) -> t
     total, rest = math.prod(literal(size) or 0 for size in have), math.prod(
         literal(size) or 0 for size in wanted if size != "-1")
     if total == 0 or rest == 0 or total % rest or wanted.count("-1") > 1:
-        return wanted
+        return tuple(None if size == "-1" else size for size in wanted)  # some size, not the symbol -1
     return tuple(str(total // rest) if size == "-1" else size for size in wanted)
 
 
