@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from torchlint.analysis.layer_sizes import arithmetic, constant
+from torchlint.analysis.modules import last_word
 from torchlint.analysis.names import (
     argument, dotted_name, has_parameter, keyword_arg, method_named, positional_args, top_level_functions,
 )
@@ -36,6 +37,7 @@ Sizes = tuple[str, ...]
 # Factories whose positional arguments (or one tuple of them) are the sizes.
 _SIZED = frozenset(f"torch.{name}" for name in ("randn", "rand", "zeros", "ones", "empty"))
 _EXAMPLE_FACTORIES = _SIZED | {"torch.randint"}
+_EXAMPLE_WORDS = frozenset(name.rpartition(".")[2] for name in _EXAMPLE_FACTORIES)
 _EXAMPLE_TEXT = re.compile(r"\b(?:randn|rand|randint|zeros|ones|empty)\(")
 # A dataset class of the file, whose items its factories size (`DataLoader(Windows(100), ...)`).
 _DATASET_TEXT = re.compile(r"def __getitem__\(")
@@ -161,8 +163,8 @@ class ExampleCalls:
             source = self._ctx.source
             self._example_data = _EXAMPLE_TEXT.search(source) is not None and (
                 "example_input" in source or _DATASET_TEXT.search(source) is not None or any(
-                type(node) is cst.Call and self._ctx.callee(node) in _EXAMPLE_FACTORIES
-                for node in _outside_classes(self._ctx.module)))
+                type(node) is cst.Call and last_word(node.func) in _EXAMPLE_WORDS
+                and self._ctx.callee(node) in _EXAMPLE_FACTORIES for node in _outside_classes(self._ctx.module)))
         return self._example_data
 
     def parameter_calls(self) -> dict[tuple[str, str], list[Site]]:

@@ -416,10 +416,13 @@ class TensorModel:
             self._rerun_provisional()
 
     def _reached_active(self, scope: Scope) -> None:
-        """A question reached `scope`, which is still being interpreted: the scopes it started
-        since then answer without it."""
+        """A question reached `scope`, which is still being interpreted: the scopes started since
+        then answer without it. They are interpreted again when the top level is among them (a
+        function that reads a module constant starts it): the top level reads the whole file,
+        and what it caches is what every later question reads. Other cycles (a method `__init__`
+        calls, which reaches `forward()`) keep their answers, as a call made then would."""
         index = next((i for i, active in enumerate(self._active) if active is scope), None)
-        if index is not None:
+        if index is not None and any(type(active.node) is cst.Module for active in self._active[index + 1:]):
             self._lowest_reached = min(self._lowest_reached, index)
 
     def _seed_and_run(self, scope: Scope) -> None:
@@ -747,6 +750,8 @@ class TensorModel:
         """How often the source writes `name(` (not `x.name(`), its `def` included: the counts of
         every name, from one search of the whole source."""
         if self._call_counts is None:
+            if f"{name}(" not in self.ctx.source and f"{name} (" not in self.ctx.source:
+                return 0  # most parameters are never called: no need to count every name
             self._call_counts = Counter(_PLAIN_CALL.findall(self.ctx.source))
         return self._call_counts[name]
 
@@ -806,6 +811,10 @@ class TensorModel:
         if init is None:
             return None, True
         scope = self._scope_of(init, classdef, None)
+        if scope.running and self._active[-2:-1] == [scope]:
+            # Asked by a method `__init__` calls (`self._make_layers()`): it runs before `__init__`
+            # is over, and has the attributes made so far.
+            return None, False
         self._interpret(scope)
         if scope.final_env is None:
             return None, False
