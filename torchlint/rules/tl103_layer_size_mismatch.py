@@ -56,8 +56,10 @@ class LayerSizeMismatch(Rule):
     GRU's two final states joined (`torch.cat([h_n[0], h_n[1]], -1)`) into an `nn.Linear` of the
     hidden width, and an initial hidden state `h0` (or an LSTM's `(h0, c0)`) that is not
     `(num_layers * directions, batch, hidden_size)`; also for each layer of an `nn.ModuleList`
-    (`for conv in self.convs`) and for a layer handed to a helper method
-    (`self.conv_and_pool(x, conv)`). That finding is reported at the call, and names the layer's
+    (`for conv in self.convs`), for a layer handed to a helper method
+    (`self.conv_and_pool(x, conv)`), and for what a submodule of a Module class of the file
+    returns, a tuple included (`outputs, hidden = self.encoder(src)`, then
+    `self.out(hidden[-1])`). That finding is reported at the call, and names the layer's
     construction.
 
     ## Why is this bad?

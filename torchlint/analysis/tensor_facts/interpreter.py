@@ -1100,12 +1100,17 @@ class Interpreter:
         if kind in _PAIR_OUTPUT:
             return Sequence((output, replace(output, layout=None)))  # (output, attention weights)
         if sized is None and "." not in kind and kind:
-            output = replace(output, layout=self._forward_layout(kind))
+            returned = self._forward_returned(kind)
+            if isinstance(returned, Sequence):
+                # `outputs, hidden = self.encoder(src)`: each tensor of the tuple `forward` returns.
+                return Sequence(tuple(replace(output, layout=_known_layout(item)) if isinstance(item, TensorFacts)
+                                      else item for item in returned.items))
+            output = replace(output, layout=_known_layout(returned))
         elif sized is None and kind == "torch.nn.Sequential" and module.element is not None \
                 and "." not in (module.element.kind or "."):
             # A stack of one Module class of the file (`nn.Sequential(*[Block(d) for _ in range(n)])`):
             # its blocks keep the shape their `forward` gives, or the next block could not take it.
-            output = replace(output, layout=self._forward_layout(module.element.kind))
+            output = replace(output, layout=_known_layout(self._forward_returned(module.element.kind)))
         activation, activated_by = self._output_activation(kind, call)
         sizes = known_sizes(output)
         column_of = call if sizes is not None and len(sizes) == 2 and sizes[1] == "1" else None
@@ -1190,13 +1195,10 @@ class Interpreter:
                 self.model.note_layer_contradiction(call, node, state, module.config, found)
         return result if result.shape is not None else None
 
-    def _forward_layout(self, kind: str) -> Layout | None:
-        """The shape a Module class of this file returns from `forward`, when known (its example
-        inputs fix it)."""
-        if not self.model.has_examples(kind):
-            return None
-        returned = self.model.module_method_summary(kind, "forward")
-        return returned.layout if isinstance(returned, TensorFacts) and known_sizes(returned) else None
+    def _forward_returned(self, kind: str) -> Value | None:
+        """What a Module class of this file returns from `forward` (a tensor, or a tuple of them),
+        where its example inputs fix it."""
+        return self.model.module_method_summary(kind, "forward") if self.model.has_examples(kind) else None
 
     def _output_activation(self, kind: str, call: cst.Call) -> tuple[str | None, cst.CSTNode | None]:
         """The activation a module's output holds, and where it is taken: an `nn.Softmax` or
@@ -2078,6 +2080,11 @@ def _row(value: Value) -> Value:
     sizes = known_sizes(value)
     row = element_of(value)
     return replace(row, layout=Layout(len(sizes) - 1, sizes[1:], ())) if sizes and isinstance(row, TensorFacts) else row
+
+
+def _known_layout(value: Value | None) -> Layout | None:
+    """The layout of a tensor whose sizes are known, else None."""
+    return value.layout if isinstance(value, TensorFacts) and known_sizes(value) else None
 
 
 def _fresh_layout(facts: TensorFacts) -> Layout:
