@@ -811,10 +811,6 @@ class TensorModel:
         if init is None:
             return None, True
         scope = self._scope_of(init, classdef, None)
-        if scope.running and self._active[-2:-1] == [scope]:
-            # Asked by a method `__init__` calls (`self._make_layers()`): it runs before `__init__`
-            # is over, and has the attributes made so far.
-            return None, False
         self._interpret(scope)
         if scope.final_env is None:
             return None, False
