@@ -116,7 +116,9 @@ class ShapeMismatch(Rule):
       `Flatten`, an `nn.Sequential` of them) with the sizes the construction gives them (`Net(d_model=32)`, a module constant, `len(FEATURES)`,
       a default, a field of a dataclass of the file that the parameter is annotated with:
       `cfg: Config`, then `cfg.d_model` is the field's default or what every construction
-      passes), also where a helper function of the file builds the layers from its parameters
+      passes; the integer default of a command-line option: `args.n_mels` is 64 after
+      `parser.add_argument("--n-mels", type=int, default=64)` and `args = parser.parse_args()`),
+      also where a helper function of the file builds the layers from its parameters
       (`conv_block(base, base * 2, nn.ReLU())`: each call's sizes and layers), and through a
       stack of one Module class of the file (`nn.Sequential(*[Block(cfg) for _ in range(n)])`
       gives what the block's `forward` gives);

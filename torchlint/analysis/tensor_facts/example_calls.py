@@ -83,6 +83,7 @@ class ExampleCalls:
         self._example_data: bool | None = None
         self._submodule_memo: dict[int, dict[str, str]] = {}
         self._config_fields: dict[tuple[str, str], str | None] = {}
+        self._option_defaults: dict[str, str] | None = None  # see `option_default`
         self._writes_and_calls: tuple[set[str], dict[str, list[cst.Call]]] | None = None
 
     def init_argument(self, class_name: str, position: int, keyword: str, default: str | None) -> str | None:
@@ -105,6 +106,28 @@ class ExampleCalls:
         if key not in self._config_fields:
             self._config_fields[key] = self._config_field(class_name, field_name)
         return self._config_fields[key]
+
+    def option_default(self, dest: str) -> str | None:
+        """The integer default of the file's command-line option `dest`: `args.n_mels` is 64 after
+        `parser.add_argument("--n-mels", type=int, default=64)`, as a run without arguments has
+        it. None unless exactly one option of the file has that destination, with an integer
+        default and no type but `int`."""
+        if self._option_defaults is None:
+            self._option_defaults = self._read_option_defaults() if "add_argument" in self._ctx.source else {}
+        return self._option_defaults.get(dest)
+
+    def _read_option_defaults(self) -> dict[str, str]:
+        found: dict[str, str | None] = {}
+        for node in _outside_classes(self._ctx.module):
+            if type(node) is not cst.Call or not isinstance(node.func, cst.Attribute) or node.func.attr.value != "add_argument":
+                continue
+            dest = _option_dest(node)
+            default, kind = keyword_arg(node, "default"), keyword_arg(node, "type")
+            value = self.integer(default.value) if default is not None else None
+            if dest is None or keyword_arg(node, "nargs") is not None or (kind is not None and dotted_name(kind.value) != "int"):
+                value = None
+            found[dest] = None if dest in found or value is None else str(value)
+        return {dest: value for dest, value in found.items() if dest is not None and value is not None}
 
     def _config_field(self, class_name: str, field_name: str) -> str | None:
         classdef = next((statement for statement in self._ctx.module.body
@@ -314,6 +337,10 @@ class ExampleCalls:
         if isinstance(expr, cst.Name) and depth < 8:
             value = self._module_constants().get(expr.value)
             return self.integer(value, depth + 1) if value is not None else None
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) \
+                and parses_arguments(self._module_constants().get(expr.value.value)):
+            option = self.option_default(expr.attr.value)  # `args.n_mels` of `args = parser.parse_args()`
+            return int(option) if option is not None else None
         if isinstance(expr, cst.BinaryOperation):
             return arithmetic(expr.operator, self.integer(expr.left, depth + 1), self.integer(expr.right, depth + 1))
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "len" \
@@ -332,6 +359,22 @@ class ExampleCalls:
                             found[name] = value if name not in found else None
             self._constants = {name: value for name, value in found.items() if value is not None}
         return self._constants
+
+
+def parses_arguments(value: cst.BaseExpression | None) -> bool:
+    """`parser.parse_args()`: the options of a command line."""
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "parse_args"
+
+
+def _option_dest(call: cst.Call) -> str | None:
+    """Where `parser.add_argument(...)` stores its value: `dest=`, else its first long flag
+    (`--n-mels` stores `n_mels`)."""
+    dest = keyword_arg(call, "dest")
+    if dest is not None:
+        return dest.value.evaluated_value if isinstance(dest.value, cst.SimpleString) else None
+    flags = [arg.value.evaluated_value for arg in positional_args(call) if isinstance(arg.value, cst.SimpleString)]
+    flag = next((flag for flag in flags if flag.startswith("--")), None)
+    return flag[2:].replace("-", "_") if flag is not None else None
 
 
 def _annotated_fields(classdef: cst.ClassDef) -> list[tuple[str, cst.BaseExpression | None]]:

@@ -40,6 +40,7 @@ from torchlint.analysis.tensor_facts.domain import (
     TensorFacts, Value,
     element_of, holds_loaded, join, join_devices, unloaded, unpack,
 )
+from torchlint.analysis.tensor_facts.example_calls import parses_arguments
 from torchlint.analysis.tensor_facts.ops import (
     EINOPS_FUNCTIONS, FUNCTION_OPS, METHOD_OPS, NOT_TENSOR_METHODS, NUMBER_ATTRIBUTES, RANK_PRESERVING_LAYERS, TENSOR_ATTRIBUTES, Op,
     Rule,
@@ -716,7 +717,7 @@ class Interpreter:
         receiver = self.eval(node.value, env)
         attr = node.attr.value
         if receiver is UNKNOWN and isinstance(node.value, cst.Name):
-            field = self._config_field(node.value.value, attr)
+            field = self._config_field(node.value.value, attr) or self._option_default(node.value.value, attr)
             if field is not None:
                 return Number(field)
         if isinstance(receiver, ModuleValue):
@@ -1164,6 +1165,18 @@ class Interpreter:
         param = parameter_named(function, name)
         annotation = param.annotation.annotation if param is not None and param.annotation is not None else None
         return self.model.examples.config_field(annotation.value, field) if isinstance(annotation, cst.Name) else None
+
+    def _option_default(self, name: str, dest: str) -> str | None:
+        """`args.hidden` where `args = parser.parse_args()` (here or at the top level): the
+        option's integer default, which a run without arguments uses."""
+        default = self.model.examples.option_default(dest)  # first: most files define no options
+        if default is None:
+            return None
+        function = self.scope.node if isinstance(self.scope.node, cst.FunctionDef) else None
+        parsed = assigned_once(function, name) if function is not None else None
+        if parsed is None and (function is None or not has_parameter(function, name)):
+            parsed = assigned_once(self.ctx.module, name)
+        return default if parses_arguments(parsed) else None
 
     def _known_integer(self, expr: cst.BaseExpression) -> int | None:
         return literal(self._size_code(expr))
