@@ -281,13 +281,16 @@ def _flattened(config: LayerConfig, sizes: Sizes) -> LayerOutput:
     return LayerOutput(flattened_sizes(sizes, start))
 
 
-def flattened_sizes(sizes: Sizes, start: int) -> Sizes | None:
-    """`sizes` with the dims from `start` on multiplied into one (None where one is not a literal)."""
-    if start >= len(sizes):
+def flattened_sizes(sizes: Sizes, start: int, end: int | None = None) -> Sizes | None:
+    """`sizes` with the dims from `start` to `end` (the last, by default) multiplied into one
+    (None where one is not a literal)."""
+    end = len(sizes) - 1 if end is None else end
+    if not start <= end < len(sizes):
         return None
+    kept = sizes[end + 1:]
     product = 1
-    for size in sizes[start:]:
+    for size in sizes[start:end + 1]:
         if literal(size) is None:
-            return (*sizes[:start], None)
+            return (*sizes[:start], None, *kept)
         product *= literal(size)
-    return (*sizes[:start], str(product))
+    return (*sizes[:start], str(product), *kept)

@@ -96,7 +96,7 @@ class ShapeMismatch(Rule):
 
     Sizes come from the tensor-facts model: factory calls (`torch.randn(4, 3)`), views,
     `B, T, C = x.shape`, ops that keep or reorder sizes (`masked_fill` keeps the tensor's), products,
-    `chunk`, `unfold`, `torch.arange(n)`, `repeat_interleave` by a known count (`x if n_rep == 1 else x.repeat_interleave(n_rep,
+    `chunk`, `unfold`, `flatten(start, end)`, `torch.arange(n)`, `repeat_interleave` by a known count (`x if n_rep == 1 else x.repeat_interleave(n_rep,
     dim=1)` takes the branch a known `n_rep` takes), indexing (a slice
     with known bounds keeps what Python's slicing keeps: `pos[:, :T]` of 16 positions with
     T = 24 keeps 16; a window `data[s : s + k]` keeps k), `torch.stack` / `torch.cat` of a list
@@ -117,7 +117,8 @@ class ShapeMismatch(Rule):
       a default, a field of a dataclass of the file that the parameter is annotated with:
       `cfg: Config`, then `cfg.d_model` is the field's default or what every construction
       passes; the integer default of a command-line option: `args.n_mels` is 64 after
-      `parser.add_argument("--n-mels", type=int, default=64)` and `args = parser.parse_args()`),
+      `parser.add_argument("--n-mels", type=int, default=64)` and `args = parser.parse_args()`,
+      or a function of the file that returns it),
       also where a helper function of the file builds the layers from its parameters
       (`conv_block(base, base * 2, nn.ReLU())`: each call's sizes and layers), and through a
       stack of one Module class of the file (`nn.Sequential(*[Block(cfg) for _ in range(n)])`

@@ -116,6 +116,19 @@ class ExampleCalls:
             self._option_defaults = self._read_option_defaults() if "add_argument" in self._ctx.source else {}
         return self._option_defaults.get(dest)
 
+    def parses_arguments(self, value: cst.BaseExpression | None) -> bool:
+        """`parser.parse_args()`, or a call of the file's function that returns one
+        (`args = parse_args([])`): the options of a command line."""
+        if not isinstance(value, cst.Call):
+            return False
+        if isinstance(value.func, cst.Attribute):
+            return value.func.attr.value == "parse_args"
+        function = top_level_functions(self._ctx.module).get(value.func.value) if isinstance(value.func, cst.Name) else None
+        last = function.body.body[-1] if function is not None and isinstance(function.body, cst.IndentedBlock) else None
+        returned = last.body[0] if isinstance(last, cst.SimpleStatementLine) else None
+        return isinstance(returned, cst.Return) and isinstance(returned.value, cst.Call) \
+            and isinstance(returned.value.func, cst.Attribute) and returned.value.func.attr.value == "parse_args"
+
     def _read_option_defaults(self) -> dict[str, str]:
         found: dict[str, str | None] = {}
         for node in _outside_classes(self._ctx.module):
@@ -338,7 +351,7 @@ class ExampleCalls:
             value = self._module_constants().get(expr.value)
             return self.integer(value, depth + 1) if value is not None else None
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) \
-                and parses_arguments(self._module_constants().get(expr.value.value)):
+                and self.parses_arguments(self._module_constants().get(expr.value.value)):
             option = self.option_default(expr.attr.value)  # `args.n_mels` of `args = parser.parse_args()`
             return int(option) if option is not None else None
         if isinstance(expr, cst.BinaryOperation):
@@ -361,9 +374,6 @@ class ExampleCalls:
         return self._constants
 
 
-def parses_arguments(value: cst.BaseExpression | None) -> bool:
-    """`parser.parse_args()`: the options of a command line."""
-    return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "parse_args"
 
 
 def _option_dest(call: cst.Call) -> str | None:

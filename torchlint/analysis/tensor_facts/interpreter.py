@@ -40,7 +40,6 @@ from torchlint.analysis.tensor_facts.domain import (
     TensorFacts, Value,
     element_of, holds_loaded, join, join_devices, unloaded, unpack,
 )
-from torchlint.analysis.tensor_facts.example_calls import parses_arguments
 from torchlint.analysis.tensor_facts.ops import (
     EINOPS_FUNCTIONS, FUNCTION_OPS, METHOD_OPS, NOT_TENSOR_METHODS, NUMBER_ATTRIBUTES, RANK_PRESERVING_LAYERS, TENSOR_ATTRIBUTES, Op,
     Rule,
@@ -1176,7 +1175,7 @@ class Interpreter:
         parsed = assigned_once(function, name) if function is not None else None
         if parsed is None and (function is None or not has_parameter(function, name)):
             parsed = assigned_once(self.ctx.module, name)
-        return default if parses_arguments(parsed) else None
+        return default if self.model.examples.parses_arguments(parsed) else None
 
     def _known_integer(self, expr: cst.BaseExpression) -> int | None:
         return literal(self._size_code(expr))
@@ -1677,14 +1676,17 @@ class Interpreter:
         return source.then(("expand", tuple(arg_code(self.ctx, arg) for arg in args)), call)
 
     def _flattened(self, call: cst.Call, receiver: TensorFacts) -> Layout | None:
-        """`torch.flatten(x, 1)`, `x.flatten(1)` of known sizes: the trailing sizes multiplied."""
+        """`torch.flatten(x, 1)`, `x.flatten(1, 2)` of known sizes: the sizes from the start dim to
+        the end dim (the last, by default) multiplied."""
         sizes = known_sizes(receiver)
         arguments = positional_args(call)[1:] if self.ctx.callee(call) is not None else positional_args(call)
         start_arg = arguments[0] if arguments else keyword_arg(call, "start_dim")
+        end_arg = arguments[1] if len(arguments) > 1 else keyword_arg(call, "end_dim")
         start = 0 if start_arg is None else int_value(start_arg.value)
-        if not sizes or start is None or len(arguments) > 1 or keyword_arg(call, "end_dim") is not None:
+        end = -1 if end_arg is None else int_value(end_arg.value)
+        if not sizes or start is None or end is None or len(arguments) > 2:
             return None
-        shape = flattened_sizes(sizes, start % len(sizes))
+        shape = flattened_sizes(sizes, start % len(sizes), end % len(sizes))
         return Layout(len(shape), shape, ()) if shape is not None else None
 
     def _size_code(self, expr: cst.BaseExpression) -> str:
