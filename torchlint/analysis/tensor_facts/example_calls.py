@@ -117,17 +117,11 @@ class ExampleCalls:
         return self._option_defaults.get(dest)
 
     def parses_arguments(self, value: cst.BaseExpression | None) -> bool:
-        """`parser.parse_args()`, or a call of the file's function that returns one
+        """`parser.parse_args()`, or a call of the file's function that ends returning one
         (`args = parse_args([])`): the options of a command line."""
-        if not isinstance(value, cst.Call):
-            return False
-        if isinstance(value.func, cst.Attribute):
-            return value.func.attr.value == "parse_args"
-        function = top_level_functions(self._ctx.module).get(value.func.value) if isinstance(value.func, cst.Name) else None
-        last = function.body.body[-1] if function is not None and isinstance(function.body, cst.IndentedBlock) else None
-        returned = last.body[0] if isinstance(last, cst.SimpleStatementLine) else None
-        return isinstance(returned, cst.Return) and isinstance(returned.value, cst.Call) \
-            and isinstance(returned.value.func, cst.Attribute) and returned.value.func.attr.value == "parse_args"
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+            value = _last_returned(top_level_functions(self._ctx.module).get(value.func.value))
+        return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "parse_args"
 
     def _read_option_defaults(self) -> dict[str, str]:
         found: dict[str, str | None] = {}
@@ -350,10 +344,10 @@ class ExampleCalls:
         if isinstance(expr, cst.Name) and depth < 8:
             value = self._module_constants().get(expr.value)
             return self.integer(value, depth + 1) if value is not None else None
-        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) \
+        option = self.option_default(expr.attr.value) if isinstance(expr, cst.Attribute) else None
+        if option is not None and isinstance(expr.value, cst.Name) \
                 and self.parses_arguments(self._module_constants().get(expr.value.value)):
-            option = self.option_default(expr.attr.value)  # `args.n_mels` of `args = parser.parse_args()`
-            return int(option) if option is not None else None
+            return int(option)  # `args.n_mels` of `args = parser.parse_args()`
         if isinstance(expr, cst.BinaryOperation):
             return arithmetic(expr.operator, self.integer(expr.left, depth + 1), self.integer(expr.right, depth + 1))
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "len" \
@@ -374,6 +368,11 @@ class ExampleCalls:
         return self._constants
 
 
+def _last_returned(function: cst.FunctionDef | None) -> cst.BaseExpression | None:
+    """What `return` gives on the function's last line, if that line is one."""
+    last = function.body.body[-1] if function is not None and isinstance(function.body, cst.IndentedBlock) else None
+    returned = last.body[0] if isinstance(last, cst.SimpleStatementLine) else None
+    return returned.value if isinstance(returned, cst.Return) else None
 
 
 def _option_dest(call: cst.Call) -> str | None:

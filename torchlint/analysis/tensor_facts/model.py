@@ -750,8 +750,6 @@ class TensorModel:
         """How often the source writes `name(` (not `x.name(`), its `def` included: the counts of
         every name, from one search of the whole source."""
         if self._call_counts is None:
-            if f"{name}(" not in self.ctx.source and f"{name} (" not in self.ctx.source:
-                return 0  # most parameters are never called: no need to count every name
             self._call_counts = Counter(_PLAIN_CALL.findall(self.ctx.source))
         return self._call_counts[name]
 
