@@ -113,6 +113,7 @@ class ExampleCalls:
         it. None unless exactly one option of the file has that destination, with an integer
         default and no type but `int`."""
         if self._option_defaults is None:
+            self._option_defaults = {}  # a default written as an attribute (`torch.bfloat16`) is none
             self._option_defaults = self._read_option_defaults() if "add_argument" in self._ctx.source else {}
         return self._option_defaults.get(dest)
 
