@@ -628,3 +628,46 @@ def test_names_from_star_imports_through_packages(project):
         ("ssd.py", "TL401", 10)]
     assert ProjectView(str(project / "ssd.py"), "").lookup("PriorBox.forward").kind == "tensor"
     assert ProjectView(str(project / "plain.py"), "").lookup("PriorBox.forward") is None
+
+
+HEAD = '''\
+import torch
+import torch.nn as nn
+
+
+class Detect(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, 8, 1)
+        self.stride = torch.zeros(3)
+        self.anchors = torch.zeros(3, 2)
+
+    def forward(self, x):
+        return self.conv(x) * self.stride[0] + self.anchors.sum()
+'''
+YOLO = '''\
+import torch.nn as nn
+from head import Detect
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = Detect(16)
+
+    def _apply(self, fn):
+        super()._apply(fn)
+        m = self.head
+        m.stride = fn(m.stride)
+        return self
+'''
+
+
+def test_an_apply_override_of_another_file_moves_the_attribute_it_names(project):
+    """YOLO's Model moves its Detect head's `stride` in `_apply`: the head's `stride` is moved
+    with the model, its `anchors` are not (a true TL401)."""
+    _write(project, {"head.py": HEAD, "yolo.py": YOLO})
+    assert [(code, row) for _, code, row in _findings(project, ["head.py"]) if code == "TL401"] == [("TL401", 10)]
+    (project / "yolo.py").write_text(YOLO.replace("fn(m.stride)", "m.stride.float()"))
+    assert [(code, row) for _, code, row in _findings(project, ["head.py"]) if code == "TL401"] == [
+        ("TL401", 9), ("TL401", 10)]

@@ -26,8 +26,8 @@ from torchlint.analysis.top_level import DEFINITION, top_level_pieces
 from torchlint.diagnostics import Location, Related
 from torchlint.project.layout import Layout, project_root
 from torchlint.project.summary import (
-    CALL, EVAL_MODE, MODULE, TENSOR, TRAIN_MODE, FunctionSummary, ModuleSummary, PlacingCall, placing_calls,
-    summarize_lazily,
+    CALL, EVAL_MODE, MODULE, TENSOR, TRAIN_MODE, FunctionSummary, ModuleSummary, PlacingCall,
+    attributes_moved_by_apply, placing_calls, summarize_lazily,
 )
 
 # How many files one answer may follow (re-exports, bases, returned calls).
@@ -55,6 +55,8 @@ _PLACING_CALLS: dict[tuple[str, str, int], dict[str, tuple[PlacingCall, ...]]] =
 # file that moves no tensor, which cannot pass a placed one.
 _CALLED_NAMES: dict[tuple[str, str], frozenset[bytes]] = {}
 _CALLED_NAME = re.compile(rb"(?<!def )\b(\w+)\s*\(")
+# The attributes each file's `_apply` overrides move, by file and digest.
+_MOVED_BY_APPLY: dict[tuple[str, str], frozenset[str]] = {}
 # Per checked file (real path): every project file and listing its answers were read from, in
 # this process (a fix re-checks a file several times; the cache records the union).
 _USED: dict[str, set[str]] = {}
@@ -94,6 +96,11 @@ class ProjectView:
         imported function, in source order, through the project functions it calls."""
         return self._answer("events", qualified) or ()
 
+    def moved_by_apply(self) -> frozenset[str]:
+        """The attribute names an `_apply` override somewhere in the project moves by hand on
+        another object (`m.stride = fn(m.stride)`): the project moves tensors of that name itself."""
+        return self._answer("apply", "") or frozenset()
+
     def _answer(self, question: str, qualified: str):
         key = (question, qualified)
         if key in self._answers:
@@ -112,7 +119,8 @@ class ProjectView:
         # Callers are asked about this file's own functions; the other answers hold for its
         # directory, unless the file has an `import *`, which gives names of its own.
         per_file = question == "callers" or self._imports_star(layout)
-        key = (question, qualified, layout.root, self._path if per_file else os.path.dirname(self._path))
+        scope = layout.root if question == "apply" else self._path if per_file else os.path.dirname(self._path)
+        key = (question, qualified, layout.root, scope)
         shared = _ANSWERS.get(key)
         if shared is not None and all(layout.state(path) == state for path, state in shared[1]):
             self._used.update(path for path, _ in shared[1])
@@ -121,6 +129,8 @@ class ProjectView:
         resolver = _Resolver(layout, used)
         if question == "callers":
             fact = resolver.placed_by_callers(self._path, qualified)
+        elif question == "apply":
+            fact = resolver.moved_by_apply()
         else:
             fact = resolver.imported(qualified, self._path, 0, frozenset())
         if question == "events":
@@ -236,6 +246,17 @@ class _Resolver:
                         found[param] = Note(caller, call.row, call.column,
                                             f"`{function}` gets `{param}` on the GPU (or the working device) from this call")
         return found
+
+    def moved_by_apply(self) -> frozenset[str]:
+        found: set[str] = set()
+        for path in self.project_files():
+            self.used.add(path)
+            data = self.layout.read(path)
+            key = (path, self.layout.state(path))
+            if data is not None and key not in _MOVED_BY_APPLY:
+                _MOVED_BY_APPLY[key] = attributes_moved_by_apply(data)
+            found |= _MOVED_BY_APPLY.get(key, frozenset())
+        return frozenset(found)
 
     def calls_definition(self, callee: str, caller: str, stars: tuple[str, ...], path: str, function: str) -> bool:
         """Does `callee`, as written in the file `caller`, name `function` of the file `path`?"""

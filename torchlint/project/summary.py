@@ -678,3 +678,33 @@ def _places(value: ast.expr, placed_names: set[str]) -> bool:
 
 _LEAVING_THE_DEVICE = frozenset({"cpu", "numpy", "item", "tolist"})
 _NOT_TENSORS = frozenset({"len", "float", "int", "str", "print", "range", "enumerate"})
+
+
+def attributes_moved_by_apply(source: bytes) -> frozenset[str]:
+    """The attribute names that an `_apply(self, fn)` override of the file moves on another
+    object: `m.stride = fn(m.stride)`, `m.grid = list(map(fn, m.grid))` (YOLO's Model moving its
+    Detect head's plain tensors, which `nn.Module._apply` leaves behind)."""
+    if b"def _apply(" not in source:
+        return frozenset()
+    found: set[str] = set()
+    for piece, _ in top_level_pieces(source.decode("utf-8", "replace")):
+        if "def _apply(" not in piece:
+            continue
+        try:
+            tree = ast.parse(piece)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for method in ast.walk(tree):
+            if isinstance(method, ast.FunctionDef) and method.name == "_apply" and len(method.args.args) >= 2:
+                found.update(_moved_with(method, method.args.args[1].arg))
+    return frozenset(found)
+
+
+def _moved_with(method: ast.FunctionDef, function: str) -> set[str]:
+    """The attributes `method` assigns a value made with `function` (`x.a = fn(x.a)`)."""
+    found = set()
+    for node in ast.walk(method):
+        if isinstance(node, ast.Assign) and any(
+                isinstance(name, ast.Name) and name.id == function for name in ast.walk(node.value)):
+            found.update(target.attr for target in node.targets if isinstance(target, ast.Attribute))
+    return found

@@ -311,7 +311,8 @@ class UnregisteredTensorAttribute(Rule):
     `w[self.missing] = v`: CPU indices index a tensor on any device), in `len()`, for its `shape`, or as
     the truth value of an `if` or `while` (`if self.active[0][d]:`); nor one that a
     method `__init__` calls afterwards assigns anew (`self.set_timesteps(n)`): it never outlives
-    `__init__`.
+    `__init__`; nor one whose name an `_apply()` override somewhere in the project moves on
+    another object (`m.stride = fn(m.stride)`, as YOLO's model does for its Detect head).
 
     ## Why is this bad?
     A plain tensor attribute is invisible to the Module machinery: `model.to(device)`,
@@ -363,7 +364,7 @@ class UnregisteredTensorAttribute(Rule):
                 continue  # read only where a DataLoader builds batches, from CPU data, on the CPU
             # Read only in `__init__` (to build a buffer, a parameter or another attribute): the
             # tensor is never used on the wrong device, and nothing is lost with the state_dict.
-            if used or self._read_outside_init(name):
+            if (used or self._read_outside_init(name)) and name not in self.ctx.project.moved_by_apply():
                 self.report(assignment, message, related=used)
 
     def _read_outside_init(self, name: str) -> bool:
