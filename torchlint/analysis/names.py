@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 
@@ -99,6 +101,15 @@ def parameter_named(function: cst.FunctionDef, name: str) -> cst.Param | None:
     params = function.params
     return next((param for param in (*params.posonly_params, *params.params, *params.kwonly_params)
                  if param.name.value == name), None)
+
+
+def annotation_words(function: cst.FunctionDef | None, name: str) -> set[str] | None:
+    """The words of `function`'s annotation of its parameter `name` (`{"Optional", "float"}` for
+    `Optional[float]`), or None where it has none."""
+    param = parameter_named(function, name) if function is not None else None
+    if param is None or param.annotation is None:
+        return None
+    return set(re.findall(r"\w+", cst.Module([]).code_for_node(param.annotation.annotation)))
 
 
 def has_parameter(function: cst.FunctionDef, name: str) -> bool:

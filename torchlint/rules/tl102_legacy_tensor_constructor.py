@@ -5,7 +5,7 @@ import re
 import libcst as cst
 
 from torchlint.analysis.names import (
-    SEQUENCE_TYPE_NAMES, dotted_name, method_name, method_receiver, parameter_named, positional_args,
+    SEQUENCE_TYPE_NAMES, annotation_words, dotted_name, method_name, method_receiver, parameter_named, positional_args,
 )
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTOR_DTYPES, PARAMETER_CLASSES
 from torchlint.analysis.torch_api import torch_module_name
@@ -159,7 +159,7 @@ class LegacyTensorConstructor(Rule):
         if isinstance(value, (cst.List, cst.Tuple, cst.ListComp)) or self._numpy_array(expr):
             return True
         if isinstance(value, cst.Name):
-            words = self._annotation_words(value.value)
+            words = annotation_words(self.ctx.enclosing_function(), value.value)
             return bool(words & SEQUENCE_TYPE_NAMES) if words is not None else self._sequence_default(value.value)
         return isinstance(value, cst.Call) and (
             dotted_name(value.func) in ("list", "tuple", "range") or method_name(value) == "tolist"
@@ -170,15 +170,7 @@ class LegacyTensorConstructor(Rule):
         value = self.ctx.kinds.resolve(expr) if isinstance(expr, cst.Name) else expr
         if isinstance(value, cst.Call):
             return (self.ctx.qualified_name(value.func) or "").startswith("numpy.")
-        return isinstance(value, cst.Name) and "ndarray" in (self._annotation_words(value.value) or ())
-
-    def _annotation_words(self, name: str) -> set[str] | None:
-        """The words of the enclosing function's annotation of parameter `name`, if it has one."""
-        function = self.ctx.enclosing_function()
-        param = parameter_named(function, name) if function is not None else None
-        if param is None or param.annotation is None:
-            return None
-        return set(re.findall(r"\w+", self.ctx.code_for(param.annotation.annotation)))
+        return isinstance(value, cst.Name) and "ndarray" in (annotation_words(self.ctx.enclosing_function(), value.value) or ())
 
     def _sequence_default(self, name: str) -> bool:
         function = self.ctx.enclosing_function()

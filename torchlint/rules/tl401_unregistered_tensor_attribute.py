@@ -1,12 +1,11 @@
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from torchlint.analysis.module_attributes import ClassFrames, first_parameter, self_attribute
 from torchlint.analysis.names import (
-    SEQUENCE_TYPE_NAMES, dotted_name, method_named, method_receiver, positional_args, suite_statements,
+    SEQUENCE_TYPE_NAMES, annotation_words, dotted_name, method_named, method_receiver, parameter_named,
+    positional_args, suite_statements,
 )
 from torchlint.analysis.nn_layers import parameterized_layer
 from torchlint.analysis.tensor_facts.domain import TensorFacts
@@ -71,7 +70,7 @@ def _scalar_constant(ctx, factory: cst.Call) -> bool:
     if isinstance(data, cst.Name):
         # `torch.tensor(attn_dim)` beside `nn.Linear(d, attn_dim)`, `torch.as_tensor(threshold)` of a `float` argument,
         # `torch.tensor(n)` of `n = K.shape[-1]`
-        return _layer_size(ctx, data.value) or _number_argument(ctx, data.value) or _size_read(ctx.values.value_of(data.value))
+        return _layer_size(ctx, data.value) or _number_argument(ctx.enclosing_function(), data.value) or _size_read(ctx.values.value_of(data.value))
     # A literal number somewhere is what makes an expression a computed scalar (`1 / d`, not `values`).
     return isinstance(data, (cst.BinaryOperation, cst.UnaryOperation, cst.Call)) and _scalar(data)
 
@@ -97,13 +96,11 @@ def _empty_placeholder(ctx, factory: cst.Call) -> bool:
         and isinstance(sizes[0].value, cst.Integer) and sizes[0].value.value == "0"
 
 
-def _number_argument(ctx, name: str) -> bool:
-    """`name` is an argument of the enclosing function annotated as a number (`float`, `bool`,
+def _number_argument(function: cst.FunctionDef | None, name: str) -> bool:
+    """`name` is an argument of `function` annotated as a number (`float`, `bool`,
     `Optional[Union[torch.Tensor, float]]`) or, unannotated, with a number for its default
     (`epsilon=1e-32`): a threshold, a scale or a flag, not a list of values."""
-    function = ctx.enclosing_function()
-    parameters = function.params.params + function.params.kwonly_params if function is not None else ()
-    parameter = next((param for param in parameters if param.name.value == name), None)
+    parameter = parameter_named(function, name) if function is not None else None
     if parameter is None:
         return False
     if parameter.annotation is None:
@@ -111,7 +108,7 @@ def _number_argument(ctx, name: str) -> bool:
         if isinstance(default, cst.UnaryOperation):
             default = default.expression
         return isinstance(default, (cst.Integer, cst.Float))
-    words = set(re.findall(r"\w+", ctx.code_for(parameter.annotation.annotation)))
+    words = annotation_words(function, name)
     return bool(words & _NUMBER_TYPES) and not words & SEQUENCE_TYPE_NAMES
 
 
