@@ -37,6 +37,8 @@ _MOVES = frozenset({"to", "cuda", "type_as"})
 _MOVING_HELPERS = frozenset({"to_device", "move_to_device", "move_to"})
 # In-place random fills, whose bounds or moments are numbers (a tensor given there is read as one).
 _RANDOM_FILLS = frozenset({"uniform_", "normal_", "random_", "exponential_", "log_normal_", "cauchy_", "geometric_"})
+# Factories that always make a 1-D tensor.
+_VECTOR_FACTORIES = frozenset({"torch.linspace", "torch.logspace", "torch.arange"})
 # What a tensor says of itself whatever its device.
 _METADATA = frozenset({"shape", "ndim", "dtype"})
 # Reductions that give a 0-dim tensor when no dimension is named.
@@ -126,7 +128,7 @@ def _layer_size(ctx, name: str) -> bool:
     return False
 
 
-def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
+def _moved_by_hand(classdef: cst.ClassDef, vectors: frozenset[str]) -> set[str]:
     """The attributes the class moves itself: every `self.<name>` that its own `to()` / `cuda()` /
     `_apply()` / `state_dict()` mention (an override handles those, and only those), those another
     method moves where it uses them (`self.mean = self.mean.to(x.device)`), and those that every
@@ -134,7 +136,8 @@ def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
     (`conv(x, self.kernel.to(x.device))`), as the bounds of a random fill, which takes numbers
     (`torch.empty(1).uniform_(low[0], low[1])`), as the index of another tensor (`w[self.idx]`,
     `w[self.idx] = v`: indices on the CPU index tensors on any device), in `len()`, for its `shape`, or as
-    the truth value of an `if` or `while` (`if self.active[0][d]:`)."""
+    the truth value of an `if` or `while` (`if self.active[0][d]:`), or, for the 1-D `vectors`,
+    one element at a whole-number index (`self.schedule[epoch]` of `epoch: int`)."""
     found: set[str] = set()
     placed_reads: set[str] = set()
     other_reads: set[str] = set()
@@ -166,7 +169,8 @@ def _moved_by_hand(classdef: cst.ClassDef) -> set[str]:
                     found.add(aliases[local])
                 consumed.update(id(read) for read in _reshaped_in_place(node, receiver))
             elif receiver is not None and (
-                    read := _index_or_length(node, receiver) or _truth_test(node, receiver) or _metadata(node, receiver)):
+                    read := _index_or_length(node, receiver) or _truth_test(node, receiver) or _metadata(node, receiver)
+                    or _element(node, receiver, method, vectors)):
                 consumed.add(id(read))
                 placed_reads.add(read.attr.value)
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _RANDOM_FILLS:
@@ -202,6 +206,17 @@ def _index_or_length(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
     else:
         return None
     return read if self_attribute(read, receiver) is not None else None
+
+
+def _element(node: cst.CSTNode, receiver: str, method: cst.FunctionDef, vectors: frozenset[str]) -> cst.Attribute | None:
+    """The `self.x` of `self.x[epoch]`, one element of a 1-D tensor (`vectors`) at a literal index
+    or one that `method` takes as a number (`epoch: int`): a 0-dim tensor, which mixes with
+    tensors on any device. A tensor index (diffusion's `self.betas[t]`) is not one."""
+    if not isinstance(node, cst.Subscript) or len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    index = node.slice[0].slice.value
+    whole = isinstance(index, cst.Integer) or (isinstance(index, cst.Name) and _number_argument(method, index.value))
+    return node.value if whole and self_attribute(node.value, receiver) in vectors else None
 
 
 def _metadata(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
@@ -305,8 +320,10 @@ class UnregisteredTensorAttribute(Rule):
     read under a condition: `(self.feats if feats is None else feats).type_as(x)`; nor one read only
     as the bounds of a random fill (`torch.empty(1).uniform_(self.log_ratio[0], self.log_ratio[1])`),
     which takes numbers, or only as the index of another tensor (`w[self.observed]`,
-    `w[self.missing] = v`: CPU indices index a tensor on any device), in `len()`, for its `shape`, or as
-    the truth value of an `if` or `while` (`if self.active[0][d]:`); nor one that a
+    `w[self.missing] = v`: CPU indices index a tensor on any device), in `len()`, for its `shape`, as
+    the truth value of an `if` or `while` (`if self.active[0][d]:`), or, made 1-D (`torch.linspace(...)`),
+    one element at a time at a whole-number index (`self.schedule[epoch]` of `epoch: int`: a
+    0-dim tensor; a tensor index such as diffusion's `self.betas[t]` is reported); nor one that a
     method `__init__` calls afterwards assigns anew (`self.set_timesteps(n)`): it never outlives
     `__init__`; nor one whose name an `_apply()` override somewhere in the project moves on
     another object (`m.stride = fn(m.stride)`, as YOLO's model does for its Detect head).
@@ -351,7 +368,8 @@ class UnregisteredTensorAttribute(Rule):
         frame = self._classes.leave()
         unregistered = frame.unregistered()
         # Read only for a class with an unregistered tensor: few classes have one.
-        moved = _moved_by_hand(node) if unregistered else set()
+        vectors = frozenset(name for assignment, name, _ in unregistered if self._vector(assignment.value))
+        moved = _moved_by_hand(node, vectors) if unregistered else set()
         batching = _batching_methods(node) if unregistered else frozenset()
         for assignment, name, message in unregistered:
             if name in moved or _EVERY_ATTRIBUTE in moved or _replaced_before_init_returns(node, assignment, name):
@@ -363,6 +381,13 @@ class UnregisteredTensorAttribute(Rule):
             # tensor is never used on the wrong device, and nothing is lost with the state_dict.
             if (used or self._read_outside_init(name)) and name not in self.ctx.project.moved_by_apply():
                 self.report(assignment, message, related=used)
+
+    def _vector(self, value: cst.BaseExpression) -> bool:
+        """`torch.linspace(...)`, `torch.arange(...)`, `torch.tensor([0.1, 0.5])`: a 1-D tensor."""
+        callee = self.ctx.callee(value) if isinstance(value, cst.Call) else None
+        if callee in _FROM_DATA and value.args and isinstance(value.args[0].value, (cst.List, cst.Tuple)):
+            return not any(isinstance(element.value, (cst.List, cst.Tuple)) for element in value.args[0].value.elements)
+        return callee in _VECTOR_FACTORIES
 
     def _read_outside_init(self, name: str) -> bool:
         """`.<name>` is read somewhere in the file outside every `__init__` (a subclass's method,
