@@ -253,6 +253,18 @@ def initial_state_contradiction(config: LayerConfig, sizes: Sizes, state: Sizes)
     return None
 
 
+def attention_input_contradiction(config: LayerConfig, position: int, sizes: Sizes) -> Contradiction | None:
+    """Where a `MultiheadAttention`'s key (`position` 1) or value (2) cannot be what the layer
+    projects: its last dim must be `kdim` / `vdim`, which are the embedding size unless given."""
+    if config.kind != "MultiheadAttention" or position not in (1, 2) or not sizes:
+        return None
+    parameter, what = (("kdim", "key features"), ("vdim", "value features"))[position - 1]
+    expected = config.get(parameter) or config.get("embed_dim")
+    if differ(expected, sizes[-1]):
+        return Contradiction(len(sizes) - 1, expected, sizes[-1], what)
+    return None
+
+
 def _channels(config: LayerConfig, sizes: Sizes, spatial: int, parameter: str, out: str | None) -> LayerOutput:
     """A layer reading channels before `spatial` trailing dims (batched or not)."""
     if len(sizes) not in (spatial + 1, spatial + 2):

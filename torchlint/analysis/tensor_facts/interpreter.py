@@ -23,8 +23,8 @@ import libcst as cst
 
 from torchlint.analysis.dataflow import target_names
 from torchlint.analysis.layer_shapes import (
-    KEYWORD_FLAGS, PARAMETER_LAYER, LayerConfig, LayerOutput, flattened_sizes, initial_state_contradiction,
-    instantiated, output as layer_output, shaped, size_parameters, with_integers,
+    KEYWORD_FLAGS, PARAMETER_LAYER, LayerConfig, LayerOutput, attention_input_contradiction, flattened_sizes,
+    initial_state_contradiction, instantiated, output as layer_output, shaped, size_parameters, with_integers,
 )
 from torchlint.analysis.layer_sizes import arithmetic, pads_to_same
 from torchlint.analysis.nn_layers import nn_class_name
@@ -1205,6 +1205,12 @@ class Interpreter:
             found = initial_state_contradiction(module.config, sizes, state) if state is not None else None
             if found is not None:
                 self.model.note_layer_contradiction(call, node, state, module.config, found)
+        # An attention layer's key and value: `attn(query, memory, memory)`.
+        for position, (node, value) in enumerate(operands[1:3], start=1):
+            given = known_sizes(value)
+            found = attention_input_contradiction(module.config, position, given) if given is not None else None
+            if found is not None:
+                self.model.note_layer_contradiction(call, node, given, module.config, found)
         return result if result.shape is not None else None
 
     def _forward_returned(self, kind: str) -> Value | None:
