@@ -418,3 +418,26 @@ def test_an_eval_only_softmax_is_no_softmax_output() -> None:
             probe(Gated()(x))
     """)
     assert value.activation is None
+
+
+def test_a_layer_call_that_raises_gives_an_output_of_unknown_shape() -> None:
+    """A Linear given 32 features in place of 8 raises: its output is not (..., 4), nor of the
+    input's rank, so no later check reports a consequence of the same mistake."""
+    source = """
+    import torch
+    import torch.nn as nn
+
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 4)
+
+        def forward(self, x):
+            probe(self.fc(x))
+            probe(self.fc(torch.ones(2, 8)))
+
+    Head()(torch.randn(2, 5, 32))
+    """
+    raised, fitted = probed(source)
+    assert raised.layout is None
+    assert fitted.layout == Layout(2, ("2", "4"), ())

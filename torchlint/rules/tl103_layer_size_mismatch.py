@@ -59,10 +59,12 @@ class LayerSizeMismatch(Rule):
     hidden width, and an initial hidden state `h0` (or an LSTM's `(h0, c0)`) that is not
     `(num_layers * directions, batch, hidden_size)`; also for each layer of an `nn.ModuleList`
     (`for conv in self.convs`), for a layer handed to a helper method
-    (`self.conv_and_pool(x, conv)`), and for what a submodule of a Module class of the file
+    (`self.conv_and_pool(x, conv)`), for what a submodule of a Module class of the file
     returns, a tuple included (`outputs, hidden = self.encoder(src)`, then
-    `self.out(hidden[-1])`). That finding is reported at the call, and names the layer's
-    construction.
+    `self.out(hidden[-1])`), and after an `nn.Sequential` of blocks of one Module class of the
+    file that keep their input's shape (`nn.Sequential(ResidualBlock(c), ResidualBlock(c))`, or
+    `nn.Sequential(*[Block(d) for _ in range(n)])`). That finding is reported at the call, and
+    names the layer's construction; what the failing call would return is not checked again.
 
     ## Why is this bad?
     The model builds without complaint, and the first batch (after the data pipeline has loaded,

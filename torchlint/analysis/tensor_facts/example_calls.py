@@ -436,11 +436,16 @@ def _submodule_classes(classdef: cst.ClassDef, class_built) -> dict[str, str]:
 
 
 def _stacked_class(value: cst.BaseExpression, class_built) -> str | None:
-    """`Block` for `nn.Sequential(*[Block(d) for _ in range(n)])`: its input is the first block's."""
-    if not (isinstance(value, cst.Call) and (dotted_name(value.func) or "").endswith("Sequential")
-            and len(value.args) == 1 and value.args[0].star == "*" and isinstance(value.args[0].value, cst.ListComp)):
+    """`Block` for `nn.Sequential(*[Block(d) for _ in range(n)])` or `nn.Sequential(Block(d),
+    Block(d))`: its input is the first block's."""
+    if not (isinstance(value, cst.Call) and (dotted_name(value.func) or "").endswith("Sequential") and value.args):
         return None
-    return class_built(value.args[0].value.elt)
+    if len(value.args) == 1 and value.args[0].star == "*" and isinstance(value.args[0].value, cst.ListComp):
+        return class_built(value.args[0].value.elt)
+    if any(arg.star or arg.keyword for arg in value.args):
+        return None
+    built = {class_built(arg.value) for arg in value.args}
+    return built.pop() if len(built) == 1 else None
 
 
 def _pairs(target: cst.BaseExpression, value: cst.BaseExpression):

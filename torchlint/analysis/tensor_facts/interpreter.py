@@ -1091,7 +1091,9 @@ class Interpreter:
             if kind in RANK_PRESERVING_LAYERS or kind == "torch.nn.Embedding":
                 output = replace(output, layout=Layout(rank, None, ()))
         sized = self._layer_output(call, module, operands)
-        if sized is not None:
+        if sized is not None and sized.contradiction is not None:
+            sized, output = None, replace(output, layout=None)  # the call raises: no later finding follows from it
+        elif sized is not None:
             output = replace(output, layout=Layout(len(sized.shape), sized.shape, ()))
         if kind in _RECURRENT:
             state = output if sized is None else replace(output, layout=Layout(len(sized.hidden), sized.hidden, ()))
@@ -1109,8 +1111,11 @@ class Interpreter:
         elif sized is None and kind == "torch.nn.Sequential" and module.element is not None \
                 and "." not in (module.element.kind or "."):
             # A stack of one Module class of the file (`nn.Sequential(*[Block(d) for _ in range(n)])`):
-            # its blocks keep the shape their `forward` gives, or the next block could not take it.
-            output = replace(output, layout=_known_layout(self._forward_returned(module.element.kind)))
+            # known where a block keeps the shape it is given (a block that downsamples, stacked,
+            # gives each next one another shape than its `forward` was read with).
+            returned = self._forward_returned(module.element.kind)
+            kept = bool(operands) and known_sizes(returned) is not None and known_sizes(returned) == known_sizes(operands[0][1])
+            output = replace(output, layout=_known_layout(returned) if kept else None)
         activation, activated_by = self._output_activation(kind, call)
         sizes = known_sizes(output)
         column_of = call if sizes is not None and len(sizes) == 2 and sizes[1] == "1" else None
@@ -1182,7 +1187,12 @@ class Interpreter:
 
     def _listed_layer(self, call: cst.Call, qualified: str) -> ModuleValue | None:
         """The layers of `nn.ModuleList([...])` (a list written out or a comprehension) or of
-        `nn.Sequential(*[...])`, joined."""
+        `nn.Sequential(*[...])`, joined; of `nn.Sequential(Block(d), Block(d))`, the blocks of one
+        Module class of the file."""
+        if nn_class_name(qualified) == "Sequential" and call.args and not any(arg.star or arg.keyword for arg in call.args):
+            layers = {self.model.memo.get(id(arg.value), UNKNOWN) for arg in call.args}
+            element = layers.pop() if len(layers) == 1 else None
+            return element if isinstance(element, ModuleValue) and "." not in (element.kind or ".") else None
         star = {"ModuleList": "", "Sequential": "*"}.get(nn_class_name(qualified) or "")
         if star is None or len(call.args) != 1 or call.args[0].keyword or call.args[0].star != star:
             return None
