@@ -66,7 +66,8 @@ class ShapeMismatch(Rule):
     - `+ - * /` between tensors with two unequal sizes, neither 1, in the same position counted
       from the right;
     - `+ - * / == !=` between a model's or a layer's `(N, 1)` output (a critic's values, one
-      logit per row, also after `> 0` or `.long()`) and an `(N,)` tensor: no error, torch
+      logit per row, also after `> 0` or `.long()`), or a reduction's kept column
+      (`logits.argmax(dim=1, keepdim=True)`), and an `(N,)` tensor: no error, torch
       broadcasts them to `(N, N)` (`returns - values`, `preds == labels`); a column made on
       purpose (`x[:, None] - x`) is not reported;
     - `torch.einsum` whose equation binds one subscript letter to two sizes (`"ij,jk->ik"` on a
@@ -97,9 +98,11 @@ class ShapeMismatch(Rule):
     Sizes come from the tensor-facts model: factory calls (`torch.randn(4, 3)`), views,
     `B, T, C = x.shape`, ops that keep or reorder sizes (`masked_fill` keeps the tensor's), products,
     `chunk`, `unfold`, `flatten(start, end)`, `torch.arange(n)`, `repeat_interleave` by a known count (`x if n_rep == 1 else x.repeat_interleave(n_rep,
-    dim=1)` takes the branch a known `n_rep` takes), indexing (a slice
+    dim=1)` takes the branch a known `n_rep` takes), reductions over one written dim (dropped,
+    or 1 with `keepdim=True`), indexing (a slice
     with known bounds keeps what Python's slicing keeps: `pos[:, :T]` of 16 positions with
-    T = 24 keeps 16; a window `data[s : s + k]` keeps k), `torch.stack` / `torch.cat` of a list
+    T = 24 keeps 16; a window `data[s : s + k]` keeps k; an integer tensor puts its sizes in
+    place of the dim: `centers[labels]` of a (K, F) table and (N,) labels is (N, F)), `torch.stack` / `torch.cat` of a list
     or of a comprehension over something of known length, and what the file passes its own code:
     - in a file that makes example data (a script, a test, a notebook): inside `forward()` (and
       the methods it calls), the example input the file feeds the model
@@ -122,7 +125,8 @@ class ShapeMismatch(Rule):
       also where a helper function of the file builds the layers from its parameters
       (`conv_block(base, base * 2, nn.ReLU())`: each call's sizes and layers), and through a
       stack of one Module class of the file (`nn.Sequential(*[Block(cfg) for _ in range(n)])`
-      gives what the block's `forward` gives);
+      or the blocks written out gives what the block's `forward` gives, where that is the shape
+      the block was given);
     - the arguments a top-level function is called with in the file (`standardize(batch)`),
       a model among them under any name (`advantages(critic, states, returns)`, where every
       call passes a `ValueHead` the file builds: `critic(states)` has what its `forward` gives);

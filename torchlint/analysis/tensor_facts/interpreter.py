@@ -769,10 +769,14 @@ class Interpreter:
         indexes = []
         # Per slice element, its bounds as integers (None: absent or unknown) when it has no step.
         bounds: list[tuple[int | None, int | None] | None] = []
+        # Per slice element, the tensor that indexes there (`centers[labels]`), else None.
+        tensor_indexes: list[TensorFacts | None] = []
         for element in node.slice:
             index = element.slice
+            tensor_indexes.append(None)
             if isinstance(index, cst.Index):
                 indexes.append(self.eval(index.value, env))
+                tensor_indexes[-1] = indexes[-1] if isinstance(indexes[-1], TensorFacts) else None
                 # A Python number other than a literal (`x[i]` with `i` an int): drops its dim.
                 bounds.append(_NUMBER_INDEX if isinstance(indexes[-1], Number) else None)
             else:
@@ -792,7 +796,7 @@ class Interpreter:
             return element_of(receiver) if isinstance(node.slice[0].slice, cst.Index) else receiver
         if not isinstance(receiver, TensorFacts):
             return UNKNOWN
-        layout = self._indexed_layout(node, receiver, bounds) or _indexed_sizes(node, receiver, bounds)
+        layout = self._indexed_layout(node, receiver, bounds) or _indexed_sizes(node, receiver, bounds, tensor_indexes)
         only_slices = all(
             isinstance(element.slice, cst.Slice)
             or (isinstance(element.slice, cst.Index) and isinstance(element.slice.value, (cst.Ellipsis, cst.Name))
@@ -1588,13 +1592,31 @@ class Interpreter:
             new_rank = rank - 1
         else:
             new_rank = None
+        sizes = self._reduced_sizes(call, name, receiver, keeps) if new_rank is not None else None
+        # `logits.argmax(dim=1, keepdim=True)`: a column, kept to broadcast against the rows it
+        # was reduced from; against a vector of its length it makes an (N, N) table.
+        column = keeps and sizes is not None and len(sizes) == 2 and sizes[1] == "1"
         facts = replace(
-            receiver, layout=Layout(new_rank, None, ()) if new_rank is not None else None,
-            scalar=None if new_rank is None else new_rank == 0,
+            receiver, layout=Layout(new_rank, sizes, ()) if new_rank is not None else None,
+            scalar=None if new_rank is None else new_rank == 0, column_of=call if column else None,
         )
         if name in ("max", "min", "median", "nanmedian", "mode", "topk", "sort", "kthvalue", "cummax", "cummin"):
             return Sequence((facts, replace(facts, dtype="int64", requires_grad=False)))
         return facts
+
+    def _reduced_sizes(self, call: cst.Call, name: str, receiver: TensorFacts, keeps: bool) -> tuple | None:
+        """The sizes a reduction over one written dim leaves: that dim dropped, or 1 with
+        `keepdim=True` (`logits.argmax(dim=1, keepdim=True)` of (N, C) is (N, 1)); `sort` and the
+        cumulative ones keep them all. `topk` sets the dim to k: not followed."""
+        sizes = known_sizes(receiver)
+        dim_arg = argument(call, 0 if self.ctx.callee(call) is None else 1, "dim")
+        dim = int_value(dim_arg) if dim_arg is not None else None
+        if sizes is None or dim is None or not -len(sizes) <= dim < len(sizes) or name == "topk":
+            return None
+        dim %= len(sizes)
+        if name in ("sort", "cummax", "cummin"):
+            return sizes
+        return (*sizes[:dim], "1", *sizes[dim + 1:]) if keeps else (*sizes[:dim], *sizes[dim + 1:])
 
     def _repeated(self, call: cst.Call, receiver: TensorFacts, args) -> Layout | None:
         """`x.repeat_interleave(n, dim=d)`: x's sizes with dim d taken n times, where n is a
@@ -2021,20 +2043,24 @@ def _inferred(wanted: tuple[str, ...], have: tuple[str | None, ...] | None) -> t
 _NUMBER_INDEX: tuple[int | None, int | None] = tuple([None, None])  # compared by identity
 
 
-def _indexed_sizes(node: cst.Subscript, receiver: TensorFacts,
-                   bounds: list[tuple[int | None, int | None] | None]) -> Layout | None:
+def _indexed_sizes(node: cst.Subscript, receiver: TensorFacts, bounds: list[tuple[int | None, int | None] | None],
+                   tensor_indexes: list[TensorFacts | None]) -> Layout | None:
     """`h_n[-1]`, `out[:, -1]`, `x[0, :, None]`, `x[i]` of a tensor of known sizes: an integer
     (written, or a number the facts know: `_NUMBER_INDEX` in `bounds`) drops its dim, `:` keeps
     it, `None` adds a 1; a slice whose bounds are known integers (`bounds`, per element) keeps
     what Python's slicing keeps, clamped to the size (`pos[:, :T]` with T = 24 of a dim of 16
-    keeps 16), any other bounded slice makes the size unknown."""
+    keeps 16), any other bounded slice makes the size unknown. One integer tensor of known sizes
+    (`tensor_indexes`, per element) puts its sizes in place of its dim: `centers[labels]` of a
+    (3, 8) table and (60,) labels is (60, 8)."""
     sizes = known_sizes(receiver)
     if sizes is None or any(isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.Ellipsis)
                             for element in node.slice):
         return None
+    if sum(index is not None for index in tensor_indexes) > 1:
+        return None  # several index tensors broadcast together
     kept: list[str | None] = []
     position = 0
-    for element, bound in zip(node.slice, bounds):
+    for element, bound, tensor_index in zip(node.slice, bounds, tensor_indexes):
         index = element.slice
         if isinstance(index, cst.Slice):
             if position >= len(sizes):
@@ -2046,10 +2072,18 @@ def _indexed_sizes(node: cst.Subscript, receiver: TensorFacts,
             kept.append("1")
         elif (int_value(index.value) is not None or bound is _NUMBER_INDEX) and position < len(sizes):
             position += 1
+        elif _integer_tensor(tensor_index) and known_sizes(tensor_index) is not None and position < len(sizes):
+            kept.extend(known_sizes(tensor_index))
+            position += 1
         else:
             return None
     kept.extend(sizes[position:])
     return Layout(len(kept), tuple(kept), ())
+
+
+def _integer_tensor(value: TensorFacts | None) -> bool:
+    """A tensor of indices (`torch.randint`, `.long()`): not a mask, which keeps a count only the data knows."""
+    return value is not None and (value.dtype or "").startswith(("int", "uint"))
 
 
 def _length_of(iterated_node: cst.BaseExpression, iterated: Value) -> str | None:

@@ -561,7 +561,8 @@ class TensorModel:
             if isinstance(example, Number) and (current is UNKNOWN or isinstance(current, Number) or guessed):
                 env[name] = example
             elif isinstance(example, TensorFacts) and isinstance(current, TensorFacts) and current.layout is None:
-                env[name] = replace(current, layout=example.layout, scalar=False, maybe=False)
+                env[name] = replace(current, layout=example.layout, scalar=False, maybe=False,
+                                    dtype=current.dtype or example.dtype)
             elif isinstance(example, TensorFacts) and current is UNKNOWN:
                 env[name] = example
             elif isinstance(example, Iterable) and (current is UNKNOWN or isinstance(current, Iterable)):
@@ -588,7 +589,7 @@ class TensorModel:
             return found if isinstance(found, Number) and found.code is not None else None
         if function.name.value != "forward" and scope.classdef is not None:
             return None
-        sizes = self.examples.input_shape(name, position)
+        sizes, dtype = self.examples.input_shape(name, position), None
         if sizes is None:
             found = self._value_at_sites(self._uses(name), position, param.name.value, None,
                                          callers_aside=scope.classdef is not None)
@@ -597,10 +598,11 @@ class TensorModel:
             if isinstance(found, Iterable) and _shows_sizes(found.element):
                 return found  # `train(model, loader)`: batches of known sizes
             sizes = known_sizes(found)
+            dtype = found.dtype if isinstance(found, TensorFacts) else None  # class indices stay indices
         if not sizes:
             return None  # nothing known, or a 0-dim tensor: no size to check
         device = Device.MODULE if scope.classdef is not None else Device.UNKNOWN
-        return TensorFacts(device=device, layout=Layout(len(sizes), sizes, ()), scalar=False)
+        return TensorFacts(device=device, layout=Layout(len(sizes), sizes, ()), scalar=False, dtype=dtype)
 
     def has_examples(self, name: str) -> bool:
         """The file calls the model of class `name` (or the top-level function `name`), directly or
