@@ -66,7 +66,8 @@ class ShapeMismatch(Rule):
     - `+ - * /` between tensors with two unequal sizes, neither 1, in the same position counted
       from the right;
     - `+ - * / == !=` between a model's or a layer's `(N, 1)` output (a critic's values, one
-      logit per row, also after `> 0` or `.long()`), or a reduction's kept column
+      logit per row, also after `> 0` or `.long()`, and beside other outputs:
+      `logits, values = model(obs)`), or a reduction's kept column
       (`logits.argmax(dim=1, keepdim=True)`), and an `(N,)` tensor: no error, torch
       broadcasts them to `(N, N)` (`returns - values`, `preds == labels`); a column made on
       purpose (`x[:, None] - x`) is not reported;

@@ -1109,8 +1109,9 @@ class Interpreter:
             returned = self._forward_returned(kind)
             if isinstance(returned, Sequence):
                 # `outputs, hidden = self.encoder(src)`: each tensor of the tuple `forward` returns.
-                return Sequence(tuple(replace(output, layout=_known_layout(item)) if isinstance(item, TensorFacts)
-                                      else item for item in returned.items))
+                # A column among them stays one: `logits, values = model(obs)` with values (T, 1).
+                return Sequence(tuple(replace(output, layout=_known_layout(item), column_of=item.column_of)
+                                      if isinstance(item, TensorFacts) else item for item in returned.items))
             output = replace(output, layout=_known_layout(returned))
         elif sized is None and kind == "torch.nn.Sequential" and module.element is not None \
                 and "." not in (module.element.kind or "."):
