@@ -37,7 +37,7 @@ _SHAPE_KEEPING = frozenset(
 # A layer kind -> its constructor's size and flag parameters, in their positional order.
 _SIZE_PARAMETERS = {
     "Linear": ("in_features", "out_features"),
-    "Embedding": ("num_embeddings", "embedding_dim"),
+    **{name: ("num_embeddings", "embedding_dim") for name in ("Embedding", "EmbeddingBag")},
     **{name: ("input_size", "hidden_size", "num_layers") for name in _RECURRENT},
     "MultiheadAttention": ("embed_dim", "num_heads"),
     **{name: ("d_model", "nhead") for name in ("TransformerEncoderLayer", "TransformerDecoderLayer")},
@@ -150,6 +150,9 @@ def output(config: LayerConfig, sizes: Sizes) -> LayerOutput:
         return _last_replaced(config, sizes, "in_features", config.get("out_features"), "input features")
     if kind == "Embedding":
         return LayerOutput((*sizes, config.get("embedding_dim")))
+    if kind == "EmbeddingBag":
+        # A (B, L) batch of bags pools each row; a flat 1-D input is cut by `offsets` the data gives.
+        return LayerOutput((sizes[0], config.get("embedding_dim")) if len(sizes) == 2 else None)
     if kind == "LayerNorm":
         return _last_replaced(config, sizes, "normalized_shape", sizes[-1] if sizes else None, "normalized features")
     if kind == "MultiheadAttention":

@@ -112,7 +112,7 @@ class ShapeMismatch(Rule):
       `DataLoader` of a `TensorDataset` or of a dataset class of the file (what its
       `__getitem__` returns, sized by its `__init__`), a training function the model and loader
       are handed to: `train(model, loader)`, or a parent module's `self.block(x)`), through the layers
-      `__init__` builds (`nn.Linear`, `nn.Embedding`, `nn.LSTM`/`GRU`/`RNN` with `batch_first`
+      `__init__` builds (`nn.Linear`, `nn.Embedding`, `nn.EmbeddingBag` over a (B, L) batch, `nn.LSTM`/`GRU`/`RNN` with `batch_first`
       and `bidirectional`, `nn.MultiheadAttention`, Transformer encoder/decoder layers,
       convolutions, transposed convolutions and pooling (their kernel, stride, padding,
       dilation and `output_padding`; a padding of half the dilated kernel,
