@@ -877,6 +877,8 @@ class Interpreter:
         if isinstance(left, Number) and isinstance(right, Number):
             # `4 * D_MODEL`, `d_model // n_heads`: a size, when both are known literals.
             computed = arithmetic(operator, literal(left.code), literal(right.code))
+            if computed is None:  # `SAMPLE_RATE * CLIP_SECONDS`, for an `int(...)` of it
+                computed = _float_arithmetic(operator, _number_value(left.code), _number_value(right.code))
             return Number(str(computed)) if computed is not None and computed >= 0 else NUMBER
         if not isinstance(left, TensorFacts) and not isinstance(right, TensorFacts):
             return UNKNOWN
@@ -1026,6 +1028,9 @@ class Interpreter:
         values = [value for _, value in args]
         if name in _REDUCING_BUILTINS and len(values) == 1 and isinstance(element_of(values[0]), TensorFacts):
             return element_of(values[0])  # `sum(losses)`, `max(scores)` over tensors: a tensor
+        if name in ("int", "round") and len(values) == 1 and isinstance(values[0], Number):
+            number = _number_value(values[0].code)  # `int(SAMPLE_RATE * 0.5)`: a whole number
+            return Number(str(int(number) if name == "int" else round(number))) if number is not None else NUMBER
         if name in _NUMBER_BUILTINS:
             return NUMBER
         if name == "enumerate" and values:
@@ -2080,6 +2085,34 @@ def _indexed_sizes(node: cst.Subscript, receiver: TensorFacts, bounds: list[tupl
             return None
     kept.extend(sizes[position:])
     return Layout(len(kept), tuple(kept), ())
+
+
+# Operators on Python numbers whose result the size arithmetic may need (`int(RATE * 0.5)`).
+_FLOAT_OPERATORS = {cst.Add: float.__add__, cst.Subtract: float.__sub__, cst.Multiply: float.__mul__,
+                    cst.Divide: float.__truediv__}
+# Larger numbers are no size, and a float past this loses whole units.
+_LARGEST_EXACT = 2 ** 52
+
+
+def _number_value(code: str | None) -> float | None:
+    """The value of a number written as a literal (`"0.5"`, `"22050"`), else None."""
+    try:
+        value = float(code) if code is not None else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) and abs(value) < _LARGEST_EXACT else None
+
+
+def _float_arithmetic(operator: cst.BaseBinaryOp, left: float | None, right: float | None) -> float | None:
+    """`left <operator> right` on numbers as Python computes it with a float among them
+    (`22050 * 0.5` is 11025.0); None for other operators and a division by zero."""
+    compute = _FLOAT_OPERATORS.get(type(operator))
+    if left is None or right is None or compute is None or (right == 0 and isinstance(operator, cst.Divide)):
+        return None
+    result = compute(float(left), float(right))
+    if not math.isfinite(result) or abs(result) >= _LARGEST_EXACT:
+        return None
+    return result
 
 
 def _integer_tensor(value: TensorFacts | None) -> bool:
