@@ -441,3 +441,15 @@ def test_a_layer_call_that_raises_gives_an_output_of_unknown_shape() -> None:
     raised, fitted = probed(source)
     assert raised.layout is None
     assert fitted.layout == Layout(2, ("2", "4"), ())
+
+
+def test_full_takes_its_sizes_as_a_tuple_and_long_is_int64() -> None:
+    source = """
+    import torch
+    src = torch.randn(8, 15)
+    probe(torch.full((src.size(0),), 1, dtype=torch.long))
+    probe(torch.full([2, 3], 0.5, dtype=torch.double))
+    """
+    tokens, filled = probed(source)
+    assert tokens.layout == Layout(1, ("8",), ()) and tokens.dtype == "int64"
+    assert filled.layout == Layout(2, ("2", "3"), ()) and filled.dtype == "float64"

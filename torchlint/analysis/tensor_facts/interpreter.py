@@ -41,7 +41,7 @@ from torchlint.analysis.tensor_facts.domain import (
     element_of, holds_loaded, join, join_devices, unloaded, unpack,
 )
 from torchlint.analysis.tensor_facts.ops import (
-    EINOPS_FUNCTIONS, FUNCTION_OPS, METHOD_OPS, NOT_TENSOR_METHODS, NUMBER_ATTRIBUTES, RANK_PRESERVING_LAYERS, TENSOR_ATTRIBUTES, Op,
+    DTYPE_CONVERSIONS, EINOPS_FUNCTIONS, FUNCTION_OPS, METHOD_OPS, NOT_TENSOR_METHODS, NUMBER_ATTRIBUTES, RANK_PRESERVING_LAYERS, TENSOR_ATTRIBUTES, Op,
     Rule,
 )
 from torchlint.analysis.tensors import (
@@ -1765,6 +1765,8 @@ class Interpreter:
             if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
                 sizes = [element.value for element in sizes[0].elements]
                 scalar = False if sizes else True
+            if qualified == "torch.full" and sizes and isinstance(sizes[0], (cst.Tuple, cst.List)):
+                sizes = [element.value for element in sizes[0].elements] + sizes[1:]  # `torch.full((B,), BOS)`
             if qualified in ("torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn", "torch.full"):
                 dims = sizes[:-1] if qualified == "torch.full" else sizes
                 if dims and all(isinstance(value, (cst.Integer, cst.Name, cst.Attribute, cst.BinaryOperation, cst.Subscript, cst.Call)) for value in dims):
@@ -1821,8 +1823,10 @@ class Interpreter:
         return self._dtype_name(arg.value) if arg is not None else None
 
     def _dtype_name(self, expr: cst.BaseExpression) -> str | None:
+        """`int64` for `torch.int64` and for its alias `torch.long`."""
         qualified = self.ctx.qualified_name(expr) or ""
-        return qualified.removeprefix("torch.") if qualified.startswith("torch.") else None
+        name = qualified.removeprefix("torch.") if qualified.startswith("torch.") else None
+        return DTYPE_CONVERSIONS.get(name, name) if name is not None else None
 
     def _parameter_values(self, function: cst.FunctionDef, call: cst.Call) -> tuple[dict[str, str], dict]:
         """The literal sizes and the layers (LayerConfig) a call gives the function's parameters

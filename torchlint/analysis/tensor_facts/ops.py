@@ -88,7 +88,8 @@ def _table(rule: Rule, names: str, combines: bool = True) -> dict[str, Op]:
     return {name: Op(rule, combines) for name in names.split()}
 
 
-_DTYPE_CONVERSIONS = {
+# The dtype each conversion method gives, which is also what the alias `torch.<name>` names.
+DTYPE_CONVERSIONS = {
     "float": "float32", "half": "float16", "double": "float64", "bfloat16": "bfloat16", "long": "int64",
     "int": "int32", "short": "int16", "char": "int8", "byte": "uint8", "bool": "bool",
     "cfloat": "complex64", "cdouble": "complex128",
@@ -181,7 +182,7 @@ METHOD_OPS: dict[str, Op] = {
     **_table(Rule.KEEP, "copy_ fill_ pin_memory share_memory_ index_put_ masked_scatter_ scatter_ "
              "scatter_add_ index_add_ index_fill_ index_copy_ put_ retain_grad", combines=False),
     **_table(Rule.REQUIRES_GRAD, "requires_grad_", combines=False),
-    **{name: Op(Rule.CONVERT, combines=False, dtype=dtype) for name, dtype in _DTYPE_CONVERSIONS.items()},
+    **{name: Op(Rule.CONVERT, combines=False, dtype=dtype) for name, dtype in DTYPE_CONVERSIONS.items()},
 }
 METHOD_OPS["type"] = Op(Rule.CONVERT, combines=False)
 # `type_as(other)` converts to other's tensor type, which names its device (`torch.cuda.FloatTensor`).
