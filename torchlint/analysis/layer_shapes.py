@@ -23,6 +23,7 @@ from torchlint.analysis.shape_checks import differ, literal
 Sizes = tuple[str | None, ...]
 
 _RECURRENT = frozenset({"RNN", "LSTM", "GRU"})
+_CELLS = frozenset({"RNNCell", "LSTMCell", "GRUCell"})
 _CONVOLUTIONS = {f"{kind}{n}d": n for kind in ("Conv", "ConvTranspose") for n in (1, 2, 3)}
 _BATCH_NORMS = {"BatchNorm1d": 1, "BatchNorm2d": 2, "BatchNorm3d": 3}
 # Pooling that slides a window: the output's spatial sizes follow `layer_sizes`'s arithmetic.
@@ -39,6 +40,7 @@ _SIZE_PARAMETERS = {
     "Linear": ("in_features", "out_features"),
     **{name: ("num_embeddings", "embedding_dim") for name in ("Embedding", "EmbeddingBag")},
     **{name: ("input_size", "hidden_size", "num_layers") for name in _RECURRENT},
+    **{name: ("input_size", "hidden_size") for name in _CELLS},
     "MultiheadAttention": ("embed_dim", "num_heads"),
     **{name: ("d_model", "nhead") for name in ("TransformerEncoderLayer", "TransformerDecoderLayer")},
     **{name: ("in_channels", "out_channels") for name in _CONVOLUTIONS},
@@ -161,6 +163,9 @@ def output(config: LayerConfig, sizes: Sizes) -> LayerOutput:
         return _last_replaced(config, sizes, "d_model", sizes[-1] if sizes else None, "model features")
     if kind in _RECURRENT:
         return _recurrent(config, sizes)
+    if kind in _CELLS:  # one step: (B, input_size) to (B, hidden_size), unbatched without B
+        return _last_replaced(config, sizes, "input_size", config.get("hidden_size"), "input features") \
+            if len(sizes) in (1, 2) else LayerOutput(None)
     if kind in _CONVOLUTIONS:
         spatial = _CONVOLUTIONS[kind]
         found = _channels(config, sizes, spatial, "in_channels", config.get("out_channels"))

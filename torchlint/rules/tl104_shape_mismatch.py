@@ -113,7 +113,7 @@ class ShapeMismatch(Rule):
       `__getitem__` returns, sized by its `__init__`), a training function the model and loader
       are handed to: `train(model, loader)`, or a parent module's `self.block(x)`), through the layers
       `__init__` builds (`nn.Linear`, `nn.Embedding`, `nn.EmbeddingBag` over a (B, L) batch, `nn.LSTM`/`GRU`/`RNN` with `batch_first`
-      and `bidirectional`, `nn.MultiheadAttention`, Transformer encoder/decoder layers,
+      and `bidirectional` and their one-step cells (`nn.GRUCell`, `nn.LSTMCell`, `nn.RNNCell`), `nn.MultiheadAttention`, Transformer encoder/decoder layers,
       convolutions, transposed convolutions and pooling (their kernel, stride, padding,
       dilation and `output_padding`; a padding of half the dilated kernel,
       `(kernel_size - 1) // 2 * dilation`, keeps the length whatever the dilation), norms,

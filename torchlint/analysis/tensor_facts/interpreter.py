@@ -1108,6 +1108,8 @@ class Interpreter:
             state = output if sized is None else replace(output, layout=Layout(len(sized.hidden), sized.hidden, ()))
             hidden = Sequence((state, state)) if kind == "torch.nn.LSTM" else state
             return Sequence((output, hidden))
+        if kind == "torch.nn.LSTMCell":
+            return Sequence((output, output))  # (h, c), both (B, hidden_size)
         if kind in _PAIR_OUTPUT:
             return Sequence((output, replace(output, layout=None)))  # (output, attention weights)
         if sized is None and "." not in kind and kind:
