@@ -117,7 +117,7 @@ class ShapeMismatch(Rule):
       convolutions, transposed convolutions and pooling (their kernel, stride, padding,
       dilation and `output_padding`; a padding of half the dilated kernel,
       `(kernel_size - 1) // 2 * dilation`, keeps the length whatever the dilation), norms,
-      `Flatten`, an `nn.Sequential` of them) with the sizes the construction gives them (`Net(d_model=32)`, a module constant, `len(FEATURES)`,
+      `Flatten`, an `nn.Sequential` of them) with the sizes the construction gives them (`Net(d_model=32)`, a tensor: `NCF(cfg, genres)`, a module constant, `len(FEATURES)`,
       arithmetic on them, floats included: `int(SAMPLE_RATE * CLIP_SECONDS)`,
       a default, a field of a dataclass of the file that the parameter is annotated with:
       `cfg: Config`, then `cfg.d_model` is the field's default or what every construction

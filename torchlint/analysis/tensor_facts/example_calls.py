@@ -30,6 +30,7 @@ from torchlint.analysis.modules import last_word
 from torchlint.analysis.names import (
     argument, dotted_name, has_parameter, keyword_arg, method_named, positional_args, top_level_functions,
 )
+from torchlint.analysis.tensor_facts.ops import DTYPE_CONVERSIONS
 from torchlint.walker import child_nodes
 
 Sizes = tuple[str, ...]
@@ -69,6 +70,8 @@ class _Calls:
     # A construction passes `*args` / `**kwargs`: which parameter gets what is not known.
     opaque: bool = False
     inputs: dict[int, Sizes | str] = field(default_factory=dict)
+    # Per input position, the dtype every call's literal input has (`torch.randint`: int64).
+    input_dtypes: dict[int, str] = field(default_factory=dict)
     constructions: list[Site] = field(default_factory=list)
     uses: list[Site] = field(default_factory=list)
 
@@ -177,6 +180,12 @@ class ExampleCalls:
         calls = self._scan().get(name)
         sizes = calls.inputs.get(position) if calls is not None else None
         return sizes if isinstance(sizes, tuple) else None
+
+    def input_dtype(self, name: str, position: int) -> str | None:
+        """The dtype of the `position`-th input of every call that `input_shape` reads, where known."""
+        calls = self._scan().get(name)
+        dtype = calls.input_dtypes.get(position) if calls is not None else None
+        return dtype if dtype != _CONFLICT else None
 
     def constructions(self, class_name: str) -> list[Site]:
         calls = self._scan().get(class_name)
@@ -320,6 +329,7 @@ class ExampleCalls:
                 value = assigned[value.value]
             sizes = self._factory_sizes(value)
             _merge(calls.inputs, index, sizes if sizes is not None else _CONFLICT)
+            _merge(calls.input_dtypes, index, self._factory_dtype(value) or _CONFLICT)
 
     def _factory_sizes(self, expr: cst.BaseExpression) -> Sizes | None:
         if not isinstance(expr, cst.Call):
@@ -339,6 +349,16 @@ class ExampleCalls:
             sizes = [element.value for element in sizes[0].elements]
         values = [self.integer(size) for size in sizes]
         return tuple(map(str, values)) if values and None not in values else None
+
+    def _factory_dtype(self, expr: cst.BaseExpression) -> str | None:
+        """`int64` for `torch.randint(...)` without a `dtype=`, else the dtype the keyword names."""
+        if not isinstance(expr, cst.Call):
+            return None
+        dtype = keyword_arg(expr, "dtype")
+        if dtype is None:
+            return "int64" if self._ctx.callee(expr) == "torch.randint" else None
+        name = (self._ctx.qualified_name(dtype.value) or "").removeprefix("torch.")
+        return DTYPE_CONVERSIONS.get(name, name) or None
 
     def integer(self, expr: cst.BaseExpression, depth: int = 0) -> int | None:
         """An integer literal, a module-level constant assigned once, or arithmetic on them."""

@@ -417,12 +417,15 @@ class TensorModel:
 
     def _reached_active(self, scope: Scope) -> None:
         """A question reached `scope`, which is still being interpreted: the scopes started since
-        then answer without it. They are interpreted again when the top level is among them (a
-        function that reads a module constant starts it): the top level reads the whole file,
-        and what it caches is what every later question reads. Other cycles (a method `__init__`
-        calls, which reaches `forward()`) keep their answers, as a call made then would."""
+        then answer without it. They are interpreted again when the top level or a top-level
+        function is among them: the top level (which a function that reads a module constant
+        starts) reads the whole file, and a function of the file that builds a module
+        (`ItemScorer(table)(items)`, read for the example `__init__` is given) reads its
+        `forward()`; what they cache is what every later question reads. Other cycles (a method
+        `__init__` calls, which reaches `forward()`) keep their answers, as a call made then would."""
         index = next((i for i, active in enumerate(self._active) if active is scope), None)
-        if index is not None and any(type(active.node) is cst.Module for active in self._active[index + 1:]):
+        if index is not None and any(type(active.node) is cst.Module or (active.classdef is None and active.parent is None)
+                                     for active in self._active[index + 1:]):
             self._lowest_reached = min(self._lowest_reached, index)
 
     def _seed_and_run(self, scope: Scope) -> None:
@@ -586,10 +589,14 @@ class TensorModel:
             if given is not None:
                 return Number(given)
             found = self._value_at_sites(self.examples.constructions(name), position, param.name.value, default)
+            if isinstance(found, TensorFacts) and known_sizes(found):
+                # `NCF(cfg, genres)`: a table the module keeps (a buffer), of the sizes every construction gives.
+                sizes = known_sizes(found)
+                return TensorFacts(layout=Layout(len(sizes), sizes, ()), scalar=False, dtype=found.dtype)
             return found if isinstance(found, Number) and found.code is not None else None
         if function.name.value != "forward" and scope.classdef is not None:
             return None
-        sizes, dtype = self.examples.input_shape(name, position), None
+        sizes, dtype = self.examples.input_shape(name, position), self.examples.input_dtype(name, position)
         if sizes is None:
             found = self._value_at_sites(self._uses(name), position, param.name.value, None,
                                          callers_aside=scope.classdef is not None)
