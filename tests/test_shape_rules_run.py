@@ -2,7 +2,7 @@
 `ok_*` look-alike runs.
 
 A `bad_*` case of TL103/TL104 raises RuntimeError (ValueError for a loss's batch mismatch,
-AssertionError for MultiheadAttention's size, a warning for a loss that broadcasts its target). A `bad_*` case of TL105 either raises or
+AssertionError for MultiheadAttention's size, IndexError for a dim past a tensor's rank, a warning for a loss that broadcasts its target). A `bad_*` case of TL105 either raises or
 returns a value different from the same case with the rule's fix applied (`keepdim=True`).
 """
 
@@ -64,8 +64,9 @@ def _fails(case, fixed_case) -> bool:
         warnings.simplefilter("error", UserWarning)
         try:
             result = case()
-        except (RuntimeError, ValueError, AssertionError, UserWarning):
-            # Losses raise ValueError for a batch mismatch; MultiheadAttention asserts its size.
+        except (RuntimeError, ValueError, AssertionError, IndexError, UserWarning):
+            # Losses raise ValueError for a batch mismatch; MultiheadAttention asserts its size; a
+            # dim past a tensor's rank (`cat` of a (B,) and a (B, K) along dim 1) is an IndexError.
             return True
     if fixed_case is None:
         return False

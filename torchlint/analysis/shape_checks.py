@@ -174,6 +174,15 @@ def batch_conflict(first: tuple, second: tuple, broadcast: bool) -> tuple[str, s
     return (first[0], second[0]) if differ(first[0], second[0]) else None
 
 
+def rank_conflict(shapes: list[tuple]) -> int | None:
+    """The index of the first tensor whose number of dims is not the first one's, for `cat` and
+    `stack`, which need one rank (torch.cat lets an empty 1-D tensor, of size 0, join any)."""
+    ranks = [len(shape) for shape in shapes if shape != ("0",)]
+    if len(ranks) < 2:
+        return None
+    return next((index for index, shape in enumerate(shapes) if shape != ("0",) and len(shape) != ranks[0]), None)
+
+
 def concat_conflict(shapes: list[tuple], dim: int | None) -> tuple[int, int, str, str] | None:
     """(tensor index, dim, size of the first, size of that tensor) of the first dim other than
     `dim` (every dim when `dim` is None: `stack`) where two tensors differ."""

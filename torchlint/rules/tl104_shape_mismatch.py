@@ -9,7 +9,7 @@ from torchlint.analysis.shape_annotations import annotated_shape
 from torchlint.analysis.values import string_value
 from torchlint.analysis.shape_checks import (
     BROADCASTING_OPERATORS, batch_conflict, brief_code, broadcast_conflict, class_target_conflict, concat_conflict, differ,
-    einsum_conflict, element_count_mismatch, fed_examples, known_sizes, literal, matmul_conflict, show,
+    einsum_conflict, element_count_mismatch, fed_examples, known_sizes, literal, matmul_conflict, rank_conflict, show,
     silent_broadcast,
 )
 from torchlint.analysis.torch_api import (
@@ -59,7 +59,8 @@ class ShapeMismatch(Rule):
       another number of dims than the tensor (`q.gather(1, actions)` with `(B, A)` values and
       `(B,)` actions);
     - `torch.cat` / `torch.stack` of tensors that differ in a dim other than the concatenated one
-      (any dim for `stack`);
+      (any dim for `stack`), or in their number of dims (a `(B,)` sum without `keepdim=True`
+      joined to `(B, K)` scores);
     - `view` / `reshape` (method or `torch.reshape`) asking for another element count than the
       tensor has (`x.view(3, 5)` on a 4x4 tensor; with `-1`, or one size the tensor does not
       show, `view(B, 1, H, W)` with B unknown, a count that the other sizes do not divide);
@@ -480,6 +481,18 @@ class ShapeMismatch(Rule):
         tensors = [element.value for element in sequence.elements]
         shapes = [self._sizes(tensor) for tensor in tensors]
         if any(shape is None for shape in shapes):
+            return
+        mismatched = rank_conflict(shapes)
+        if mismatched is not None:
+            first = next(index for index, shape in enumerate(shapes) if shape != ("0",))
+            self.report(
+                node,
+                f"`torch.{kind}` of `{self._code(tensors[first])}` with shape {show(shapes[first])} and "
+                f"`{self._code(tensors[mismatched])}` with shape {show(shapes[mismatched])}: {len(shapes[first])} "
+                f"against {len(shapes[mismatched])} dims; the tensors must have the same number of dims "
+                f"(`unsqueeze` the smaller, or reduce with `keepdim=True`)",
+                related=self._assignments((tensors[first], shapes[first]), (tensors[mismatched], shapes[mismatched])),
+            )
             return
         conflict = concat_conflict(shapes, dim if kind == "cat" else None)
         if conflict is None:

@@ -1279,6 +1279,8 @@ class Interpreter:
             return replace(source, requires_grad=requires_grad_true(call))
         if qualified == "torch.from_numpy":
             return self._on_default_device(call, TensorFacts(scalar=False))
+        if qualified == "copy.deepcopy" and len(args) == 1 and isinstance(args[0][1], (TensorFacts, ModuleValue)):
+            return args[0][1]  # `encoder_k = copy.deepcopy(encoder_q)`: the same module, or tensor, again
         if qualified in EINOPS_FUNCTIONS and args and isinstance(args[0][1], TensorFacts):
             source = args[0][1]
             return TensorFacts(device=source.device, dtype=source.dtype, requires_grad=source.requires_grad,
