@@ -100,8 +100,11 @@ class ShapeMismatch(Rule):
     Sizes come from the tensor-facts model: factory calls (`torch.randn(4, 3)`), views,
     `B, T, C = x.shape`, ops that keep or reorder sizes (`masked_fill` keeps the tensor's), products,
     `chunk`, `unfold`, `flatten(start, end)`, `torch.arange(n)`, `repeat_interleave` by a known count (`x if n_rep == 1 else x.repeat_interleave(n_rep,
-    dim=1)` takes the branch a known `n_rep` takes), reductions over one written dim (dropped,
-    or 1 with `keepdim=True`), indexing (a slice
+    dim=1)` takes the branch a known `n_rep` takes), reductions over written dims (dropped,
+    or 1 with `keepdim=True`), `F.pad`, `F.interpolate` (`size=` or `scale_factor=`), the
+    functional pooling (`F.max_pool2d(x, 2)`, `F.adaptive_avg_pool2d(x, 1)`), `F.one_hot` with
+    `num_classes`, `narrow`, `index_select`, `new_zeros` and its kin, `squeeze()` of literal
+    sizes (a symbol such as `B` may be 1), indexing (a slice
     with known bounds keeps what Python's slicing keeps: `pos[:, :T]` of 16 positions with
     T = 24 keeps 16; a window `data[s : s + k]` keeps k; an integer tensor puts its sizes in
     place of the dim: `centers[labels]` of a (K, F) table and (N,) labels is (N, F)), `torch.stack` / `torch.cat` of a list

@@ -26,7 +26,7 @@ from torchlint.analysis.layer_shapes import (
     KEYWORD_FLAGS, PARAMETER_LAYER, LayerConfig, LayerOutput, attention_input_contradiction, flattened_sizes,
     initial_state_contradiction, instantiated, output as layer_output, shaped, size_parameters, with_integers,
 )
-from torchlint.analysis.layer_sizes import arithmetic, pads_to_same
+from torchlint.analysis.layer_sizes import FUNCTIONAL_POOLING, arithmetic, pads_to_same, pooling_layer
 from torchlint.analysis.nn_layers import nn_class_name
 from torchlint.analysis.layouts import Layout, arg_code, int_value, shape_args, sliced_size
 from torchlint.analysis.module_attributes import registration_of
@@ -35,6 +35,7 @@ from torchlint.analysis.names import (
     argument, assigned_once, assigns_name, dotted_name, has_parameter, is_constant_false, isinstance_check, keyword_arg,
     parameter_named, positional_args, suite_statements,
 )
+from torchlint.analysis.op_shapes import interpolated, narrowed, one_hot, padded, squeezed
 from torchlint.analysis.tensor_facts.domain import (
     NOTHING, NUMBER, UNKNOWN, Collected, Device, DeviceValue, DtypeValue, Iterable, ModuleValue, Number, Sequence,
     TensorFacts, Value,
@@ -1503,7 +1504,8 @@ class Interpreter:
             flag = call.args[0].value if call.args else None
             return replace(receiver, requires_grad=not (isinstance(flag, cst.Name) and flag.value == "False"))
         if rule is Rule.SAME_DEVICE:
-            return TensorFacts(device=receiver.device, origin=receiver.origin, requires_grad=False)
+            return TensorFacts(device=receiver.device, origin=receiver.origin, requires_grad=False,
+                               layout=self._new_layout(call, name))
         if rule is Rule.SQUEEZE and _all_unit_sizes(receiver.layout) and not positional_args(call)[
                 1 if self.ctx.callee(call) is not None else 0:]:
             return replace(receiver, layout=Layout(0, (), ()), scalar=True)  # `torch.rand(1).squeeze()`
@@ -1533,7 +1535,8 @@ class Interpreter:
             return UNKNOWN  # `torch.where(cond)`: a tuple of index tensors
         facts = self.combine(operands, call, Rule.MATMUL if rule is Rule.MATMUL else Rule.ELEMENTWISE, op.combines)
         if rule is Rule.OTHER:
-            return replace(facts, layout=_memory_format_kept(name, receiver), scalar=None)
+            return replace(facts, layout=self._op_layout(call, name, receiver) or _memory_format_kept(name, receiver),
+                           scalar=None)
         if rule is Rule.COMPARE:
             return replace(facts, dtype="bool", requires_grad=False)
         if rule is Rule.RECOMPUTE:
@@ -1595,11 +1598,11 @@ class Interpreter:
         if not dims and name not in _ALONG_LAST_DIM_BY_DEFAULT:
             return replace(receiver, layout=Layout(0, (), ()), scalar=True, origin=receiver.origin)
         rank = receiver.rank
-        single_dim = not dims or (len(dims) == 1 and int_value(dims[0].value) is not None)
+        reduced = self._reduced_dims(call)
         if keeps or name in ("topk", "sort", "cummax", "cummin"):
             new_rank = rank
-        elif rank is not None and single_dim:
-            new_rank = rank - 1
+        elif rank is not None and (not dims or reduced is not None) and rank >= len(reduced or (0,)):
+            new_rank = rank - len(reduced or (0,))
         else:
             new_rank = None
         sizes = self._reduced_sizes(call, name, receiver, keeps) if new_rank is not None else None
@@ -1614,19 +1617,26 @@ class Interpreter:
             return Sequence((facts, replace(facts, dtype="int64", requires_grad=False)))
         return facts
 
+    def _reduced_dims(self, call: cst.Call) -> tuple[int, ...] | None:
+        """The dims a reduction names: `dim=1`, `dim=(2, 3)`; None when not written as integers."""
+        dim_arg = argument(call, 0 if self.ctx.callee(call) is None else 1, "dim")
+        parts = [element.value for element in dim_arg.elements] if isinstance(dim_arg, (cst.Tuple, cst.List)) else [dim_arg]
+        dims = tuple(int_value(part) if part is not None else None for part in parts)
+        return dims if dims and None not in dims else None
+
     def _reduced_sizes(self, call: cst.Call, name: str, receiver: TensorFacts, keeps: bool) -> tuple | None:
-        """The sizes a reduction over one written dim leaves: that dim dropped, or 1 with
+        """The sizes a reduction over written dims leaves: those dims dropped, or 1 with
         `keepdim=True` (`logits.argmax(dim=1, keepdim=True)` of (N, C) is (N, 1)); `sort` and the
         cumulative ones keep them all. `topk` sets the dim to k: not followed."""
         sizes = known_sizes(receiver)
-        dim_arg = argument(call, 0 if self.ctx.callee(call) is None else 1, "dim")
-        dim = int_value(dim_arg) if dim_arg is not None else None
-        if sizes is None or dim is None or not -len(sizes) <= dim < len(sizes) or name == "topk":
+        dims = self._reduced_dims(call)
+        if sizes is None or dims is None or not all(-len(sizes) <= dim < len(sizes) for dim in dims) or name == "topk":
             return None
-        dim %= len(sizes)
         if name in ("sort", "cummax", "cummin"):
             return sizes
-        return (*sizes[:dim], "1", *sizes[dim + 1:]) if keeps else (*sizes[:dim], *sizes[dim + 1:])
+        reduced = {dim % len(sizes) for dim in dims}
+        return tuple("1" if index in reduced else size for index, size in enumerate(sizes)
+                     if keeps or index not in reduced)
 
     def _repeated(self, call: cst.Call, receiver: TensorFacts, args) -> Layout | None:
         """`x.repeat_interleave(n, dim=d)`: x's sizes with dim d taken n times, where n is a
@@ -1697,7 +1707,10 @@ class Interpreter:
                     return Layout(len(shapes[0]), tuple(dim[2] for dim in shapes[0]), ())
             return Layout(None, None, ())
         if rule is Rule.SQUEEZE:
-            return Layout(None, None, (), unit_sizes_likely=True)
+            sizes = known_sizes(receiver)
+            dims = [int_value(arg.value) for arg in positional_args(call)[1 if self.ctx.callee(call) is not None else 0:]]
+            shape = squeezed(sizes, dims[0] if dims else None) if sizes is not None and len(dims) <= 1 and None not in dims else None
+            return Layout(len(shape), shape, ()) if shape is not None else Layout(None, None, (), unit_sizes_likely=True)
         if rule is Rule.FLATTEN:
             return self._flattened(call, receiver)
         if rule is Rule.UNFLATTEN:
@@ -1736,6 +1749,79 @@ class Interpreter:
             return None
         shape = flattened_sizes(sizes, start % len(sizes), end % len(sizes))
         return Layout(len(shape), shape, ()) if shape is not None else None
+
+    def _op_layout(self, call: cst.Call, name: str, receiver: TensorFacts) -> Layout | None:
+        """The sizes `F.pad`, `F.interpolate`, `narrow`, `index_select`, `F.one_hot` and the
+        functional pooling give an input of known sizes (see `op_shapes`); None otherwise."""
+        sizes = known_sizes(receiver)
+        if sizes is None:
+            return None
+        offset = 1 if self.ctx.callee(call) is not None else 0
+        shape = None
+        if name == "pad":
+            pads = self._integers(argument(call, 1, "pad"))
+            shape = padded(sizes, pads) if pads else None
+        elif name == "interpolate":
+            size, scale = argument(call, 1, "size"), argument(call, 2, "scale_factor")
+            shape = interpolated(sizes, self._integers(size) if size is not None else None,
+                                 self._numbers(scale) if scale is not None else None)
+        elif name in ("narrow", "index_select"):
+            dim = argument(call, offset, "dim")
+            length = argument(call, offset + 2, "length") if name == "narrow" else None
+            index = argument(call, offset + 1, "index") if name == "index_select" else None
+            if length is not None:
+                count = self._size_code(length)
+            else:
+                picked = known_sizes(self.model.memo.get(id(index))) if index is not None else None
+                count = picked[0] if picked is not None and len(picked) == 1 else None
+            position = int_value(dim) if dim is not None else None
+            shape = narrowed(sizes, position, count) if position is not None and count is not None else None
+        elif name == "one_hot":
+            classes = argument(call, 1, "num_classes")
+            count = self._size_code(classes) if classes is not None else None
+            shape = one_hot(sizes, count if count != "-1" else None)
+        elif (kind := FUNCTIONAL_POOLING.get(self.ctx.callee(call) or "")) is not None:
+            shape = self._pooled(kind, call, sizes)
+        return Layout(len(shape), shape, ()) if shape is not None else None
+
+    @staticmethod
+    def _pooled(kind: str, call: cst.Call, sizes: tuple) -> tuple | None:
+        """`F.max_pool2d(x, 2)`, `F.adaptive_avg_pool2d(x, 1)`: the window arithmetic of the layer
+        they compute on the trailing dims; the leading ones keep their codes."""
+        reshape = pooling_layer(kind, call).reshape
+        result = reshape(tuple(literal(size) for size in sizes)) if reshape is not None else None
+        spatial = int(kind[-2])
+        if result is None or len(result) != len(sizes) or len(sizes) <= spatial:
+            return None
+        return (*sizes[:-spatial], *(None if size is None else str(size) for size in result[-spatial:]))
+
+    def _new_layout(self, call: cst.Call, name: str) -> Layout | None:
+        """`x.new_zeros(B, 5)`, `x.new_full((B, 5), value)`: the sizes given."""
+        if name == "new_full":
+            first = call.args[0].value if call.args and call.args[0].keyword is None else None
+            args = [element.value for element in first.elements] if isinstance(first, (cst.Tuple, cst.List)) else None
+        elif name in ("new_zeros", "new_ones", "new_empty"):
+            args = shape_args(call)
+        else:
+            return None
+        if not args or any(isinstance(arg, cst.StarredElement) for arg in args):
+            return None
+        return Layout(len(args), tuple(self._size_code(arg) for arg in args), ())
+
+    def _integers(self, expr: cst.BaseExpression | None) -> tuple[int, ...] | None:
+        """`2`, `(1, 1, 2, 2)`: the whole numbers written (or known) there."""
+        parts = [element.value for element in expr.elements] if isinstance(expr, (cst.Tuple, cst.List)) else [expr]
+        values = [literal(self._size_code(part)) if part is not None else None for part in parts]
+        return tuple(values) if values and None not in values else None
+
+    def _numbers(self, expr: cst.BaseExpression) -> tuple[float, ...] | None:
+        """`2.0`, `(2, 2)`: the numbers written (or known) there."""
+        parts = [element.value for element in expr.elements] if isinstance(expr, (cst.Tuple, cst.List)) else [expr]
+        values = []
+        for part in parts:
+            value = self.model.memo.get(id(part))
+            values.append(_number_value(value.code) if isinstance(value, Number) else None)
+        return tuple(values) if values and None not in values else None
 
     def _size_code(self, expr: cst.BaseExpression) -> str:
         """`TensorModel.size_code` of an argument this interpretation has evaluated."""

@@ -1,0 +1,79 @@
+"""The sizes some tensor ops give, from the sizes of their input and the integers their
+arguments hold: what the tensor-facts model cannot read off a layout's reordering.
+
+Sizes are code, as the tensor facts keep them (`"4"`, `"T"`; None unknown). A dim an op leaves
+alone keeps its code, symbol or not; a dim an op computes is known only from integer literals.
+Each function returns None where the result is not known.
+
+    squeezed(("1", "4", "8"), None)        # ("4", "8")
+    padded(("2", "3", "16"), (1, 2))       # ("2", "3", "19")
+"""
+
+from __future__ import annotations
+
+import math
+
+from torchlint.analysis.shape_checks import literal
+
+Sizes = tuple[str | None, ...]
+
+
+def squeezed(sizes: Sizes, dim: int | None) -> Sizes | None:
+    """`x.squeeze()` (`dim` None: every dim of size 1, so every size must be a literal) or
+    `x.squeeze(dim)` (that dim, if its size is 1)."""
+    if dim is None:
+        if any(literal(size) is None for size in sizes):
+            return None  # a symbol (`B`) may be 1 at run time
+        return tuple(size for size in sizes if size != "1")
+    if not -len(sizes) <= dim < len(sizes):
+        return None
+    dim %= len(sizes)
+    if literal(sizes[dim]) is None:
+        return None
+    return sizes[:dim] + sizes[dim + 1:] if sizes[dim] == "1" else sizes
+
+
+def padded(sizes: Sizes, pads: tuple[int, ...]) -> Sizes | None:
+    """`F.pad(x, (left, right, top, bottom, ...))`: pairs from the last dim backwards."""
+    if len(pads) % 2 or len(pads) // 2 > len(sizes):
+        return None
+    result = list(sizes)
+    for pair in range(len(pads) // 2):
+        position = len(sizes) - 1 - pair
+        size = literal(sizes[position])
+        grown = size + pads[2 * pair] + pads[2 * pair + 1] if size is not None else None
+        result[position] = str(grown) if grown is not None and grown >= 0 else None
+    return tuple(result)
+
+
+def interpolated(sizes: Sizes, size: tuple[int, ...] | None, scale: tuple[float, ...] | None) -> Sizes | None:
+    """`F.interpolate(x, size=...)` or `scale_factor=...` of a (B, C, *spatial) input: each spatial
+    size is the one given, or the input's times the factor, rounded down."""
+    spatial = len(sizes) - 2
+    if spatial < 1:
+        return None
+    if size is not None:
+        given = size * spatial if len(size) == 1 else size
+        return sizes[:2] + tuple(map(str, given)) if len(given) == spatial else None
+    if scale is None:
+        return None
+    factors = scale * spatial if len(scale) == 1 else scale
+    if len(factors) != spatial:
+        return None
+    scaled = [literal(old) for old in sizes[2:]]
+    return sizes[:2] + tuple(
+        None if old is None else str(math.floor(old * factor)) for old, factor in zip(scaled, factors))
+
+
+def narrowed(sizes: Sizes, dim: int, length: str | None) -> Sizes | None:
+    """`x.narrow(dim, start, length)`: that dim becomes `length`."""
+    if not -len(sizes) <= dim < len(sizes):
+        return None
+    dim %= len(sizes)
+    return sizes[:dim] + (length,) + sizes[dim + 1:]
+
+
+def one_hot(sizes: Sizes, classes: str | None) -> Sizes | None:
+    """`F.one_hot(labels, num_classes)`: one more dim, of the class count (without it, the
+    width is the largest label plus one, which only the data knows)."""
+    return (*sizes, classes) if classes is not None else None
