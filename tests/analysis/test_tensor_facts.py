@@ -453,3 +453,18 @@ def test_full_takes_its_sizes_as_a_tuple_and_long_is_int64() -> None:
     tokens, filled = probed(source)
     assert tokens.layout == Layout(1, ("8",), ()) and tokens.dtype == "int64"
     assert filled.layout == Layout(2, ("2", "3"), ()) and filled.dtype == "float64"
+
+
+def test_einsum_outputs_and_written_lists_have_sizes() -> None:
+    source = """
+    import torch
+    q = torch.randn(2, 4, 10, 8)
+    k = torch.randn(2, 4, 12, 8)
+    probe(torch.einsum("bhqd,bhkd->bhqk", q, k))
+    probe(torch.tensor([[0, 1, 2], [1, 2, 3]]))
+    probe(torch.tensor([[0, 1], [2]]))
+    """
+    scores, table, ragged = probed(source)
+    assert scores.layout == Layout(4, ("2", "4", "10", "12"), ())
+    assert table.layout == Layout(2, ("2", "3"), ())
+    assert ragged.layout is None

@@ -103,7 +103,8 @@ class ShapeMismatch(Rule):
     dim=1)` takes the branch a known `n_rep` takes), reductions over written dims (dropped,
     or 1 with `keepdim=True`), `F.pad`, `F.interpolate` (`size=` or `scale_factor=`), the
     functional pooling (`F.max_pool2d(x, 2)`, `F.adaptive_avg_pool2d(x, 1)`), `F.one_hot` with
-    `num_classes`, `narrow`, `index_select`, `new_zeros` and its kin, `squeeze()` of literal
+    `num_classes`, `narrow`, `index_select`, `new_zeros` and its kin, `torch.einsum` (each letter's size), a
+    list of numbers written out (`torch.tensor([[0, 1], [1, 2]])`), `squeeze()` of literal
     sizes (a symbol such as `B` may be 1), indexing (a slice
     with known bounds keeps what Python's slicing keeps: `pos[:, :T]` of 16 positions with
     T = 24 keeps 16; a window `data[s : s + k]` keeps k; an integer tensor puts its sizes in

@@ -1368,7 +1368,8 @@ class Interpreter:
             facts = self.combine(operands, call, Rule.OTHER)
             if equation is not None and "->" in equation and "..." not in equation:
                 output = equation.split("->", 1)[1].strip()
-                return replace(facts, layout=Layout(len(output), None, ()), scalar=not output)
+                sizes = _einsum_sizes(equation, [known_sizes(value) for _, value in operands])
+                return replace(facts, layout=Layout(len(output), sizes, ()), scalar=not output)
             return replace(facts, layout=None, scalar=None)
         operands = self._tensor_args(args[:1])
         facts = self.combine(operands, call, Rule.OTHER, check=rule is not Rule.MESHGRID)
@@ -1843,6 +1844,8 @@ class Interpreter:
                 return replace(data, requires_grad=requires_grad_true(call), maybe=False)
             elif isinstance(data, (Sequence, Iterable)) and sizes and isinstance(sizes[0], (cst.List, cst.Tuple, cst.ListComp)):
                 scalar = False
+                shape = self._literal_shape(sizes[0])  # `torch.tensor([[0, 1], [1, 2]])`
+                layout = Layout(len(shape), shape, ()) if shape is not None else None
             elif isinstance(data, TensorFacts):
                 return replace(data, device=device, origin=call if device is Device.CPU else None, maybe=False)
             else:
@@ -1884,6 +1887,21 @@ class Interpreter:
         if device is not None:
             return replace(facts, device=device, origin=call if device is Device.CPU else None)
         return self._on_default_device(call, facts)
+
+    def _literal_shape(self, data: cst.BaseExpression) -> tuple[str, ...] | None:
+        """The shape of a list of numbers written out (`[0, 2]`: (2,)), or of a list of such lists
+        of one length; None for anything else (a name may hold a list or a tensor)."""
+        if not isinstance(data, (cst.List, cst.Tuple)) or not data.elements \
+                or any(isinstance(element, cst.StarredElement) for element in data.elements):
+            return None
+        values = [element.value for element in data.elements]
+        if all(isinstance(value, (cst.List, cst.Tuple)) for value in values):
+            inner = {self._literal_shape(value) for value in values}
+            shape = inner.pop() if len(inner) == 1 else None
+            return (str(len(values)), *shape) if shape is not None else None
+        if all(isinstance(self.model.memo.get(id(value)), Number) for value in values):
+            return (str(len(values)),)
+        return None
 
     def _sequence_length(self, call: cst.Call, qualified: str) -> str | None:
         """How many values `torch.arange(n)` / `torch.randperm(n)` make, `torch.arange(start, end,
@@ -2207,6 +2225,24 @@ def _float_arithmetic(operator: cst.BaseBinaryOp, left: float | None, right: flo
     if not math.isfinite(result) or abs(result) >= _LARGEST_EXACT:
         return None
     return result
+
+
+def _einsum_sizes(equation: str, shapes: list) -> tuple | None:
+    """The output sizes of an einsum equation without `...` (`"bhqd,bhkd->bhqk"`), each letter's
+    size read off an operand of known sizes (a size of 1 broadcasts: another one wins)."""
+    inputs, output = equation.replace(" ", "").split("->", 1)
+    terms = inputs.split(",")
+    if len(terms) != len(shapes):
+        return None
+    bound: dict[str, str | None] = {}
+    for term, shape in zip(terms, shapes):
+        if shape is None or len(shape) != len(term):
+            continue
+        for letter, size in zip(term, shape):
+            if bound.get(letter) in (None, "1"):
+                bound[letter] = size
+    sizes = tuple(bound.get(letter) for letter in output)
+    return sizes if any(size is not None for size in sizes) else None
 
 
 def _integer_tensor(value: TensorFacts | None) -> bool:
