@@ -68,6 +68,10 @@ _NUMBER_BUILTINS = frozenset({"len", "int", "float", "round", "abs", "ord", "has
 _REDUCING_BUILTINS = frozenset({"sum", "max", "min"})
 # Without a dim these work along the last one (`x.sort()`, `x.mode()`), not over the whole tensor.
 _ALONG_LAST_DIM_BY_DEFAULT = frozenset({"sort", "mode", "cummax", "cummin"})
+# Reductions whose second parameter (after `dim`) is `keepdim` (`std`'s is `unbiased`).
+_DIM_THEN_KEEPDIM = frozenset(
+    "sum mean nansum nanmean prod max min amax amin argmax argmin logsumexp median nanmedian mode all any".split()
+)
 _SEQUENCE_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set"})
 # Keyword arguments of torch ops that are operands (a tensor there must be on the op's device).
 _OPERAND_KEYWORDS = frozenset(
@@ -1594,8 +1598,11 @@ class Interpreter:
 
     def _reduced(self, call: cst.Call, name: str, receiver: TensorFacts) -> Value:
         dims = [arg for arg in call.args if arg.keyword is None or arg.keyword.value in ("dim", "k")]
-        keepdim = keyword_arg(call, "keepdim")
-        keeps = keepdim is not None and isinstance(keepdim.value, cst.Name) and keepdim.value.value == "True"
+        if name in _DIM_THEN_KEEPDIM:  # `x.logsumexp(-1, True)`
+            keepdim = argument(call, 1 if self.ctx.callee(call) is None else 2, "keepdim")
+        else:
+            keepdim = keyword_arg(call, "keepdim").value if keyword_arg(call, "keepdim") is not None else None
+        keeps = isinstance(keepdim, cst.Name) and keepdim.value == "True"
         if not dims and name not in _ALONG_LAST_DIM_BY_DEFAULT:
             return replace(receiver, layout=Layout(0, (), ()), scalar=True, origin=receiver.origin)
         rank = receiver.rank
