@@ -17,7 +17,7 @@ from typing import Callable
 
 import libcst as cst
 
-from torchlint.analysis.layer_sizes import window_reshape
+from torchlint.analysis.layer_sizes import window_reshape, window_span
 from torchlint.analysis.shape_checks import differ, literal
 
 Sizes = tuple[str | None, ...]
@@ -144,6 +144,10 @@ def output(config: LayerConfig, sizes: Sizes) -> LayerOutput:
     kind = config.kind
     if kind == "Sequential":
         return _through_layers(config, sizes)
+    if kind in _WINDOWED or kind in _CONVOLUTIONS:
+        too_short = _window_contradiction(config, sizes)
+        if too_short is not None:
+            return LayerOutput(None, contradiction=too_short)
     if kind in _WINDOWED:
         return LayerOutput(_windowed(config, sizes))
     if kind in _SHAPE_KEEPING:
@@ -196,6 +200,21 @@ def _through_layers(config: LayerConfig, sizes: Sizes) -> LayerOutput:
             return LayerOutput(None)
         sizes = result.shape
     return LayerOutput(sizes)
+
+
+def _window_contradiction(config: LayerConfig, sizes: Sizes) -> Contradiction | None:
+    """A spatial size shorter than the layer's window: torch computes an output size of 0 or
+    less and raises (`MaxPool1d(4)` on 3 positions, after pooling has shrunk them)."""
+    call = config.sized_call or config.built_by
+    span = window_span(config.kind, call) if call is not None else None
+    if span is None or len(sizes) not in (len(span) + 1, len(span) + 2):
+        return None
+    for offset, (size, needed) in enumerate(zip(sizes[-len(span):], span)):
+        given = literal(size)
+        if given is not None and given < needed:
+            dim = len(sizes) - len(span) + offset
+            return Contradiction(dim, f"at least {needed}", str(given), "positions for its window")
+    return None
 
 
 def _windowed(config: LayerConfig, sizes: Sizes) -> Sizes | None:

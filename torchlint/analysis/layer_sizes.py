@@ -360,6 +360,17 @@ def window_reshape(name: str, call: cst.Call) -> Callable[[Shape], Shape | None]
     return partial(_windowed, window, None) if window is not None else None
 
 
+def window_span(name: str, call: cst.Call) -> tuple[int, ...] | None:
+    """The fewest input positions, per spatial dim, that the convolution or pooling layer built
+    by `call` needs for one output (its dilated kernel, less its padding on both sides); None
+    where its window is not known or pads to keep the size."""
+    window = _window_of(name, call) if name in _WINDOWS and not any(arg.star for arg in call.args) else None
+    if window is None or window.padding is None or window.output_padding is not None:
+        return None
+    return tuple(dilation * (kernel - 1) + 1 - 2 * padding
+                 for kernel, padding, dilation in zip(window.kernel, window.padding, window.dilation))
+
+
 def _same(shape: Shape) -> Shape:
     return shape
 

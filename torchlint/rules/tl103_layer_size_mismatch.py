@@ -6,7 +6,7 @@ from torchlint.analysis.layer_sizes import Input, LayerChains, Mismatch
 from torchlint.analysis.model_inputs import ModelInputs
 from torchlint.analysis.modules import last_word
 from torchlint.analysis.nn_layers import nn_class_name
-from torchlint.analysis.shape_checks import brief_code, fed_examples, show
+from torchlint.analysis.shape_checks import brief_code, fed_examples, known_sizes, show
 from torchlint.context import RelatedNode
 from torchlint.diagnostics import Severity
 from torchlint.positions import StatementPositions
@@ -56,8 +56,10 @@ class LayerSizeMismatch(Rule):
     embeddings into `nn.Conv1d(E, ...)` without a permute (channels are dim 1), an
     `nn.AdaptiveAvgPool2d(1)` output into an `nn.Linear` without a flatten, a bidirectional
     GRU's two final states joined (`torch.cat([h_n[0], h_n[1]], -1)`) into an `nn.Linear` of the
-    hidden width, and an initial hidden state `h0` (or an LSTM's `(h0, c0)`) that is not
-    `(num_layers * directions, batch, hidden_size)`; also for each layer of an `nn.ModuleList`
+    hidden width, an initial hidden state `h0` (or an LSTM's `(h0, c0)`) that is not
+    `(num_layers * directions, batch, hidden_size)`, and a convolution or pooling window longer
+    than the positions that reach it (three `nn.MaxPool1d(4)` over 21 frames leave 1 for the
+    last: torch computes an output size of 0 and raises); also for each layer of an `nn.ModuleList`
     (`for conv in self.convs`), for a layer handed to a helper method
     (`self.conv_and_pool(x, conv)`), for what a submodule of a Module class of the file
     returns, a tuple included (`outputs, hidden = self.encoder(src)`, then
@@ -147,10 +149,15 @@ class LayerSizeMismatch(Rule):
         if built_by is None or id(built_by) in self._reported:
             return  # already reported where the layers chain
         self._reported.add(id(built_by))
+        given = f"`{self._short(operand)}` has shape {show(sizes)} here"
+        original = known_sizes(self.ctx.tensors.facts(operand)) if contradiction.layer is not None else None
+        if original is not None and tuple(original) != tuple(sizes):
+            # A layer inside an `nn.Sequential`: its input is what the layers before it made.
+            given = f"the layers before it turn `{self._short(operand)}` of shape {show(original)} into {show(sizes)}"
         self.report(
             call,
             f"`{self._short(built_by)}` expects {contradiction.expected} {contradiction.what} in dim "
-            f"{contradiction.dim}, but `{self._short(operand)}` has shape {show(sizes)} here; make the two sizes agree",
+            f"{contradiction.dim}, but {given}; make the two sizes agree",
             related=(RelatedNode(built_by, f"built here, with {contradiction.expected} {contradiction.what}"),),
         )
 
