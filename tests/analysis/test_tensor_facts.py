@@ -468,3 +468,23 @@ def test_einsum_outputs_and_written_lists_have_sizes() -> None:
     assert scores.layout == Layout(4, ("2", "4", "10", "12"), ())
     assert table.layout == Layout(2, ("2", "3"), ())
     assert ragged.layout is None
+
+
+def test_split_unflatten_and_outer_have_sizes() -> None:
+    source = """
+    import torch
+    x = torch.randn(4, 96)
+    q, k, v = x.split([32, 32, 32], dim=-1)
+    a, b = x.split(64, dim=1)
+    probe(v)
+    probe(b)
+    probe(x.unflatten(1, (8, -1)))
+    probe(torch.outer(torch.randn(3), torch.randn(5)))
+    probe(x.split([32, 32], dim=1))
+    """
+    last, rest, heads, table, short = probed(source)
+    assert last.layout == Layout(2, ("4", "32"), ())
+    assert rest.layout == Layout(2, ("4", "32"), ())
+    assert heads.layout == Layout(3, ("4", "8", "12"), ())
+    assert table.layout == Layout(2, ("3", "5"), ())
+    assert not isinstance(short, Sequence) or all(item.layout is None or item.layout.base_sizes is None for item in short.items)

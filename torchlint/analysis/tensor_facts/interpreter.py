@@ -1692,6 +1692,10 @@ class Interpreter:
             count = len(call.args[0].value.elements)
         if name == "chunk" and count:
             item = replace(item, layout=_chunked(call, count, receiver) or item.layout)
+        if name == "split" and self.ctx.callee(call) is None:
+            pieces = _split_sizes(call, receiver)
+            if pieces is not None:  # `qkv.split([d, d, 2 * d], dim=-1)`, `x.split(64, dim=1)`
+                return Sequence(tuple(replace(item, layout=Layout(len(piece), piece, ())) for piece in pieces))
         return Sequence((item,) * count) if count is not None and 0 < count <= 16 else Iterable(item)
 
     def _reshaped(self, call: cst.Call, rule: Rule, name: str, receiver: TensorFacts) -> Layout | None:
@@ -1722,7 +1726,7 @@ class Interpreter:
         if rule is Rule.FLATTEN:
             return self._flattened(call, receiver)
         if rule is Rule.UNFLATTEN:
-            return None
+            return self._unflattened(call, receiver)
         ints = [int_value(arg.value) for arg in positional_args(call)]
         if self.ctx.callee(call) is not None:
             ints = ints[1:]
@@ -1758,6 +1762,20 @@ class Interpreter:
         shape = flattened_sizes(sizes, start % len(sizes), end % len(sizes))
         return Layout(len(shape), shape, ()) if shape is not None else None
 
+    def _unflattened(self, call: cst.Call, receiver: TensorFacts) -> Layout | None:
+        """`x.unflatten(1, (H, -1))`: dim 1 split into the sizes given (a `-1` worked out where
+        the others are literals)."""
+        sizes = known_sizes(receiver)
+        offset = 1 if self.ctx.callee(call) is not None else 0
+        dim_arg, parts = argument(call, offset, "dim"), argument(call, offset + 1, "sizes")
+        dim = int_value(dim_arg) if dim_arg is not None else None
+        if sizes is None or dim is None or not -len(sizes) <= dim < len(sizes) or not isinstance(parts, (cst.Tuple, cst.List)):
+            return None
+        dim %= len(sizes)
+        split = _inferred(tuple(self._size_code(element.value) for element in parts.elements), (sizes[dim],))
+        shape = (*sizes[:dim], *split, *sizes[dim + 1:])
+        return Layout(len(shape), shape, ())
+
     def _op_layout(self, call: cst.Call, name: str, receiver: TensorFacts) -> Layout | None:
         """The sizes `F.pad`, `F.interpolate`, `narrow`, `index_select`, `F.one_hot` and the
         functional pooling give an input of known sizes (see `op_shapes`); None otherwise."""
@@ -1788,6 +1806,10 @@ class Interpreter:
             classes = argument(call, 1, "num_classes")
             count = self._size_code(classes) if classes is not None else None
             shape = one_hot(sizes, count if count != "-1" else None)
+        elif name == "outer":
+            other = argument(call, offset, "vec2")
+            columns = known_sizes(self.model.memo.get(id(other))) if other is not None else None
+            shape = (sizes[0], columns[0]) if len(sizes) == 1 and columns is not None and len(columns) == 1 else None
         elif (kind := FUNCTIONAL_POOLING.get(self.ctx.callee(call) or "")) is not None:
             shape = self._pooled(kind, call, sizes)
         return Layout(len(shape), shape, ()) if shape is not None else None
@@ -2151,6 +2173,28 @@ def _chunked(call: cst.Call, count: int, receiver: TensorFacts) -> Layout | None
     pieces = list(sizes)
     pieces[dim] = str(whole // count)
     return Layout(len(pieces), tuple(pieces), ())
+
+
+def _split_sizes(call: cst.Call, receiver: TensorFacts) -> list[tuple] | None:
+    """The sizes of each piece of `x.split(sizes, dim)` (a list written out) or `x.split(n, dim)`
+    (pieces of n, the last one what is left), where the dim's size is a literal."""
+    sizes = known_sizes(receiver)
+    how, dim_arg = argument(call, 0, "split_size_or_sections"), argument(call, 1, "dim")
+    dim = int_value(dim_arg) if dim_arg is not None else 0
+    if sizes is None or how is None or dim is None or not -len(sizes) <= dim < len(sizes):
+        return None
+    dim %= len(sizes)
+    whole = literal(sizes[dim])
+    if isinstance(how, (cst.List, cst.Tuple)):
+        lengths = [int_value(element.value) for element in how.elements]
+        if None in lengths or (whole is not None and sum(lengths) != whole):
+            return None  # torch raises unless the sections add up: not a shape to go on with
+    else:
+        step = int_value(how)
+        if step is None or step <= 0 or whole is None or -(-whole // step) > 16:
+            return None
+        lengths = [min(step, whole - start) for start in range(0, whole, step)]
+    return [(*sizes[:dim], str(length), *sizes[dim + 1:]) for length in lengths]
 
 
 def _inferred(wanted: tuple[str, ...], have: tuple[str | None, ...] | None) -> tuple[str, ...]:
