@@ -42,8 +42,8 @@ from torchlint.analysis.tensor_facts.domain import (
     element_of, holds_loaded, join, join_devices, unloaded, unpack,
 )
 from torchlint.analysis.tensor_facts.ops import (
-    DTYPE_CONVERSIONS, EINOPS_FUNCTIONS, FUNCTION_OPS, METHOD_OPS, NOT_TENSOR_METHODS, NUMBER_ATTRIBUTES, RANK_PRESERVING_LAYERS, TENSOR_ATTRIBUTES, Op,
-    Rule,
+    DTYPE_CONVERSIONS, EINOPS_FUNCTIONS, FUNCTION_OPS, METHOD_OPS, NOT_TENSOR_METHODS, NUMBER_ATTRIBUTES,
+    RANK_PRESERVING_LAYERS, TENSOR_ATTRIBUTES, Op, Rule,
 )
 from torchlint.analysis.tensors import (
     LEGACY_CONSTRUCTOR_DTYPES, LEGACY_CONSTRUCTORS, PARAMETER_CLASSES, requires_grad_true,
@@ -1131,7 +1131,8 @@ class Interpreter:
             # known where a block keeps the shape it is given (a block that downsamples, stacked,
             # gives each next one another shape than its `forward` was read with).
             returned = self._forward_returned(module.element.kind)
-            kept = bool(operands) and known_sizes(returned) is not None and known_sizes(returned) == known_sizes(operands[0][1])
+            given = known_sizes(operands[0][1]) if operands else None
+            kept = given is not None and known_sizes(returned) == given
             output = replace(output, layout=_known_layout(returned) if kept else None)
         activation, activated_by = self._output_activation(kind, call)
         sizes = known_sizes(output)
@@ -1207,8 +1208,8 @@ class Interpreter:
         `nn.Sequential(*[...])`, joined; of `nn.Sequential(Block(d), Block(d))`, the blocks of one
         Module class of the file."""
         if nn_class_name(qualified) == "Sequential" and call.args and not any(arg.star or arg.keyword for arg in call.args):
-            layers = {self.model.memo.get(id(arg.value), UNKNOWN) for arg in call.args}
-            element = layers.pop() if len(layers) == 1 else None
+            layers = [self.model.memo.get(id(arg.value), UNKNOWN) for arg in call.args]
+            element = layers[0] if all(layer == layers[0] for layer in layers) else None
             return element if isinstance(element, ModuleValue) and "." not in (element.kind or ".") else None
         star = {"ModuleList": "", "Sequential": "*"}.get(nn_class_name(qualified) or "")
         if star is None or len(call.args) != 1 or call.args[0].keyword or call.args[0].star != star:
@@ -1719,9 +1720,7 @@ class Interpreter:
                     return Layout(len(shapes[0]), tuple(dim[2] for dim in shapes[0]), ())
             return Layout(None, None, ())
         if rule is Rule.SQUEEZE:
-            sizes = known_sizes(receiver)
-            dims = [int_value(arg.value) for arg in positional_args(call)[1 if self.ctx.callee(call) is not None else 0:]]
-            shape = squeezed(sizes, dims[0] if dims else None) if sizes is not None and len(dims) <= 1 and None not in dims else None
+            shape = self._squeezed(call, receiver)
             return Layout(len(shape), shape, ()) if shape is not None else Layout(None, None, (), unit_sizes_likely=True)
         if rule is Rule.FLATTEN:
             return self._flattened(call, receiver)
@@ -1762,6 +1761,14 @@ class Interpreter:
         shape = flattened_sizes(sizes, start % len(sizes), end % len(sizes))
         return Layout(len(shape), shape, ()) if shape is not None else None
 
+    def _squeezed(self, call: cst.Call, receiver: TensorFacts) -> tuple | None:
+        """`x.squeeze()`, `x.squeeze(0)` of known sizes (see `op_shapes.squeezed`)."""
+        sizes = known_sizes(receiver)
+        dims = [int_value(arg.value) for arg in positional_args(call)[1 if self.ctx.callee(call) is not None else 0:]]
+        if sizes is None or len(dims) > 1 or None in dims:
+            return None
+        return squeezed(sizes, dims[0] if dims else None)
+
     def _unflattened(self, call: cst.Call, receiver: TensorFacts) -> Layout | None:
         """`x.unflatten(1, (H, -1))`: dim 1 split into the sizes given (a `-1` worked out where
         the others are literals)."""
@@ -1769,7 +1776,7 @@ class Interpreter:
         offset = 1 if self.ctx.callee(call) is not None else 0
         dim_arg, parts = argument(call, offset, "dim"), argument(call, offset + 1, "sizes")
         dim = int_value(dim_arg) if dim_arg is not None else None
-        if sizes is None or dim is None or not -len(sizes) <= dim < len(sizes) or not isinstance(parts, (cst.Tuple, cst.List)):
+        if sizes is None or dim is None or not isinstance(parts, (cst.Tuple, cst.List)) or not -len(sizes) <= dim < len(sizes):
             return None
         dim %= len(sizes)
         split = _inferred(tuple(self._size_code(element.value) for element in parts.elements), (sizes[dim],))
