@@ -30,7 +30,7 @@ from torchlint.analysis.modules import last_word
 from torchlint.analysis.names import (
     argument, dotted_name, has_parameter, keyword_arg, method_named, positional_args, top_level_functions,
 )
-from torchlint.analysis.tensor_facts.ops import DTYPE_CONVERSIONS
+from torchlint.analysis.tensor_facts.ops import dtype_named
 from torchlint.walker import child_nodes
 
 Sizes = tuple[str, ...]
@@ -357,8 +357,7 @@ class ExampleCalls:
         dtype = keyword_arg(expr, "dtype")
         if dtype is None:
             return "int64" if self._ctx.callee(expr) == "torch.randint" else None
-        name = (self._ctx.qualified_name(dtype.value) or "").removeprefix("torch.")
-        return DTYPE_CONVERSIONS.get(name, name) or None
+        return dtype_named(self._ctx.qualified_name(dtype.value))
 
     def integer(self, expr: cst.BaseExpression, depth: int = 0) -> int | None:
         """An integer literal, a module-level constant assigned once, or arithmetic on them."""

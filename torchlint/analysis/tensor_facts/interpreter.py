@@ -42,8 +42,8 @@ from torchlint.analysis.tensor_facts.domain import (
     element_of, holds_loaded, join, join_devices, unloaded, unpack,
 )
 from torchlint.analysis.tensor_facts.ops import (
-    DTYPE_CONVERSIONS, EINOPS_FUNCTIONS, FUNCTION_OPS, METHOD_OPS, NOT_TENSOR_METHODS, NUMBER_ATTRIBUTES,
-    RANK_PRESERVING_LAYERS, TENSOR_ATTRIBUTES, Op, Rule,
+    EINOPS_FUNCTIONS, FUNCTION_OPS, METHOD_OPS, NOT_TENSOR_METHODS, NUMBER_ATTRIBUTES,
+    RANK_PRESERVING_LAYERS, TENSOR_ATTRIBUTES, Op, Rule, dtype_named,
 )
 from torchlint.analysis.tensors import (
     LEGACY_CONSTRUCTOR_DTYPES, LEGACY_CONSTRUCTORS, PARAMETER_CLASSES, requires_grad_true,
@@ -1967,10 +1967,7 @@ class Interpreter:
         return self._dtype_name(arg.value) if arg is not None else None
 
     def _dtype_name(self, expr: cst.BaseExpression) -> str | None:
-        """`int64` for `torch.int64` and for its alias `torch.long`."""
-        qualified = self.ctx.qualified_name(expr) or ""
-        name = qualified.removeprefix("torch.") if qualified.startswith("torch.") else None
-        return DTYPE_CONVERSIONS.get(name, name) if name is not None else None
+        return dtype_named(self.ctx.qualified_name(expr))
 
     def _parameter_values(self, function: cst.FunctionDef, call: cst.Call) -> tuple[dict[str, str], dict]:
         """The literal sizes and the layers (LayerConfig) a call gives the function's parameters

@@ -89,11 +89,19 @@ def _table(rule: Rule, names: str, combines: bool = True) -> dict[str, Op]:
 
 
 # The dtype each conversion method gives, which is also what the alias `torch.<name>` names.
-DTYPE_CONVERSIONS = {
+_DTYPE_CONVERSIONS = {
     "float": "float32", "half": "float16", "double": "float64", "bfloat16": "bfloat16", "long": "int64",
     "int": "int32", "short": "int16", "char": "int8", "byte": "uint8", "bool": "bool",
     "cfloat": "complex64", "cdouble": "complex128",
 }
+
+
+def dtype_named(qualified: str | None) -> str | None:
+    """`int64` for `torch.int64` and for its alias `torch.long`; None for a name not in `torch.`."""
+    if not qualified or not qualified.startswith("torch."):
+        return None
+    name = qualified.removeprefix("torch.")
+    return _DTYPE_CONVERSIONS.get(name, name)
 
 # Ops available as `torch.<name>(x, ...)` and as `x.<name>(...)`.
 SHARED_OPS: dict[str, Op] = {
@@ -182,7 +190,7 @@ METHOD_OPS: dict[str, Op] = {
     **_table(Rule.KEEP, "copy_ fill_ pin_memory share_memory_ index_put_ masked_scatter_ scatter_ "
              "scatter_add_ index_add_ index_fill_ index_copy_ put_ retain_grad", combines=False),
     **_table(Rule.REQUIRES_GRAD, "requires_grad_", combines=False),
-    **{name: Op(Rule.CONVERT, combines=False, dtype=dtype) for name, dtype in DTYPE_CONVERSIONS.items()},
+    **{name: Op(Rule.CONVERT, combines=False, dtype=dtype) for name, dtype in _DTYPE_CONVERSIONS.items()},
 }
 METHOD_OPS["type"] = Op(Rule.CONVERT, combines=False)
 # `type_as(other)` converts to other's tensor type, which names its device (`torch.cuda.FloatTensor`).
