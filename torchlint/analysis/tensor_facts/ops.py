@@ -103,6 +103,7 @@ def dtype_named(qualified: str | None) -> str | None:
     name = qualified.removeprefix("torch.")
     return _DTYPE_CONVERSIONS.get(name, name)
 
+
 # Ops available as `torch.<name>(x, ...)` and as `x.<name>(...)`.
 SHARED_OPS: dict[str, Op] = {
     **_table(
