@@ -461,11 +461,13 @@ def test_einsum_outputs_and_written_lists_have_sizes() -> None:
     q = torch.randn(2, 4, 10, 8)
     k = torch.randn(2, 4, 12, 8)
     probe(torch.einsum("bhqd,bhkd->bhqk", q, k))
+    probe(torch.einsum("B H Q D, B H K D -> B H Q K", q, k))
     probe(torch.tensor([[0, 1, 2], [1, 2, 3]]))
     probe(torch.tensor([[0, 1], [2]]))
     """
-    scores, table, ragged = probed(source)
+    scores, spaced, table, ragged = probed(source)
     assert scores.layout == Layout(4, ("2", "4", "10", "12"), ())
+    assert spaced.layout == scores.layout and spaced.rank == 4
     assert table.layout == Layout(2, ("2", "3"), ())
     assert ragged.layout is None
 

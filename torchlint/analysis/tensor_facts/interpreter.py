@@ -1372,7 +1372,7 @@ class Interpreter:
             operands = self._tensor_args(args[1:])
             facts = self.combine(operands, call, Rule.OTHER)
             if equation is not None and "->" in equation and "..." not in equation:
-                output = equation.split("->", 1)[1].strip()
+                output = equation.split("->", 1)[1].replace(" ", "")  # `"b i d, b j d -> b i j"` spaced too
                 sizes = _einsum_sizes(equation, [known_sizes(value) for _, value in operands])
                 return replace(facts, layout=Layout(len(output), sizes, ()), scalar=not output)
             return replace(facts, layout=None, scalar=None)
@@ -1618,6 +1618,8 @@ class Interpreter:
         # `logits.argmax(dim=1, keepdim=True)`: a column, kept to broadcast against the rows it
         # was reduced from; against a vector of its length it makes an (N, N) table.
         column = keeps and sizes is not None and len(sizes) == 2 and sizes[1] == "1"
+        if sizes is not None:
+            new_rank = len(sizes)  # a dim named twice (`dim=(1, -1)`) counts once here; torch raises
         facts = replace(
             receiver, layout=Layout(new_rank, sizes, ()) if new_rank is not None else None,
             scalar=None if new_rank is None else new_rank == 0, column_of=call if column else None,
