@@ -104,10 +104,11 @@ CELL_MAGICS = ("%%time\n", "%%bash\nls -l\n", "%%capture\n", "%%writefile a.py\n
 
 
 def _comment_rows(text: str) -> dict[int, list[str]] | None:
-    """The comments on each row (tokenize's view), None when the text does not tokenize."""
+    """The comments on each row (tokenize's view), None when the text does not tokenize. Rows
+    end where Python ends them, at a lone `\r` too (universal newlines), as torchlint counts them."""
     rows: dict[int, list[str]] = {}
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        for token in tokenize.generate_tokens(io.StringIO(text, newline=None).readline):
             if token.type == tokenize.COMMENT:
                 rows.setdefault(token.start[0], []).append(token.string)
     except (tokenize.TokenError, SyntaxError, ValueError):
