@@ -68,8 +68,9 @@ class ShapeMismatch(Rule):
       from the right;
     - `+ - * / == !=` between a model's or a layer's `(N, 1)` output (a critic's values, one
       logit per row, also after `> 0` or `.long()`, and beside other outputs:
-      `logits, values = model(obs)`), or a reduction's kept column
-      (`logits.argmax(dim=1, keepdim=True)`), and an `(N,)` tensor: no error, torch
+      `logits, values = model(obs)`), a reduction's kept column
+      (`logits.argmax(dim=1, keepdim=True)`) or a column made so (`torch.zeros(capacity, 1)`, and
+      the rows a replay buffer's `sample()` takes of it), and an `(N,)` tensor: no error, torch
       broadcasts them to `(N, N)` (`returns - values`, `preds == labels`); a column made on
       purpose (`x[:, None] - x`) is not reported;
     - `torch.einsum` whose equation binds one subscript letter to two sizes (`"ij,jk->ik"` on a
@@ -117,7 +118,8 @@ class ShapeMismatch(Rule):
       `example_input_array` / `example_input` attribute (Lightning), a loop over a
       `DataLoader` of a `TensorDataset` or of a dataset class of the file (what its
       `__getitem__` returns, sized by its `__init__`), a training function the model and loader
-      are handed to: `train(model, loader)`, or a parent module's `self.block(x)`), through the layers
+      are handed to: `train(model, loader)`, or a parent module's `self.block(x)`; what the
+      methods of a plain class of the file return: `buffer.sample(32)`), through the layers
       `__init__` builds (`nn.Linear`, `nn.Embedding`, `nn.EmbeddingBag` over a (B, L) batch, `nn.LSTM`/`GRU`/`RNN` with `batch_first`
       and `bidirectional` and their one-step cells (`nn.GRUCell`, `nn.LSTMCell`, `nn.RNNCell`), `nn.MultiheadAttention`, Transformer encoder/decoder layers,
       convolutions, transposed convolutions and pooling (their kernel, stride, padding,

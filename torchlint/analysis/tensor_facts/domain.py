@@ -155,6 +155,14 @@ class ModuleValue:
 
 
 @dataclass(frozen=True)
+class ObjectValue:
+    """An instance of a plain class of the file (not a Module, not a dataset): a replay buffer, a
+    running statistic. Its methods give what they return."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
 class Sequence:
     """A tuple of known length: `(a, b)`, `x.chunk(3)`, `x.max(dim=1)`, `x.shape`."""
 
@@ -212,7 +220,7 @@ class _Nothing:
 UNKNOWN = _Unknown()
 NOTHING = _Nothing()
 NUMBER = Number()
-Value = TensorFacts | Number | DeviceValue | DtypeValue | ModuleValue | Sequence | Iterable | _Unknown
+Value = TensorFacts | Number | DeviceValue | DtypeValue | ModuleValue | ObjectValue | Sequence | Iterable | _Unknown
 
 
 def _join_layouts(first: Layout | None, second: Layout | None) -> Layout | None:

@@ -37,7 +37,8 @@ from torchlint.analysis.names import (
 )
 from torchlint.analysis.op_shapes import interpolated, narrowed, one_hot, padded, squeezed
 from torchlint.analysis.tensor_facts.domain import (
-    NOTHING, NUMBER, UNKNOWN, Collected, Device, DeviceValue, DtypeValue, Iterable, ModuleValue, Number, Sequence,
+    NOTHING, NUMBER, UNKNOWN, Collected, Device, DeviceValue, DtypeValue, Iterable, ModuleValue, Number, ObjectValue,
+    Sequence,
     TensorFacts, Value,
     element_of, holds_loaded, join, join_devices, unloaded, unpack,
 )
@@ -720,7 +721,7 @@ class Interpreter:
             return UNKNOWN
         receiver = self.eval(node.value, env)
         attr = node.attr.value
-        if receiver is UNKNOWN and isinstance(node.value, cst.Name):
+        if (receiver is UNKNOWN or isinstance(receiver, ObjectValue)) and isinstance(node.value, cst.Name):
             field = self._config_field(node.value.value, attr) or self._option_default(node.value.value, attr)
             if field is not None:
                 return Number(field)
@@ -728,6 +729,8 @@ class Interpreter:
             if attr in ("weight", "bias"):
                 return TensorFacts(device=receiver.device, scalar=False, requires_grad=True)
             return UNKNOWN
+        if isinstance(receiver, Sequence) and len(receiver.items) == 2 and attr in ("values", "indices"):
+            return receiver.items[attr == "indices"]  # `x.max(dim=1).values`: the named pair of a reduction
         if attr == "device":
             if isinstance(receiver, TensorFacts):
                 # A tensor of unknown placement (from a caller, from numpy): on its device, maybe the CPU.
@@ -1020,6 +1023,9 @@ class Interpreter:
         item = self.model.dataset_item(name)
         if item is not None:
             return Iterable(item)
+        instance = self.model.plain_object(name)
+        if instance is not None:
+            return instance
         if self.model.outer_binds(self.scope, name):
             return self._call_value(call, self._name(call.func, env), args)
         summary = self.model.function_summary(name)
@@ -1419,6 +1425,9 @@ class Interpreter:
                 return self._call_value(call, attribute, args)
         if isinstance(receiver, ModuleValue):
             return self._module_method(call, name, receiver, args)
+        if isinstance(receiver, ObjectValue):
+            summary = self.model.object_method_summary(receiver.kind, name)
+            return self._from_summary(summary, call) if summary is not None else UNKNOWN
         op = METHOD_OPS.get(name)
         if isinstance(receiver, TensorFacts):
             if name in _RESHAPING_IN_PLACE:
@@ -1557,7 +1566,7 @@ class Interpreter:
         if keyword_arg(call, "collate_fn") is not None or any(arg.star for arg in call.args) or not self.model.loaders_load_on_cpu():
             return TensorFacts(scalar=False)
         dataset = next((value for arg, value in args if arg.keyword is None or arg.keyword.value == "dataset"), UNKNOWN)
-        if dataset is UNKNOWN:  # a dataset class or torchvision dataset: items made on the CPU
+        if dataset is UNKNOWN or isinstance(dataset, ObjectValue):  # a dataset class or torchvision dataset: items made on the CPU
             return TensorFacts(device=Device.DEFAULT, scalar=False, loaded=True)
         item = element_of(dataset) if isinstance(dataset, Iterable) else UNKNOWN
         size_arg = argument(call, 1, "batch_size")
@@ -1921,7 +1930,11 @@ class Interpreter:
             layout = Layout(len(sizes), tuple(arg_code(self.ctx, value) for value in sizes), ())
         dtype = LEGACY_CONSTRUCTOR_DTYPES[qualified.removeprefix("torch.")] if qualified in LEGACY_CONSTRUCTORS else (
             self._dtype_kwarg(call) or _INTEGER_FACTORIES.get(qualified))
-        facts = TensorFacts(layout=layout, scalar=scalar, dtype=dtype, requires_grad=requires_grad_true(call))
+        # `torch.zeros(capacity, 1)`: a column made on purpose, to meet rows of its length as one.
+        column = layout is not None and layout.base_sizes is not None and len(layout.base_sizes) == 2 \
+            and layout.base_sizes[1] == "1" and layout.base_sizes[0] != "1"
+        facts = TensorFacts(layout=layout, scalar=scalar, dtype=dtype, requires_grad=requires_grad_true(call),
+                            column_of=call if column else None)
         if device is not None:
             return replace(facts, device=device, origin=call if device is Device.CPU else None)
         return self._on_default_device(call, facts)

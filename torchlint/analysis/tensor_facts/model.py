@@ -32,7 +32,7 @@ from torchlint.analysis.names import (
 from torchlint.analysis.shape_annotations import annotated_shape
 from torchlint.analysis.shape_checks import known_sizes, literal
 from torchlint.analysis.tensor_facts.domain import (
-    NUMBER, UNKNOWN, Device, Iterable, ModuleValue, Number, Sequence, TensorFacts, Value, join,
+    NUMBER, UNKNOWN, Device, Iterable, ModuleValue, Number, ObjectValue, Sequence, TensorFacts, Value, join,
 )
 from torchlint.analysis.tensor_facts.example_calls import ExampleCalls
 from torchlint.analysis.tensor_facts.interpreter import Env, Interpreter
@@ -296,14 +296,33 @@ class TensorModel:
     def dataset_item(self, class_name: str) -> Value | None:
         """What an instance of the file's class `class_name` (not a Module) holds at an index, when
         the class defines `__getitem__`: a map-style dataset (`DataLoader(Windows(100), ...)`)."""
+        classdef = self._plain_class(class_name)
+        method = method_named(classdef, "__getitem__") if classdef is not None else None
+        return self._summary(self._scope_of(method, classdef, None)) if method is not None else None
+
+    def plain_object(self, class_name: str) -> ObjectValue | None:
+        """An instance of the file's class `class_name` when it is a plain one: no base class (a
+        dataset, an enum or a Module class of another file are something else), no `__getitem__`
+        or `__iter__`, and not a dataclass, whose fields are read as configuration."""
+        classdef = self._plain_class(class_name)
+        if classdef is None or classdef.bases or classdef.decorators or any(
+                method_named(classdef, name) is not None for name in ("__getitem__", "__iter__", "__call__")):
+            return None
+        return ObjectValue(class_name)
+
+    def object_method_summary(self, class_name: str, name: str) -> Value | None:
+        """What the method `name` of the plain class `class_name` returns (`buffer.sample(32)`)."""
+        classdef = self._plain_class(class_name)
+        method = method_named(classdef, name) if classdef is not None and not name.startswith("__") else None
+        return self._summary(self._scope_of(method, classdef, None)) if method is not None else None
+
+    def _plain_class(self, name: str) -> cst.ClassDef | None:
         if self._plain_classes is None:
             self._plain_classes = {
                 statement.name.value: statement for statement in self.ctx.module.body
                 if type(statement) is cst.ClassDef and not self.is_module_class(statement.name.value)
             }
-        classdef = self._plain_classes.get(class_name)
-        method = method_named(classdef, "__getitem__") if classdef is not None else None
-        return self._summary(self._scope_of(method, classdef, None)) if method is not None else None
+        return self._plain_classes.get(name)
 
     def module_method_summary(self, class_name: str, name: str) -> Value | None:
         """What `name` (a method of the file's Module class `class_name`) returns, or None.
@@ -570,6 +589,12 @@ class TensorModel:
                 env[name] = example
             elif isinstance(example, Iterable) and (current is UNKNOWN or isinstance(current, Iterable)):
                 env[name] = example
+            elif isinstance(example, ModuleValue) and (current is UNKNOWN or (
+                    isinstance(current, ModuleValue) and current.config is None and current.kind in (None, example.kind))):
+                env[name] = example
+            elif isinstance(example, Sequence) and (current is UNKNOWN or (
+                    isinstance(current, TensorFacts) and current.layout is None)):
+                env[name] = example  # a tuple unpacked as a batch reads as a tensor until its example says
 
     def _example_value(self, scope: Scope, param: cst.Param) -> Value | None:
         """What the file's own calls give a parameter of `__init__` (a size), of `forward` or of a
@@ -597,6 +622,7 @@ class TensorModel:
         if function.name.value != "forward" and scope.classdef is not None:
             return None
         sizes, dtype = self.examples.input_shape(name, position), self.examples.input_dtype(name, position)
+        column_of = None
         if sizes is None:
             found = self._value_at_sites(self._uses(name), position, param.name.value, None,
                                          callers_aside=scope.classdef is not None)
@@ -604,12 +630,20 @@ class TensorModel:
                 return found  # `make_loader(16, batch_size=8)`
             if isinstance(found, Iterable) and _shows_sizes(found.element):
                 return found  # `train(model, loader)`: batches of known sizes
+            if isinstance(found, ModuleValue) and found.kind:
+                # `td_targets(target_net, ...)`: its class and sizes, on a device the call does not fix.
+                return ModuleValue(kind=found.kind, from_caller=True, config=found.config, element=found.element)
+            if isinstance(found, Sequence) and any(known_sizes(item) for item in found.items):
+                # `update(net, buffer.sample(32))`: a tuple of tensors, their sizes (not where they are).
+                return Sequence(tuple(_sized_like(item) for item in found.items))
             sizes = known_sizes(found)
             dtype = found.dtype if isinstance(found, TensorFacts) else None  # class indices stay indices
+            column_of = found.column_of if isinstance(found, TensorFacts) else None
         if not sizes:
             return None  # nothing known, or a 0-dim tensor: no size to check
         device = Device.MODULE if scope.classdef is not None else Device.UNKNOWN
-        return TensorFacts(device=device, layout=Layout(len(sizes), sizes, ()), scalar=False, dtype=dtype)
+        return TensorFacts(device=device, layout=Layout(len(sizes), sizes, ()), scalar=False, dtype=dtype,
+                           column_of=column_of)
 
     def has_examples(self, name: str) -> bool:
         """The file calls the model of class `name` (or the top-level function `name`), directly or
@@ -875,6 +909,15 @@ def _shows_sizes(value: Value) -> bool:
     if isinstance(value, Sequence):
         return any(_shows_sizes(item) for item in value.items)
     return known_sizes(value) is not None
+
+
+def _sized_like(item: Value) -> Value:
+    """A tensor of an example tuple as a parameter gets it: its sizes and dtype, on a device the
+    caller's call does not fix for every call."""
+    sizes = known_sizes(item)
+    if not isinstance(item, TensorFacts) or not sizes:
+        return UNKNOWN
+    return TensorFacts(layout=Layout(len(sizes), sizes, ()), scalar=False, dtype=item.dtype, column_of=item.column_of)
 
 
 def _same_example(first: Value, second: Value) -> bool:
