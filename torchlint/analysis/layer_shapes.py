@@ -292,6 +292,25 @@ def attention_input_contradiction(config: LayerConfig, position: int, sizes: Siz
     return None
 
 
+def padding_mask_contradiction(config: LayerConfig, key: Sizes, mask: Sizes) -> Contradiction | None:
+    """Where a `MultiheadAttention`'s `key_padding_mask` is not (batch, key length) for the key
+    it is given ((S,) for an unbatched key): a padding mask built for another length."""
+    if config.kind != "MultiheadAttention" or len(key) not in (2, 3):
+        return None
+    batch_first = config.get("batch_first", "False") == "True"
+    if len(key) == 3:
+        expected = (key[0], key[1]) if batch_first else (key[1], key[0])
+    else:
+        expected = (key[0],)
+    if len(mask) != len(expected):
+        return None
+    whats = ("batch rows in the key padding mask", "key positions in the key padding mask")[-len(expected):]
+    for dim, (wanted, given, what) in enumerate(zip(expected, mask, whats)):
+        if differ(wanted, given):
+            return Contradiction(dim, wanted, given, what)
+    return None
+
+
 def _channels(config: LayerConfig, sizes: Sizes, spatial: int, parameter: str, out: str | None) -> LayerOutput:
     """A layer reading channels before `spatial` trailing dims (batched or not)."""
     if len(sizes) not in (spatial + 1, spatial + 2):

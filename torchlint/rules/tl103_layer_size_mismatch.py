@@ -52,7 +52,8 @@ class LayerSizeMismatch(Rule):
     where the file's example input fixes it (see TL104 for where sizes come from): an
     `nn.Embedding(n, 128)` output into `nn.MultiheadAttention(embed_dim=256)` (as its query, or
     as its key or value, which must have `kdim` / `vdim` features, the embedding size unless
-    given: a learned query of width 256 attending over 128-wide embeddings), `(B, T, E)`
+    given: a learned query of width 256 attending over 128-wide embeddings; its
+    `key_padding_mask` must be (batch, key length)), `(B, T, E)`
     embeddings into `nn.Conv1d(E, ...)` without a permute (channels are dim 1), an
     `nn.AdaptiveAvgPool2d(1)` output into an `nn.Linear` without a flatten, a bidirectional
     GRU's two final states joined (`torch.cat([h_n[0], h_n[1]], -1)`) into an `nn.Linear` of the

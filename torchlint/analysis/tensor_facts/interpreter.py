@@ -24,7 +24,8 @@ import libcst as cst
 from torchlint.analysis.dataflow import target_names
 from torchlint.analysis.layer_shapes import (
     KEYWORD_FLAGS, PARAMETER_LAYER, LayerConfig, LayerOutput, attention_input_contradiction, flattened_sizes,
-    initial_state_contradiction, instantiated, output as layer_output, shaped, size_parameters, with_integers,
+    initial_state_contradiction, instantiated, output as layer_output, padding_mask_contradiction, shaped, size_parameters,
+    with_integers,
 )
 from torchlint.analysis.layer_sizes import FUNCTIONAL_POOLING, arithmetic, pads_to_same, pooling_layer
 from torchlint.analysis.nn_layers import nn_class_name
@@ -1239,12 +1240,18 @@ class Interpreter:
             found = initial_state_contradiction(module.config, sizes, state) if state is not None else None
             if found is not None:
                 self.model.note_layer_contradiction(call, node, state, module.config, found)
-        # An attention layer's key and value: `attn(query, memory, memory)`.
+        # An attention layer's key and value: `attn(query, memory, memory)`, and its padding mask.
         for position, (node, value) in enumerate(operands[1:3], start=1):
             given = known_sizes(value)
             found = attention_input_contradiction(module.config, position, given) if given is not None else None
             if found is not None:
                 self.model.note_layer_contradiction(call, node, given, module.config, found)
+        mask = argument(call, 4, "key_padding_mask") if module.config.kind == "MultiheadAttention" else None
+        key = known_sizes(operands[1][1]) if mask is not None and len(operands) > 1 else None
+        mask_sizes = known_sizes(self.model.memo.get(id(mask))) if key is not None else None
+        found = padding_mask_contradiction(module.config, key, mask_sizes) if mask_sizes is not None else None
+        if found is not None:
+            self.model.note_layer_contradiction(call, mask, mask_sizes, module.config, found)
         return result if result.shape is not None else None
 
     def _forward_returned(self, kind: str) -> Value | None:
