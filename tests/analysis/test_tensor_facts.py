@@ -490,3 +490,17 @@ def test_split_unflatten_and_outer_have_sizes() -> None:
     assert heads.layout == Layout(3, ("4", "8", "12"), ())
     assert table.layout == Layout(2, ("3", "5"), ())
     assert not isinstance(short, Sequence) or all(item.layout is None or item.layout.base_sizes is None for item in short.items)
+
+
+def test_a_short_time_fourier_transform_has_bins_and_frames() -> None:
+    source = """
+    import torch
+    wave = torch.randn(4, 16000)
+    probe(torch.stft(wave, 400, 160, window=torch.hann_window(400), return_complex=True))
+    probe(wave.stft(512, hop_length=128, center=False, return_complex=True))
+    probe(torch.stft(wave, 400, return_complex=False))
+    """
+    centered, uncentered, pairs = probed(source)
+    assert centered.layout == Layout(3, ("4", "201", "101"), ())
+    assert uncentered.layout == Layout(3, ("4", "257", "122"), ())
+    assert pairs.layout == Layout(4, ("4", "201", "161", "2"), ())

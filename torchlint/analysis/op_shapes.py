@@ -77,3 +77,19 @@ def one_hot(sizes: Sizes, classes: str | None) -> Sizes | None:
     """`F.one_hot(labels, num_classes)`: one more dim, of the class count (without it, the
     width is the largest label plus one, which only the data knows)."""
     return (*sizes, classes) if classes is not None else None
+
+
+def stft_sizes(sizes: Sizes, n_fft: int, hop: int | None, center: bool, complex_output: bool) -> Sizes | None:
+    """`torch.stft(x, n_fft, hop_length, center=...)` of a (L,) or (B, L) signal: (*batch,
+    n_fft // 2 + 1, frames), the frames 1 + L // hop with the signal padded at both ends
+    (`center=True`, the default), else 1 + (L - n_fft) // hop; a last dim of 2 for real and
+    imaginary parts when not complex."""
+    if len(sizes) not in (1, 2) or n_fft <= 0:
+        return None
+    hop = hop if hop is not None else n_fft // 4
+    length = literal(sizes[-1])
+    if hop <= 0:
+        return None
+    frames = None if length is None else (1 + length // hop if center else 1 + (length - n_fft) // hop)
+    shape = (*sizes[:-1], str(n_fft // 2 + 1), None if frames is None or frames <= 0 else str(frames))
+    return shape if complex_output else (*shape, "2")

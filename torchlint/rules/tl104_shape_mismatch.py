@@ -105,7 +105,8 @@ class ShapeMismatch(Rule):
     or 1 with `keepdim=True`), `F.pad`, `F.interpolate` (`size=` or `scale_factor=`), the
     functional pooling (`F.max_pool2d(x, 2)`, `F.adaptive_avg_pool2d(x, 1)`), `F.one_hot` with
     `num_classes`, `narrow`, `index_select`, `new_zeros` and its kin, `split` (sections, or pieces of n),
-    `unflatten`, `torch.outer`, `torch.einsum` (each letter's size), a
+    `unflatten`, `torch.outer`, `torch.stft` (n_fft // 2 + 1 bins, 1 + L // hop frames when centred),
+    `torch.einsum` (each letter's size), a
     list of numbers written out (`torch.tensor([[0, 1], [1, 2]])`), `squeeze()` of literal
     sizes (a symbol such as `B` may be 1), indexing (a slice
     with known bounds keeps what Python's slicing keeps: `pos[:, :T]` of 16 positions with

@@ -36,7 +36,7 @@ from torchlint.analysis.names import (
     argument, assigned_once, assigns_name, dotted_name, has_parameter, is_constant_false, isinstance_check, keyword_arg,
     parameter_named, positional_args, suite_statements,
 )
-from torchlint.analysis.op_shapes import interpolated, narrowed, one_hot, padded, squeezed
+from torchlint.analysis.op_shapes import interpolated, narrowed, one_hot, padded, squeezed, stft_sizes
 from torchlint.analysis.tensor_facts.domain import (
     NOTHING, NUMBER, UNKNOWN, Collected, Device, DeviceValue, DtypeValue, Iterable, ModuleValue, Number, ObjectValue,
     Sequence,
@@ -1831,6 +1831,8 @@ class Interpreter:
             classes = argument(call, 1, "num_classes")
             count = self._size_code(classes) if classes is not None else None
             shape = one_hot(sizes, count if count != "-1" else None)
+        elif name == "stft" and not (receiver.dtype or "").startswith("complex"):  # a complex signal is two-sided
+            shape = self._stft(call, offset, sizes)
         elif name == "outer":
             other = argument(call, offset, "vec2")
             columns = known_sizes(self.model.memo.get(id(other))) if other is not None else None
@@ -1838,6 +1840,21 @@ class Interpreter:
         elif (kind := FUNCTIONAL_POOLING.get(self.ctx.callee(call) or "")) is not None:
             shape = self._pooled(kind, call, sizes)
         return Layout(len(shape), shape, ()) if shape is not None else None
+
+    def _stft(self, call: cst.Call, offset: int, sizes: tuple) -> tuple | None:
+        """`torch.stft(wave, n_fft, hop_length, ...)`, with the one-sided spectrum of a real signal."""
+        n_fft, hop = argument(call, offset, "n_fft"), argument(call, offset + 1, "hop_length")
+        flags = {name: argument(call, position, name) for name, position in (("center", offset + 4), ("onesided", offset + 7),
+                                                                              ("return_complex", offset + 8))}
+        if any(value is not None and dotted_name(value) not in ("True", "False", "None") for value in flags.values()) \
+                or dotted_name(flags["onesided"]) == "False":
+            return None
+        points = literal(self._size_code(n_fft)) if n_fft is not None else None
+        step = literal(self._size_code(hop)) if hop is not None and dotted_name(hop) != "None" else None
+        if points is None or (hop is not None and dotted_name(hop) != "None" and step is None):
+            return None
+        return stft_sizes(sizes, points, step, dotted_name(flags["center"]) != "False",
+                          dotted_name(flags["return_complex"]) != "False")
 
     @staticmethod
     def _pooled(kind: str, call: cst.Call, sizes: tuple) -> tuple | None:

@@ -141,7 +141,7 @@ SHARED_OPS: dict[str, Op] = {
         "index_select gather take take_along_dim scatter scatter_add masked_select masked_scatter "
         "index_add index_copy index_fill searchsorted bucketize outer dot inner cross "
         "cdist kron tensordot diff addmm baddbmm addbmm addmv mv argsort diag diagonal diag_embed "
-        "trace histc bincount nonzero narrow select tile unique cumulative_trapezoid trapezoid",
+        "trace histc bincount nonzero narrow select tile unique cumulative_trapezoid trapezoid stft",
     ),
 }
 
