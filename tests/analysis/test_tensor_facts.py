@@ -504,3 +504,23 @@ def test_a_short_time_fourier_transform_has_bins_and_frames() -> None:
     assert centered.layout == Layout(3, ("4", "201", "101"), ())
     assert uncentered.layout == Layout(3, ("4", "257", "122"), ())
     assert pairs.layout == Layout(4, ("4", "201", "161", "2"), ())
+
+
+def test_repeats_top_k_gathers_lookups_and_linear_maps_have_sizes() -> None:
+    source = """
+    import torch
+    import torch.nn.functional as F
+    x = torch.randn(4, 6, 8)
+    w = torch.randn(5, 8)
+    probe(x.repeat(2, 1, 1))
+    probe(x.tile((2, 1)))
+    probe(x.topk(3).values)
+    probe(x.argsort(dim=-1))
+    probe(torch.gather(x, 2, torch.zeros(4, 6, 1, dtype=torch.long)))
+    probe(F.embedding(torch.randint(0, 5, (4, 6)), w))
+    probe(F.linear(x, w))
+    probe(w.view_as(torch.randn(8, 5)))
+    """
+    sizes = [value.layout.base_sizes for value in probed(source)]
+    assert sizes == [("8", "6", "8"), ("4", "12", "8"), ("4", "6", "3"), ("4", "6", "8"), ("4", "6", "1"),
+                     ("4", "6", "8"), ("4", "6", "5"), ("8", "5")]

@@ -93,3 +93,15 @@ def stft_sizes(sizes: Sizes, n_fft: int, hop: int | None, center: bool, complex_
     frames = None if length is None else (1 + length // hop if center else 1 + (length - n_fft) // hop)
     shape = (*sizes[:-1], str(n_fft // 2 + 1), None if frames is None or frames <= 0 else str(frames))
     return shape if complex_output else (*shape, "2")
+
+
+def repeated(sizes: Sizes, counts: tuple[int, ...]) -> Sizes | None:
+    """`x.repeat(*counts)`: each size times its count, the counts beyond the rank adding leading dims."""
+    if len(counts) < len(sizes) or any(count < 0 for count in counts):
+        return None
+    padded_sizes = ("1",) * (len(counts) - len(sizes)) + tuple(sizes)
+    result = []
+    for size, count in zip(padded_sizes, counts):
+        known = literal(size)
+        result.append(size if count == 1 else (str(known * count) if known is not None else None))
+    return tuple(result)

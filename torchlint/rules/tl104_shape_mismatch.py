@@ -104,7 +104,8 @@ class ShapeMismatch(Rule):
     dim=1)` takes the branch a known `n_rep` takes), reductions over written dims (dropped,
     or 1 with `keepdim=True`), `F.pad`, `F.interpolate` (`size=` or `scale_factor=`), the
     functional pooling (`F.max_pool2d(x, 2)`, `F.adaptive_avg_pool2d(x, 1)`), `F.one_hot` with
-    `num_classes`, `narrow`, `index_select`, `new_zeros` and its kin, `split` (sections, or pieces of n),
+    `num_classes`, `narrow`, `index_select`, `gather`, `new_zeros` and its kin, `repeat`, `tile`, `topk`, `argsort`,
+    `F.linear`, `F.embedding`, `view_as`, `split` (sections, or pieces of n),
     `unflatten`, `torch.outer`, `torch.stft` (n_fft // 2 + 1 bins, 1 + L // hop frames when centred),
     `torch.einsum` (each letter's size), a
     list of numbers written out (`torch.tensor([[0, 1], [1, 2]])`), `squeeze()` of literal

@@ -36,7 +36,7 @@ from torchlint.analysis.names import (
     argument, assigned_once, assigns_name, dotted_name, has_parameter, is_constant_false, isinstance_check, keyword_arg,
     parameter_named, positional_args, suite_statements,
 )
-from torchlint.analysis.op_shapes import interpolated, narrowed, one_hot, padded, squeezed, stft_sizes
+from torchlint.analysis.op_shapes import interpolated, narrowed, one_hot, padded, repeated, squeezed, stft_sizes
 from torchlint.analysis.tensor_facts.domain import (
     NOTHING, NUMBER, UNKNOWN, Collected, Device, DeviceValue, DtypeValue, Iterable, ModuleValue, Number, ObjectValue,
     Sequence,
@@ -1527,7 +1527,7 @@ class Interpreter:
             return replace(receiver, requires_grad=not (isinstance(flag, cst.Name) and flag.value == "False"))
         if rule is Rule.SAME_DEVICE:
             return TensorFacts(device=receiver.device, origin=receiver.origin, requires_grad=False,
-                               layout=self._new_layout(call, name))
+                               layout=self._new_layout(call, name, receiver))
         if rule is Rule.SQUEEZE and _all_unit_sizes(receiver.layout) and not positional_args(call)[
                 1 if self.ctx.callee(call) is not None else 0:]:
             return replace(receiver, layout=Layout(0, (), ()), scalar=True)  # `torch.rand(1).squeeze()`
@@ -1656,14 +1656,26 @@ class Interpreter:
         `keepdim=True` (`logits.argmax(dim=1, keepdim=True)` of (N, C) is (N, 1)); `sort` and the
         cumulative ones keep them all. `topk` sets the dim to k: not followed."""
         sizes = known_sizes(receiver)
+        if name == "topk":
+            return self._top_k_sizes(call, sizes) if sizes is not None else None
         dims = self._reduced_dims(call)
-        if sizes is None or dims is None or not all(-len(sizes) <= dim < len(sizes) for dim in dims) or name == "topk":
+        if sizes is None or dims is None or not all(-len(sizes) <= dim < len(sizes) for dim in dims):
             return None
         if name in ("sort", "cummax", "cummin"):
             return sizes
         reduced = {dim % len(sizes) for dim in dims}
         return tuple("1" if index in reduced else size for index, size in enumerate(sizes)
                      if keeps or index not in reduced)
+
+    def _top_k_sizes(self, call: cst.Call, sizes: tuple) -> tuple | None:
+        """`x.topk(k, dim=-1)`: that dim becomes k (the last one by default)."""
+        offset = 1 if self.ctx.callee(call) is not None else 0
+        k, dim_arg = argument(call, offset, "k"), argument(call, offset + 1, "dim")
+        dim = int_value(dim_arg) if dim_arg is not None else -1
+        if k is None or dim is None or not -len(sizes) <= dim < len(sizes):
+            return None
+        dim %= len(sizes)
+        return (*sizes[:dim], self._size_code(k), *sizes[dim + 1:])
 
     def _repeated(self, call: cst.Call, receiver: TensorFacts, args) -> Layout | None:
         """`x.repeat_interleave(n, dim=d)`: x's sizes with dim d taken n times, where n is a
@@ -1831,6 +1843,13 @@ class Interpreter:
             classes = argument(call, 1, "num_classes")
             count = self._size_code(classes) if classes is not None else None
             shape = one_hot(sizes, count if count != "-1" else None)
+        elif name == "tile":
+            counts = self._integers(_sizes_after(call, offset))
+            shape = repeated(sizes, (1,) * (len(sizes) - len(counts)) + counts) if counts else None
+        elif name == "argsort":
+            shape = sizes
+        elif name in ("gather", "embedding", "linear"):
+            shape = self._indexed_op_sizes(call, name, offset, sizes)
         elif name == "stft" and not (receiver.dtype or "").startswith("complex"):  # a complex signal is two-sided
             shape = self._stft(call, offset, sizes)
         elif name == "outer":
@@ -1840,6 +1859,19 @@ class Interpreter:
         elif (kind := FUNCTIONAL_POOLING.get(self.ctx.callee(call) or "")) is not None:
             shape = self._pooled(kind, call, sizes)
         return Layout(len(shape), shape, ()) if shape is not None else None
+
+    def _indexed_op_sizes(self, call: cst.Call, name: str, offset: int, sizes: tuple) -> tuple | None:
+        """`torch.gather(x, dim, index)`: the index's sizes; `F.embedding(ids, weight)`: a row of
+        the table per id; `F.linear(x, weight)`: the last dim becomes the weight's rows."""
+        other = argument(call, offset + 1, "index") if name == "gather" else argument(call, 1, "weight")
+        other_sizes = known_sizes(self.model.memo.get(id(other))) if other is not None else None
+        if other_sizes is None:
+            return None
+        if name == "gather":
+            return other_sizes if len(other_sizes) == len(sizes) else None
+        if len(other_sizes) != 2:
+            return None
+        return (*sizes, other_sizes[1]) if name == "embedding" else (*sizes[:-1], other_sizes[0])
 
     def _stft(self, call: cst.Call, offset: int, sizes: tuple) -> tuple | None:
         """`torch.stft(wave, n_fft, hop_length, ...)`, with the one-sided spectrum of a real signal."""
@@ -1867,8 +1899,17 @@ class Interpreter:
             return None
         return (*sizes[:-spatial], *(None if size is None else str(size) for size in result[-spatial:]))
 
-    def _new_layout(self, call: cst.Call, name: str) -> Layout | None:
-        """`x.new_zeros(B, 5)`, `x.new_full((B, 5), value)`: the sizes given."""
+    def _new_layout(self, call: cst.Call, name: str, receiver: TensorFacts) -> Layout | None:
+        """`x.new_zeros(B, 5)`, `x.new_full((B, 5), value)`: the sizes given; `x.repeat(2, 1)`: the
+        sizes times the repeats; `x.view_as(y)`: y's sizes."""
+        if name == "repeat":
+            counts = self._integers(_sizes_after(call, 0))
+            shape = repeated(known_sizes(receiver), counts) if counts and known_sizes(receiver) else None
+            return Layout(len(shape), shape, ()) if shape is not None else None
+        if name in ("view_as", "reshape_as"):
+            other = call.args[0].value if call.args else None
+            sizes = known_sizes(self.model.memo.get(id(other))) if other is not None else None
+            return Layout(len(sizes), sizes, ()) if sizes else None
         if name == "new_full":
             first = call.args[0].value if call.args and call.args[0].keyword is None else None
             args = [element.value for element in first.elements] if isinstance(first, (cst.Tuple, cst.List)) else None
@@ -1880,9 +1921,12 @@ class Interpreter:
             return None
         return Layout(len(args), tuple(self._size_code(arg) for arg in args), ())
 
-    def _integers(self, expr: cst.BaseExpression | None) -> tuple[int, ...] | None:
-        """`2`, `(1, 1, 2, 2)`: the whole numbers written (or known) there."""
-        parts = [element.value for element in expr.elements] if isinstance(expr, (cst.Tuple, cst.List)) else [expr]
+    def _integers(self, expr: cst.BaseExpression | list | None) -> tuple[int, ...] | None:
+        """`2`, `(1, 1, 2, 2)` (or a list of such arguments): the whole numbers written (or known) there."""
+        if isinstance(expr, list):
+            parts = expr
+        else:
+            parts = [element.value for element in expr.elements] if isinstance(expr, (cst.Tuple, cst.List)) else [expr]
         values = [literal(self._size_code(part)) if part is not None else None for part in parts]
         return tuple(values) if values and None not in values else None
 
@@ -2216,6 +2260,14 @@ def _chunked(call: cst.Call, count: int, receiver: TensorFacts) -> Layout | None
     pieces = list(sizes)
     pieces[dim] = str(whole // count)
     return Layout(len(pieces), tuple(pieces), ())
+
+
+def _sizes_after(call: cst.Call, offset: int) -> list[cst.BaseExpression]:
+    """`x.repeat(2, 1)`, `x.repeat((2, 1))`, `torch.tile(x, (1, 2))`: the sizes given after the
+    input (`offset` 1 in function form)."""
+    values = [arg.value for arg in call.args[offset:] if arg.keyword is None and not arg.star]
+    return [element.value for element in values[0].elements] if len(values) == 1 and isinstance(
+        values[0], (cst.Tuple, cst.List)) else values
 
 
 def _split_sizes(call: cst.Call, receiver: TensorFacts) -> list[tuple] | None:
