@@ -302,8 +302,9 @@ class TensorModel:
 
     def plain_object(self, class_name: str) -> ObjectValue | None:
         """An instance of the file's class `class_name` when it is a plain one: no base class (a
-        dataset, an enum or a Module class of another file are something else), no `__getitem__`
-        or `__iter__`, and not a dataclass, whose fields are read as configuration."""
+        dataset, an enum or a Module class of another file are something else), no `__getitem__`,
+        `__iter__` or `__call__` (a container, or an object used as a function), and no decorator
+        (a dataclass's fields are read as configuration)."""
         classdef = self._plain_class(class_name)
         if classdef is None or classdef.bases or classdef.decorators or any(
                 method_named(classdef, name) is not None for name in ("__getitem__", "__iter__", "__call__")):
@@ -615,9 +616,7 @@ class TensorModel:
                 return Number(given)
             found = self._value_at_sites(self.examples.constructions(name), position, param.name.value, default)
             if isinstance(found, TensorFacts) and known_sizes(found):
-                # `NCF(cfg, genres)`: a table the module keeps (a buffer), of the sizes every construction gives.
-                sizes = known_sizes(found)
-                return TensorFacts(layout=Layout(len(sizes), sizes, ()), scalar=False, dtype=found.dtype)
+                return _sized_like(found)  # `NCF(cfg, genres)`: a table the module keeps (a buffer)
             return found if isinstance(found, Number) and found.code is not None else None
         if function.name.value != "forward" and scope.classdef is not None:
             return None
@@ -912,8 +911,8 @@ def _shows_sizes(value: Value) -> bool:
 
 
 def _sized_like(item: Value) -> Value:
-    """A tensor of an example tuple as a parameter gets it: its sizes and dtype, on a device the
-    caller's call does not fix for every call."""
+    """A tensor a call passes, as the parameter gets it for an example: its sizes, dtype and
+    column origin, on a device the call does not fix for every call."""
     sizes = known_sizes(item)
     if not isinstance(item, TensorFacts) or not sizes:
         return UNKNOWN
