@@ -167,11 +167,12 @@ def int_value(expr: cst.BaseExpression) -> int | None:
     return None
 
 
-def shape_args(call: cst.Call) -> list[cst.BaseExpression] | None:
-    """The size arguments of `view`/`reshape`/`expand`: `(b, -1)` or `((b, -1))`; None when unknowable."""
+def shape_args(call: cst.Call, offset: int = 0) -> list[cst.BaseExpression] | None:
+    """The size arguments of `view`/`reshape`/`expand`/`repeat`: `(b, -1)` or `((b, -1))`, after
+    the first `offset` arguments (the input of `torch.tile(x, (1, 2))`); None when unknowable."""
     if any(arg.keyword is not None or arg.star for arg in call.args):
         return None
-    values = [arg.value for arg in call.args]
+    values = [arg.value for arg in call.args[offset:]]
     if len(values) == 1 and isinstance(values[0], (cst.Tuple, cst.List)):
         elements = values[0].elements
         if any(isinstance(element, cst.StarredElement) for element in elements):

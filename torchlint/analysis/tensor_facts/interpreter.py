@@ -1528,8 +1528,7 @@ class Interpreter:
         if rule is Rule.SAME_DEVICE:
             return TensorFacts(device=receiver.device, origin=receiver.origin, requires_grad=False,
                                layout=self._new_layout(call, name, receiver))
-        if rule is Rule.SQUEEZE and _all_unit_sizes(receiver.layout) and not positional_args(call)[
-                1 if self.ctx.callee(call) is not None else 0:]:
+        if rule is Rule.SQUEEZE and _all_unit_sizes(receiver.layout) and not positional_args(call)[self._input_offset(call):]:
             return replace(receiver, layout=Layout(0, (), ()), scalar=True)  # `torch.rand(1).squeeze()`
         if rule in (Rule.REORDER, Rule.VIEW, Rule.RESHAPE, Rule.CONTIGUOUS, Rule.UNSQUEEZE, Rule.SQUEEZE, Rule.FLATTEN, Rule.UNFLATTEN):
             if name == "expand_as":
@@ -1616,9 +1615,10 @@ class Interpreter:
     def _reduced(self, call: cst.Call, name: str, receiver: TensorFacts) -> Value:
         dims = [arg for arg in call.args if arg.keyword is None or arg.keyword.value in ("dim", "k")]
         if name in _DIM_THEN_KEEPDIM:  # `x.logsumexp(-1, True)`
-            keepdim = argument(call, 1 if self.ctx.callee(call) is None else 2, "keepdim")
+            keepdim = argument(call, self._input_offset(call) + 1, "keepdim")
         else:
-            keepdim = keyword_arg(call, "keepdim").value if keyword_arg(call, "keepdim") is not None else None
+            given = keyword_arg(call, "keepdim")
+            keepdim = given.value if given is not None else None
         keeps = isinstance(keepdim, cst.Name) and keepdim.value == "True"
         if not dims and name not in _ALONG_LAST_DIM_BY_DEFAULT:
             return replace(receiver, layout=Layout(0, (), ()), scalar=True, origin=receiver.origin)
@@ -1646,7 +1646,7 @@ class Interpreter:
 
     def _reduced_dims(self, call: cst.Call) -> tuple[int, ...] | None:
         """The dims a reduction names: `dim=1`, `dim=(2, 3)`; None when not written as integers."""
-        dim_arg = argument(call, 0 if self.ctx.callee(call) is None else 1, "dim")
+        dim_arg = argument(call, self._input_offset(call), "dim")
         parts = [element.value for element in dim_arg.elements] if isinstance(dim_arg, (cst.Tuple, cst.List)) else [dim_arg]
         dims = tuple(int_value(part) if part is not None else None for part in parts)
         return dims if dims and None not in dims else None
@@ -1654,7 +1654,7 @@ class Interpreter:
     def _reduced_sizes(self, call: cst.Call, name: str, receiver: TensorFacts, keeps: bool) -> tuple | None:
         """The sizes a reduction over written dims leaves: those dims dropped, or 1 with
         `keepdim=True` (`logits.argmax(dim=1, keepdim=True)` of (N, C) is (N, 1)); `sort` and the
-        cumulative ones keep them all. `topk` sets the dim to k: not followed."""
+        cumulative ones keep them all; `topk` sets the dim to k."""
         sizes = known_sizes(receiver)
         if name == "topk":
             return self._top_k_sizes(call, sizes) if sizes is not None else None
@@ -1669,7 +1669,7 @@ class Interpreter:
 
     def _top_k_sizes(self, call: cst.Call, sizes: tuple) -> tuple | None:
         """`x.topk(k, dim=-1)`: that dim becomes k (the last one by default)."""
-        offset = 1 if self.ctx.callee(call) is not None else 0
+        offset = self._input_offset(call)
         k, dim_arg = argument(call, offset, "k"), argument(call, offset + 1, "dim")
         dim = int_value(dim_arg) if dim_arg is not None else -1
         if k is None or dim is None or not -len(sizes) <= dim < len(sizes):
@@ -1685,7 +1685,7 @@ class Interpreter:
             return None
         sizes = known_sizes(receiver)
         repeats = args[0][1] if args and args[0][0].keyword is None else None
-        dim_arg = argument(call, 1 if self.ctx.callee(call) is None else 2, "dim")
+        dim_arg = argument(call, self._input_offset(call) + 1, "dim")
         dim = int_value(dim_arg) if dim_arg is not None else None
         count = literal(repeats.code) if isinstance(repeats, Number) else None
         if sizes is None or count is None or dim is None or not -rank <= dim < rank:
@@ -1762,7 +1762,7 @@ class Interpreter:
         if rule is Rule.UNSQUEEZE:
             return source.then(("unsqueeze", ints[0])) if len(ints) == 1 and ints[0] is not None else None
         if name == "permute":
-            arguments = positional_args(call)[1:] if self.ctx.callee(call) is not None else positional_args(call)
+            arguments = positional_args(call)[self._input_offset(call):]
             if len(arguments) == 1 and isinstance(arguments[0].value, (cst.Tuple, cst.List)):
                 ints = [int_value(element.value) for element in arguments[0].value.elements]
             return source.then(("permute", tuple(ints)), call) if ints and None not in ints else None
@@ -1781,7 +1781,7 @@ class Interpreter:
         """`torch.flatten(x, 1)`, `x.flatten(1, 2)` of known sizes: the sizes from the start dim to
         the end dim (the last, by default) multiplied."""
         sizes = known_sizes(receiver)
-        arguments = positional_args(call)[1:] if self.ctx.callee(call) is not None else positional_args(call)
+        arguments = positional_args(call)[self._input_offset(call):]
         start_arg = arguments[0] if arguments else keyword_arg(call, "start_dim")
         end_arg = arguments[1] if len(arguments) > 1 else keyword_arg(call, "end_dim")
         start = 0 if start_arg is None else int_value(start_arg.value)
@@ -1794,7 +1794,7 @@ class Interpreter:
     def _squeezed(self, call: cst.Call, receiver: TensorFacts) -> tuple | None:
         """`x.squeeze()`, `x.squeeze(0)` of known sizes (see `op_shapes.squeezed`)."""
         sizes = known_sizes(receiver)
-        dims = [int_value(arg.value) for arg in positional_args(call)[1 if self.ctx.callee(call) is not None else 0:]]
+        dims = [int_value(arg.value) for arg in positional_args(call)[self._input_offset(call):]]
         if sizes is None or len(dims) > 1 or None in dims:
             return None
         return squeezed(sizes, dims[0] if dims else None)
@@ -1803,7 +1803,7 @@ class Interpreter:
         """`x.unflatten(1, (H, -1))`: dim 1 split into the sizes given (a `-1` worked out where
         the others are literals)."""
         sizes = known_sizes(receiver)
-        offset = 1 if self.ctx.callee(call) is not None else 0
+        offset = self._input_offset(call)
         dim_arg, parts = argument(call, offset, "dim"), argument(call, offset + 1, "sizes")
         dim = int_value(dim_arg) if dim_arg is not None else None
         if sizes is None or dim is None or not isinstance(parts, (cst.Tuple, cst.List)) or not -len(sizes) <= dim < len(sizes):
@@ -1819,7 +1819,7 @@ class Interpreter:
         sizes = known_sizes(receiver)
         if sizes is None:
             return None
-        offset = 1 if self.ctx.callee(call) is not None else 0
+        offset = self._input_offset(call)
         shape = None
         if name == "pad":
             pads = self._integers(argument(call, 1, "pad"))
@@ -1844,7 +1844,7 @@ class Interpreter:
             count = self._size_code(classes) if classes is not None else None
             shape = one_hot(sizes, count if count != "-1" else None)
         elif name == "tile":
-            counts = self._integers(_sizes_after(call, offset))
+            counts = self._integers(shape_args(call, offset))
             shape = repeated(sizes, (1,) * (len(sizes) - len(counts)) + counts) if counts else None
         elif name == "argsort":
             shape = sizes
@@ -1881,9 +1881,11 @@ class Interpreter:
         if any(value is not None and dotted_name(value) not in ("True", "False", "None") for value in flags.values()) \
                 or dotted_name(flags["onesided"]) == "False":
             return None
+        if hop is not None and dotted_name(hop) == "None":
+            hop = None  # `hop_length=None`: the default, n_fft // 4
         points = literal(self._size_code(n_fft)) if n_fft is not None else None
-        step = literal(self._size_code(hop)) if hop is not None and dotted_name(hop) != "None" else None
-        if points is None or (hop is not None and dotted_name(hop) != "None" and step is None):
+        step = literal(self._size_code(hop)) if hop is not None else None
+        if points is None or (hop is not None and step is None):
             return None
         return stft_sizes(sizes, points, step, dotted_name(flags["center"]) != "False",
                           dotted_name(flags["return_complex"]) != "False")
@@ -1903,8 +1905,8 @@ class Interpreter:
         """`x.new_zeros(B, 5)`, `x.new_full((B, 5), value)`: the sizes given; `x.repeat(2, 1)`: the
         sizes times the repeats; `x.view_as(y)`: y's sizes."""
         if name == "repeat":
-            counts = self._integers(_sizes_after(call, 0))
-            shape = repeated(known_sizes(receiver), counts) if counts and known_sizes(receiver) else None
+            counts, sizes = self._integers(shape_args(call)), known_sizes(receiver)
+            shape = repeated(sizes, counts) if counts and sizes else None
             return Layout(len(shape), shape, ()) if shape is not None else None
         if name in ("view_as", "reshape_as"):
             other = call.args[0].value if call.args else None
@@ -1923,8 +1925,8 @@ class Interpreter:
 
     def _integers(self, expr: cst.BaseExpression | list | None) -> tuple[int, ...] | None:
         """`2`, `(1, 1, 2, 2)` (or a list of such arguments): the whole numbers written (or known) there."""
-        if isinstance(expr, list):
-            parts = expr
+        if isinstance(expr, list) or expr is None:
+            parts = expr or []
         else:
             parts = [element.value for element in expr.elements] if isinstance(expr, (cst.Tuple, cst.List)) else [expr]
         values = [literal(self._size_code(part)) if part is not None else None for part in parts]
@@ -1938,6 +1940,11 @@ class Interpreter:
             value = self.model.memo.get(id(part))
             values.append(_number_value(value.code) if isinstance(value, Number) else None)
         return tuple(values) if values and None not in values else None
+
+    def _input_offset(self, call: cst.Call) -> int:
+        """Where an op's own arguments start: after the input in function form (`torch.sum(x, 1)`),
+        first for a method (`x.sum(1)`)."""
+        return 1 if self.ctx.callee(call) is not None else 0
 
     def _size_code(self, expr: cst.BaseExpression) -> str:
         """`TensorModel.size_code` of an argument this interpretation has evaluated."""
@@ -2260,14 +2267,6 @@ def _chunked(call: cst.Call, count: int, receiver: TensorFacts) -> Layout | None
     pieces = list(sizes)
     pieces[dim] = str(whole // count)
     return Layout(len(pieces), tuple(pieces), ())
-
-
-def _sizes_after(call: cst.Call, offset: int) -> list[cst.BaseExpression]:
-    """`x.repeat(2, 1)`, `x.repeat((2, 1))`, `torch.tile(x, (1, 2))`: the sizes given after the
-    input (`offset` 1 in function form)."""
-    values = [arg.value for arg in call.args[offset:] if arg.keyword is None and not arg.star]
-    return [element.value for element in values[0].elements] if len(values) == 1 and isinstance(
-        values[0], (cst.Tuple, cst.List)) else values
 
 
 def _split_sizes(call: cst.Call, receiver: TensorFacts) -> list[tuple] | None:
