@@ -274,10 +274,7 @@ def initial_state_contradiction(config: LayerConfig, sizes: Sizes, state: Sizes)
     if expected is None or len(expected) != len(state):
         return None
     what = ("layers x directions", "batch", "hidden features") if len(expected) == 3 else ("layers x directions", "hidden features")
-    for dim, (wanted, given) in enumerate(zip(expected, state)):
-        if differ(wanted, given):
-            return Contradiction(dim, wanted, given, f"{what[dim]} in the initial hidden state")
-    return None
+    return _first_difference(expected, state, tuple(f"{part} in the initial hidden state" for part in what))
 
 
 def attention_input_contradiction(config: LayerConfig, position: int, sizes: Sizes) -> Contradiction | None:
@@ -305,9 +302,14 @@ def padding_mask_contradiction(config: LayerConfig, key: Sizes, mask: Sizes) -> 
     if len(mask) != len(expected):
         return None
     whats = ("batch rows in the key padding mask", "key positions in the key padding mask")[-len(expected):]
-    for dim, (wanted, given, what) in enumerate(zip(expected, mask, whats)):
-        if differ(wanted, given):
-            return Contradiction(dim, wanted, given, what)
+    return _first_difference(expected, mask, whats)
+
+
+def _first_difference(expected: Sizes, given: Sizes, whats: tuple[str, ...]) -> Contradiction | None:
+    """The first dim where `given` cannot be `expected`, named by `whats` (one per dim)."""
+    for dim, (wanted, size, what) in enumerate(zip(expected, given, whats)):
+        if differ(wanted, size):
+            return Contradiction(dim, wanted, size, what)
     return None
 
 
