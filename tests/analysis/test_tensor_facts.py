@@ -524,3 +524,25 @@ def test_repeats_top_k_gathers_lookups_and_linear_maps_have_sizes() -> None:
     sizes = [value.layout.base_sizes for value in probed(source)]
     assert sizes == [("8", "6", "8"), ("4", "12", "8"), ("4", "6", "3"), ("4", "6", "8"), ("4", "6", "1"),
                      ("4", "6", "8"), ("4", "6", "5"), ("8", "5")]
+
+
+def test_a_group_norm_keeps_its_input_and_checks_channels_with_its_weights() -> None:
+    source = """
+    import torch
+    import torch.nn as nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.affine = nn.GroupNorm(4, 8)
+            self.plain = nn.GroupNorm(4, 8, affine=False)
+
+        def forward(self, x):
+            probe(self.affine(x))
+            probe(self.plain(x))
+
+    Block()(torch.randn(2, 16, 5, 5))
+    """
+    raised, kept = probed(source)
+    assert raised.layout is None  # 16 channels against the 8 weights: it raises
+    assert kept.layout == Layout(4, ("2", "16", "5", "5"), ())

@@ -46,6 +46,7 @@ _SIZE_PARAMETERS = {
     **{name: ("in_channels", "out_channels") for name in _CONVOLUTIONS},
     **{name: ("num_features",) for name in _BATCH_NORMS},
     "LayerNorm": ("normalized_shape",),
+    "GroupNorm": ("num_groups", "num_channels", "eps", "affine"),
     **{name: ("output_size",) for name in _ADAPTIVE_POOLS},
     "Flatten": ("start_dim", "end_dim"),
 }
@@ -182,6 +183,8 @@ def output(config: LayerConfig, sizes: Sizes) -> LayerOutput:
         if spatial == 1 and len(sizes) == 2:
             return _channels(config, sizes, 0, "num_features", None)
         return _channels(config, sizes, spatial, "num_features", None)
+    if kind == "GroupNorm":
+        return _group_norm(config, sizes)
     if kind in _ADAPTIVE_POOLS:
         return _adaptive(config, sizes, _ADAPTIVE_POOLS[kind])
     if kind == "Flatten":
@@ -323,6 +326,16 @@ def _channels(config: LayerConfig, sizes: Sizes, spatial: int, parameter: str, o
         return LayerOutput(sizes, contradiction=contradiction)
     # Spatial sizes unknown here: `_windowed` works them out where the window's arguments are literals.
     return LayerOutput((*sizes[:channel], out, *(None,) * spatial), contradiction=contradiction)
+
+
+def _group_norm(config: LayerConfig, sizes: Sizes) -> LayerOutput:
+    """(N, C, *) in, the same out; with its affine weights (the default), C must be `num_channels`
+    (without them, any C that the groups divide passes)."""
+    if len(sizes) < 2:
+        return LayerOutput(None)
+    if config.get("affine", "True") != "True":
+        return LayerOutput(sizes)
+    return _channels(config, sizes, len(sizes) - 2, "num_channels", None)
 
 
 def _adaptive(config: LayerConfig, sizes: Sizes, spatial: int) -> LayerOutput:
