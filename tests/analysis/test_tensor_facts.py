@@ -546,3 +546,24 @@ def test_a_group_norm_keeps_its_input_and_checks_channels_with_its_weights() -> 
     raised, kept = probed(source)
     assert raised.layout is None  # 16 channels against the 8 weights: it raises
     assert kept.layout == Layout(4, ("2", "16", "5", "5"), ())
+
+
+def test_a_factory_given_a_whole_shape_has_its_sizes_not_one_dim() -> None:
+    """`torch.zeros(x.size())` is shaped like `x`; of a tensor of unknown shape, its rank is unknown."""
+    source = """
+    import torch
+    x = torch.randn(4, 5)
+    shape = x.shape
+    probe(torch.zeros(x.size()))
+    probe(x.new_zeros(x.shape))
+    probe(torch.full(x.shape, 2.0))
+    probe(torch.ones(shape))
+    probe(torch.zeros(x.size(0)))
+
+    def smoothed(logits):
+        probe(logits.new_zeros(logits.size()))
+    """
+    *whole, one, unknown = probed(source)
+    assert [value.layout for value in whole] == [Layout(2, ("4", "5"), ())] * 4
+    assert one.layout == Layout(1, ("4",), ())
+    assert unknown.layout is None

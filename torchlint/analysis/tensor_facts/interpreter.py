@@ -1921,7 +1921,22 @@ class Interpreter:
             return None
         if not args or any(isinstance(arg, cst.StarredElement) for arg in args):
             return None
+        if len(args) == 1 and self._holds_shape(args[0]):
+            return self._layout_of_shape(args[0])  # `x.new_zeros(x.size())`
         return Layout(len(args), tuple(self._size_code(arg) for arg in args), ())
+
+    def _holds_shape(self, expr: cst.BaseExpression) -> bool:
+        """A factory's one size argument that is a whole shape: `x.shape`, `x.size()`, or a name
+        holding a tuple of sizes (not one size: `torch.zeros(n)`)."""
+        return _shape_source(expr) is not None or isinstance(self.model.memo.get(id(expr)), Sequence)
+
+    def _layout_of_shape(self, shape: cst.BaseExpression) -> Layout | None:
+        """The layout of a tensor made with a whole shape (`_holds_shape`), where its sizes are known."""
+        held = self.model.memo.get(id(shape))
+        if not isinstance(held, Sequence):
+            return None
+        sizes = tuple(item.code if isinstance(item, Number) else None for item in held.items)
+        return Layout(len(sizes), sizes, ())
 
     def _integers(self, expr: cst.BaseExpression | list | None) -> tuple[int, ...] | None:
         """`2`, `(1, 1, 2, 2)` (or a list of such arguments): the whole numbers written (or known) there."""
@@ -1984,7 +1999,9 @@ class Interpreter:
                 sizes = [element.value for element in sizes[0].elements] + sizes[1:]  # `torch.full((B,), BOS)`
             if qualified in ("torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn", "torch.full"):
                 dims = sizes[:-1] if qualified == "torch.full" else sizes
-                if dims and all(isinstance(value, (cst.Integer, cst.Name, cst.Attribute, cst.BinaryOperation, cst.Subscript, cst.Call)) for value in dims):
+                if len(dims) == 1 and self._holds_shape(dims[0]):
+                    layout = self._layout_of_shape(dims[0])  # `torch.zeros(x.size())`
+                elif dims and all(isinstance(value, (cst.Integer, cst.Name, cst.Attribute, cst.BinaryOperation, cst.Subscript, cst.Call)) for value in dims):
                     layout = Layout(len(dims), tuple(self._size_code(value) for value in dims), ())
                 elif not dims:
                     layout, scalar = Layout(0, (), ()), True
@@ -2454,6 +2471,15 @@ def _row(value: Value) -> Value:
     sizes = known_sizes(value)
     row = element_of(value)
     return replace(row, layout=Layout(len(sizes) - 1, sizes[1:], ())) if sizes and isinstance(row, TensorFacts) else row
+
+
+def _shape_source(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The tensor whose whole shape `expr` is (`x` of `x.shape`, `x.size()`), or None."""
+    if type(expr) is cst.Attribute and expr.attr.value == "shape":
+        return expr.value
+    if type(expr) is cst.Call and not expr.args and type(expr.func) is cst.Attribute and expr.func.attr.value == "size":
+        return expr.func.value
+    return None
 
 
 def _known_layout(value: Value | None) -> Layout | None:
