@@ -9,13 +9,15 @@ and calls `self.report(...)` for each finding.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
+from torchlint.analysis.shape_checks import brief_code
 from torchlint.diagnostics import Applicability, Related, Severity
 from torchlint.reports import FixSpec, RelatedNode
 from torchlint.rules import rule_url
@@ -69,3 +71,33 @@ class Rule:
     def missing_doc_sections(cls) -> list[str]:
         present = cls.doc_sections()
         return [section for section in _DOC_SECTIONS if section not in present]
+
+
+def each_construction(visit: Callable) -> Callable:
+    """For a visit method of a rule that checks sizes: where it reports nothing from the tensor
+    facts' reading of its node, run it again with the reading of each construction of the node's
+    Module class (`TensorModel.construction_readings`: the class built as `ResBlock(16, 32)` and
+    as `ResBlock(64, 16)`), until one reports; that finding names the construction."""
+
+    @functools.wraps(visit)
+    def visit_each(self: Rule, node: cst.CSTNode) -> None:
+        pending = self.ctx.pending
+        before = len(pending)
+        visit(self, node)
+        tensors = vars(self.ctx).get("tensors")  # not built: the visit asked nothing of it
+        if len(pending) > before or tensors is None:
+            return
+        for made_at in tensors.construction_readings():
+            visit(self, node)
+            if len(pending) > before:
+                if made_at is not None:
+                    report = pending[-1]
+                    report.related = (*report.related, construction_note(self.ctx, made_at))
+                return
+
+    return visit_each
+
+
+def construction_note(ctx: "FileContext", made_at: cst.Call) -> RelatedNode:
+    """The note on a finding of one construction's reading: where that construction is."""
+    return RelatedNode(made_at, f"with the sizes of this construction, `{brief_code(ctx, made_at, 60)}`")

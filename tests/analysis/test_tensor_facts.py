@@ -548,6 +548,49 @@ def test_a_group_norm_keeps_its_input_and_checks_channels_with_its_weights() -> 
     assert kept.layout == Layout(4, ("2", "16", "5", "5"), ())
 
 
+def test_a_class_built_twice_is_read_once_per_construction() -> None:
+    """The file's reading joins `Proj(4, 8)` and `Proj(8, 3)`: neither input nor width is known there. Each
+    construction's reading knows its own, and the input its call gives it."""
+    source = """
+    import torch
+    import torch.nn as nn
+
+    class Proj(nn.Module):
+        def __init__(self, d_in, d_out):
+            super().__init__()
+            self.fc = nn.Linear(d_in, d_out)
+
+        def forward(self, x):
+            probe(self.fc(x))
+            return self.fc(x)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = Proj(4, 8)
+            self.b = Proj(8, 3)
+
+        def forward(self, x):
+            return self.b(self.a(x))
+
+    Net()(torch.randn(5, 4))
+    """
+    readings = []
+
+    def read(ctx, call) -> None:
+        expr = call.args[0].value
+        readings.append(("joined", ctx.tensors.facts(expr).layout))
+        for made_at in ctx.tensors.construction_readings():
+            readings.append((ctx.module.code_for_node(made_at), ctx.tensors.facts(expr).layout))
+
+    walk_with_probe(source, read)
+    assert readings == [
+        ("joined", None),
+        ("Proj(4, 8)", Layout(2, ("5", "8"), ())),
+        ("Proj(8, 3)", Layout(2, ("5", "3"), ())),
+    ]
+
+
 def test_a_factory_given_a_whole_shape_has_its_sizes_not_one_dim() -> None:
     """`torch.zeros(x.size())` is shaped like `x`; of a tensor of unknown shape, its rank is unknown."""
     source = """

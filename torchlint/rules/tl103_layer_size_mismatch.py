@@ -10,7 +10,7 @@ from torchlint.analysis.shape_checks import brief_code, fed_examples, known_size
 from torchlint.context import RelatedNode
 from torchlint.diagnostics import Severity
 from torchlint.positions import StatementPositions
-from torchlint.rule import Rule
+from torchlint.rule import Rule, construction_note
 
 
 class LayerSizeMismatch(Rule):
@@ -66,8 +66,11 @@ class LayerSizeMismatch(Rule):
     returns, a tuple included (`outputs, hidden = self.encoder(src)`, then
     `self.out(hidden[-1])`), and after an `nn.Sequential` of blocks of one Module class of the
     file that keep their input's shape (`nn.Sequential(ResidualBlock(c), ResidualBlock(c))`, or
-    `nn.Sequential(*[Block(d) for _ in range(n)])`). That finding is reported at the call, and
-    names the layer's construction; what the failing call would return is not checked again.
+    `nn.Sequential(*[Block(d) for _ in range(n)])`). A Module class of the file built in
+    several places with different sizes (`Projection(16, 32)` feeding `Projection(64, 10)`) is
+    checked once per construction. That finding is reported at the call, and names the layer's
+    construction (and the class's, where only one construction fails); what the failing call
+    would return is not checked again.
 
     ## Why is this bad?
     The model builds without complaint, and the first batch (after the data pipeline has loaded,
@@ -125,9 +128,7 @@ class LayerSizeMismatch(Rule):
         if self._inputs is not None:
             self._inputs.call(node)
         if self._fed[-1] and isinstance(node.func, (cst.Attribute, cst.Name)):
-            found = self.ctx.tensors.layer_contradiction(node)
-            if found is not None:
-                self._contradictions.append((node, found))
+            self._note_contradiction(node)
         if last_word(node.func) == "Sequential" and nn_class_name(self.ctx.callee(node)) == "Sequential":
             for mismatch in self._chains.sequential(node):
                 self._report(mismatch)
@@ -144,14 +145,31 @@ class LayerSizeMismatch(Rule):
         for call, found in self._contradictions:
             self._report_contradiction(call, *found)
 
-    def _report_contradiction(self, call: cst.Call, operand, sizes, config, contradiction) -> None:
-        """A layer called in a method with an input whose shape the example inputs fix."""
+    def _note_contradiction(self, call: cst.Call) -> None:
+        """A layer call whose input the tensor facts know it cannot take: in their reading of the
+        call, else in one construction's reading of its Module class (kept with the sizes that
+        reading gives the layer's input, for the message)."""
+        tensors = self.ctx.tensors
+        found, made_at = tensors.layer_contradiction(call), None
+        if found is None:
+            for made_at in tensors.construction_readings():
+                found = tensors.layer_contradiction(call)
+                if found is not None:
+                    break
+        if found is not None:
+            operand, _, _, contradiction = found
+            original = known_sizes(tensors.facts(operand)) if contradiction.layer is not None else None
+            self._contradictions.append((call, (*found, original, made_at)))
+
+    def _report_contradiction(self, call: cst.Call, operand, sizes, config, contradiction, original,
+                              made_at: cst.Call | None) -> None:
+        """A layer called in a method with an input whose shape the example inputs fix (given to
+        one construction of its class, `made_at`, where only that construction's reading knows it)."""
         built_by = config.built_by
         if built_by is None or id(built_by) in self._reported:
             return  # already reported where the layers chain
         self._reported.add(id(built_by))
         given = f"`{self._short(operand)}` has shape {show(sizes)} here"
-        original = known_sizes(self.ctx.tensors.facts(operand)) if contradiction.layer is not None else None
         if original is not None and tuple(original) != tuple(sizes):
             # A layer inside an `nn.Sequential`: its input is what the layers before it made.
             given = f"the layers before it turn `{self._short(operand)}` of shape {show(original)} into {show(sizes)}"
@@ -159,7 +177,8 @@ class LayerSizeMismatch(Rule):
             call,
             f"`{self._short(built_by)}` expects {contradiction.expected} {contradiction.what} in dim "
             f"{contradiction.dim}, but {given}; make the two sizes agree",
-            related=(RelatedNode(built_by, f"built here, with {contradiction.expected} {contradiction.what}"),),
+            related=(RelatedNode(built_by, f"built here, with {contradiction.expected} {contradiction.what}"),
+                     *([construction_note(self.ctx, made_at)] if made_at is not None else [])),
         )
 
     def _report_known_inputs(self) -> None:

@@ -17,7 +17,7 @@ from torchlint.analysis.torch_api import (
 )
 from torchlint.context import RelatedNode
 from torchlint.diagnostics import Severity
-from torchlint.rule import Rule
+from torchlint.rule import Rule, each_construction
 
 _MATMULS = frozenset({"matmul", "mm", "bmm"})
 # Methods whose `index` (the second argument) must have as many dims as the tensor.
@@ -138,7 +138,10 @@ class ShapeMismatch(Rule):
       (`conv_block(base, base * 2, nn.ReLU())`: each call's sizes and layers), and through a
       stack of one Module class of the file (`nn.Sequential(*[Block(cfg) for _ in range(n)])`
       or the blocks written out gives what the block's `forward` gives, where that is the shape
-      the block was given);
+      the block was given); a Module class of the file built in several places with different
+      sizes (`self.down = ResBlock(16, 32)`, `self.up = ResBlock(64, 16)`) is read once per
+      construction and call, each with its own sizes and inputs, and a finding names the
+      construction whose sizes show it;
     - the arguments a top-level function is called with in the file (`standardize(batch)`),
       a model among them under any name (`advantages(critic, states, returns)`, where every
       call passes a `ValueHead` the file builds: `critic(states)` has what its `forward` gives);
@@ -191,6 +194,7 @@ class ShapeMismatch(Rule):
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._literal_sizes.pop()
 
+    @each_construction
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if not self._literal_sizes[-1]:
             return
@@ -199,6 +203,7 @@ class ShapeMismatch(Rule):
         elif isinstance(node.operator, BROADCASTING_OPERATORS):
             self._broadcast(node)
 
+    @each_construction
     def visit_Return(self, node: cst.Return) -> None:
         function = self.ctx.enclosing_function()
         if node.value is None or function is None or function.returns is None:
@@ -221,6 +226,7 @@ class ShapeMismatch(Rule):
             related=(RelatedNode(function.returns.annotation, f"the annotation promises {show(promised)} here"),),
         )
 
+    @each_construction
     def visit_Call(self, node: cst.Call) -> None:
         if _has_literal_size(node):
             self._literal_sizes[-1] = True
@@ -360,6 +366,7 @@ class ShapeMismatch(Rule):
             self.report(node, message, related=self._assignments((prediction, a), (target, b)))
         return True
 
+    @each_construction
     def visit_Comparison(self, node: cst.Comparison) -> None:
         if self._literal_sizes[-1] and len(node.comparisons) == 1 \
                 and isinstance(node.comparisons[0].operator, (cst.Equal, cst.NotEqual)):

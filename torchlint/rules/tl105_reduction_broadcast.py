@@ -8,7 +8,7 @@ from torchlint.analysis.shape_checks import BROADCASTING_OPERATORS
 from torchlint.analysis.tensor_facts.domain import TensorFacts
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
-from torchlint.rule import Rule
+from torchlint.rule import Rule, each_construction
 
 # Reductions and the position of `dim` in their method form (`x.norm(p, dim)`).
 _REDUCTIONS = {name: 0 for name in "mean sum std var amax amin logsumexp nansum nanmean prod".split()}
@@ -113,6 +113,7 @@ class ReductionBroadcast(Rule):
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
 
+    @each_construction
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if not isinstance(node.operator, BROADCASTING_OPERATORS):
             return

@@ -152,6 +152,10 @@ class ModuleValue:
     config: LayerConfig | None = None
     # An `nn.ModuleList`'s layers, joined: what iterating over it or indexing it gives.
     element: "ModuleValue | None" = None
+    # For an instance of a Module class of the file: what its construction passed, as
+    # `((keyword or None, value), ...)` (None where unknown, or where `*args` passed more).
+    made_with: tuple | None = None
+    made_at: cst.Call | None = field(default=None, compare=False, repr=False)  # that construction
 
 
 @dataclass(frozen=True)
@@ -273,7 +277,9 @@ def join(first: Value, second: Value) -> Value:
                            first.from_caller and second.from_caller,
                            first.placed_when if first.placed_when == second.placed_when else None,
                            first.config if first.config == second.config else None,
-                           element if isinstance(element, ModuleValue) else None)
+                           element if isinstance(element, ModuleValue) else None,
+                           first.made_with if first.made_with == second.made_with else None,
+                           first.made_at if first.made_with == second.made_with else None)
     if isinstance(first, Sequence) and isinstance(second, Sequence) and len(first.items) == len(second.items):
         return Sequence(tuple(join(a, b) for a, b in zip(first.items, second.items)))
     if isinstance(first, (Collected, Sequence)) and isinstance(second, (Collected, Sequence)) and (

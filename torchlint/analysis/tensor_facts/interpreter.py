@@ -1020,7 +1020,7 @@ class Interpreter:
         if name in env:
             return self._call_value(call, env[name], args)
         if self.model.is_module_class(name):
-            return ModuleValue(Device.DEFAULT, name)
+            return ModuleValue(Device.DEFAULT, name, made_with=_passed(args), made_at=call)
         item = self.model.dataset_item(name)
         if item is not None:
             return Iterable(item)
@@ -1125,7 +1125,7 @@ class Interpreter:
         if kind in _PAIR_OUTPUT:
             return Sequence((output, replace(output, layout=None)))  # (output, attention weights)
         if sized is None and "." not in kind and kind:
-            returned = self._forward_returned(kind)
+            returned = self._forward_returned(kind, module, args)
             if isinstance(returned, Sequence):
                 # `outputs, hidden = self.encoder(src)`: each tensor of the tuple `forward` returns.
                 # A column among them stays one: `logits, values = model(obs)` with values (T, 1).
@@ -1254,10 +1254,18 @@ class Interpreter:
             self.model.note_layer_contradiction(call, mask, mask_sizes, module.config, found)
         return result if result.shape is not None else None
 
-    def _forward_returned(self, kind: str) -> Value | None:
+    def _forward_returned(self, kind: str, module: ModuleValue | None = None, args=()) -> Value | None:
         """What a Module class of this file returns from `forward` (a tensor, or a tuple of them),
-        where its example inputs fix it."""
-        return self.model.module_method_summary(kind, "forward") if self.model.has_examples(kind) else None
+        where its example inputs fix it: for this `module`, built and called with these `args`,
+        where the class is built more than once (see `TensorModel.construction_forward`)."""
+        if not self.model.has_examples(kind):
+            return None
+        called_with = _passed(args)
+        if module is not None and module.made_with is not None and called_with is not None:
+            returned = self.model.construction_forward(kind, module, called_with)
+            if returned is not None and returned is not UNKNOWN:
+                return returned
+        return self.model.module_method_summary(kind, "forward")
 
     def _output_activation(self, kind: str, call: cst.Call) -> tuple[str | None, cst.CSTNode | None]:
         """The activation a module's output holds, and where it is taken: an `nn.Softmax` or
@@ -2480,6 +2488,14 @@ def _shape_source(expr: cst.BaseExpression) -> cst.BaseExpression | None:
     if type(expr) is cst.Call and not expr.args and type(expr.func) is cst.Attribute and expr.func.attr.value == "size":
         return expr.func.value
     return None
+
+
+def _passed(args) -> tuple | None:
+    """A call's arguments as `((keyword or None, value), ...)`; None where `*args` or `**kwargs`
+    may pass more."""
+    if any(arg.star for arg, _ in args):
+        return None
+    return tuple((arg.keyword.value if arg.keyword is not None else None, value) for arg, value in args)
 
 
 def _known_layout(value: Value | None) -> Layout | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
@@ -66,6 +66,10 @@ _TENSOR_EVIDENCE = frozenset(
 )
 _MOVING_METHODS = frozenset({"_apply", "to", "cuda", "state_dict", "_load_from_state_dict"})
 _NO_GRAD_DECORATORS = frozenset({"torch.no_grad", "torch.inference_mode"})
+# Bounds on the readings of constructions (`construction_forward`): how deep one class's reading
+# may start another's, and how many a file gets.
+_DEEPEST_READING = 3
+_MOST_READINGS = 32
 
 
 @dataclass
@@ -91,12 +95,40 @@ class _ClassFacts:
     attributes: dict[str, Value]
 
 
+@dataclass(frozen=True)
+class _Construction:
+    """A Module class of the file as one construction built it and one call called it: what its
+    `__init__` and its `forward` are given, as `((keyword or None, value), ...)`."""
+
+    classdef: cst.ClassDef
+    made_with: tuple
+    called_with: tuple
+    made_at: cst.Call | None = field(default=None, compare=False)
+
+    def given(self, method: str, position: int, keyword: str, default: str | None) -> Value | None:
+        """What the parameter of `method` at `position` (after `self`), or named `keyword`, gets."""
+        passed = self.made_with if method == "__init__" else self.called_with
+        positional = [value for key, value in passed if key is None]
+        if position < len(positional):
+            return positional[position]
+        return next((value for key, value in passed if key == keyword), Number(default) if default is not None else None)
+
+
 class TensorModel:
-    def __init__(self, ctx: "CheckedFile", aside: bool = False) -> None:
+    def __init__(self, ctx: "CheckedFile", aside: bool = False, construction: _Construction | None = None,
+                 root: "TensorModel | None" = None, depth: int = 0) -> None:
         self.ctx = ctx
         # The second interpretation `module_method_summary` asks, and its own (never a third).
         self._aside = aside
         self._aside_model: TensorModel | None = None
+        # A reading of one construction of a Module class (see `construction_forward`): it reads
+        # the class's methods, and asks `root` (the file's reading) about everything else.
+        self._construction = construction
+        self._root = root if root is not None else self
+        self._depth = depth  # how many readings of constructions started this one
+        self._readings: list[tuple[_Construction, TensorModel]] = []  # the root's, of every construction
+        self._reading: TensorModel | None = None  # the one the rules ask now (see `construction_readings`)
+        self._prepared: set[int] = set()  # classes whose readings are made (see `_prepare_readings`)
         self.memo: dict[int, Value] = {}
         # id(origin call) -> [(operand node, its device)] it was combined with.
         self._conflicts: dict[int, list[tuple[cst.CSTNode, Device]]] = {}
@@ -126,7 +158,7 @@ class TensorModel:
         # id(module call) -> (the DataLoader batch it is given, still on the CPU; the module's device).
         self._unmoved_batches: dict[int, tuple[cst.CSTNode, Device]] = {}
         self._loaders_on_cpu: bool | None = None
-        self.examples = ExampleCalls(ctx)
+        self.examples = root.examples if root is not None else ExampleCalls(ctx)
         self._layer_contradictions: dict[int, tuple] = {}
         self._uses_memo: dict[str, list] = {}
         self._models_passed: dict[tuple[str, str], str | None] = {}
@@ -139,12 +171,16 @@ class TensorModel:
         then they and the function bodies they read are a cycle (see `FileContext.close`)."""
         if self._aside_model is not None:
             self._aside_model.close()
+        for _, reading in self._readings:
+            reading.close()
         vars(self).clear()
 
     # Questions ---------------------------------------------------------------------------
 
     def facts(self, expr: cst.CSTNode) -> Value:
         """What is known about `expr`, a node inside the function the walk is in."""
+        if self._reading is not None:
+            return self._reading.facts(expr)
         found = self.memo.get(id(expr))
         if found is not None:
             return found
@@ -235,8 +271,74 @@ class TensorModel:
     def layer_contradiction(self, call: cst.Call):
         """(input node, its sizes, the layer's LayerConfig, the Contradiction) where the call of a
         layer of known sizes gets an input of known shape that it cannot take; else None."""
+        if self._reading is not None:
+            return self._reading.layer_contradiction(call)
         self.facts(call)
         return self._layer_contradictions.get(id(call))
+
+    def construction_readings(self) -> Iterator[cst.Call | None]:
+        """Where the walk is inside a Module class of the file that the file builds more than
+        once: each construction's reading of it (see `construction_forward`), made the one that
+        `facts` and `layer_contradiction` answer from in turn; each yields its construction."""
+        if not self.examples.has_example_data():
+            return  # the common case, asked at every call a size rule visits: answered first
+        classdef = self.ctx.enclosing_class()
+        if classdef is None or not self._built_apart(classdef.name.value):
+            return
+        self._prepare_readings(classdef)
+        for construction, reading in list(self._readings):
+            if construction.classdef is classdef:
+                self._reading = reading
+                try:
+                    yield construction.made_at
+                finally:
+                    self._reading = None
+
+    def construction_forward(self, kind: str, module: ModuleValue, called_with: tuple) -> Value | None:
+        """What `forward` of the file's Module class `kind` returns for `module`, as its
+        construction built it and this call (`called_with`) calls it, where the file builds the
+        class more than once: the class's own reading joins what its constructions pass, and
+        sizes that differ between them (`ResBlock(16, 32)`, `ResBlock(32, 64)`) are lost there.
+        None where there is no such reading."""
+        classdef = self.ctx.module_classes.class_named(kind)
+        forward = method_named(classdef, "forward") if classdef is not None else None
+        if forward is None or not self._built_apart(kind) or not any(_fixes_sizes(value) for _, value in module.made_with):
+            return None
+        construction = _Construction(classdef, module.made_with, called_with, module.made_at)
+        root = self._root
+        reading = next((known for made, known in root._readings if made == construction), None)
+        if reading is None:
+            if self._depth >= _DEEPEST_READING or len(root._readings) >= _MOST_READINGS:
+                return None
+            reading = TensorModel(self.ctx, construction=construction, root=root, depth=self._depth + 1)
+            root._readings.append((construction, reading))
+        return reading._summary(reading._scope_of(forward, classdef, None))
+
+    def _built_apart(self, class_name: str) -> bool:
+        """The file builds the Module class `class_name` in more than one place (asked only of a
+        file with example data: only there are the calls scanned, see `ExampleCalls`)."""
+        return self.examples.has_example_data() and len(self.examples.constructions(class_name)) > 1
+
+    def _prepare_readings(self, classdef: cst.ClassDef) -> None:
+        """Interpret the functions that call instances of `classdef`, and first those of the
+        classes whose methods make such calls: their interpretations make the readings of its
+        constructions (`construction_forward`)."""
+        if id(classdef) in self._prepared:
+            return
+        self._prepared.add(id(classdef))
+        for site in self._uses(classdef.name.value):
+            if site.classdef is not None:
+                self._prepare_readings(site.classdef)
+            self._interpret(self._site_scope(site))
+
+    def _reads(self, scope: Scope) -> bool:
+        """This model interprets `scope` itself: the file's reading does all; a construction's
+        reading, the methods of its class (and the functions nested in them)."""
+        if self._construction is None:
+            return True
+        while scope.parent is not None:
+            scope = scope.parent
+        return scope.classdef is self._construction.classdef
 
     def note_unmoved_batch(self, call: cst.Call, batch: cst.CSTNode, device: Device) -> None:
         self._unmoved_batches.setdefault(id(call), (batch, device))
@@ -255,6 +357,11 @@ class TensorModel:
             self._interpret(parent)
             if parent.final_env is not None and name in parent.final_env:
                 return parent.final_env[name]
+        if self._construction is not None:
+            return self._root._module_value(scope, name)
+        return self._module_value(scope, name)
+
+    def _module_value(self, scope: Scope, name: str) -> Value:
         if isinstance(scope.node, cst.Module) or name not in self._module_level_names():
             return UNKNOWN
         module_scope = self._module_scope()
@@ -485,6 +592,9 @@ class TensorModel:
             self._provisional = []
 
     def _summary(self, scope: Scope) -> Value:
+        if not self._reads(scope):
+            root = self._root
+            return root._summary(root._scope_of(scope.node, scope.classdef, None))
         if scope.running:
             self._reached_active(scope)
             return UNKNOWN
@@ -608,23 +718,32 @@ class TensorModel:
         if position is None:
             return None
         name = function.name.value if scope.classdef is None else scope.classdef.name.value
+        construction = self._construction
+        if construction is not None and scope.classdef is not construction.classdef:
+            construction = None
         if function.name.value == "__init__" and scope.classdef is not None:
             default_value = self.examples.integer(param.default) if param.default is not None else None
             default = str(default_value) if default_value is not None else None
-            given = self.examples.init_argument(name, position, param.name.value, default)
-            if given is not None:
-                return Number(given)
-            found = self._value_at_sites(self.examples.constructions(name), position, param.name.value, default)
+            if construction is not None:
+                found = construction.given("__init__", position, param.name.value, default)
+            else:
+                given = self.examples.init_argument(name, position, param.name.value, default)
+                if given is not None:
+                    return Number(given)
+                found = self._value_at_sites(self.examples.constructions(name), position, param.name.value, default)
             if isinstance(found, TensorFacts) and known_sizes(found):
                 return _sized_like(found)  # `NCF(cfg, genres)`: a table the module keeps (a buffer)
             return found if isinstance(found, Number) and found.code is not None else None
         if function.name.value != "forward" and scope.classdef is not None:
             return None
-        sizes, dtype = self.examples.input_shape(name, position), self.examples.input_dtype(name, position)
+        if construction is not None:
+            sizes = dtype = None
+        else:
+            sizes, dtype = self.examples.input_shape(name, position), self.examples.input_dtype(name, position)
         column_of = None
         if sizes is None:
-            found = self._value_at_sites(self._uses(name), position, param.name.value, None,
-                                         callers_aside=scope.classdef is not None)
+            found = construction.given("forward", position, param.name.value, None) if construction is not None else \
+                self._value_at_sites(self._uses(name), position, param.name.value, None, callers_aside=scope.classdef is not None)
             if isinstance(found, Number) and literal(found.code) is not None:
                 return found  # `make_loader(16, batch_size=8)`
             if isinstance(found, Iterable) and _shows_sizes(found.element):
@@ -833,6 +952,8 @@ class TensorModel:
         return [statement for statement in classdef.body.body if isinstance(statement, cst.FunctionDef)]
 
     def _class_facts(self, classdef: cst.ClassDef) -> _ClassFacts | None:
+        if self._construction is not None and classdef is not self._construction.classdef:
+            return self._root._class_facts(classdef)
         key = id(classdef)
         if key in self._classes:
             return self._classes[key]
@@ -887,7 +1008,8 @@ class TensorModel:
     def _as_attribute(value: Value, parameter: bool | None) -> Value:
         """`parameter`: True for a Parameter, False for maybe one, None for a plain value."""
         if isinstance(value, ModuleValue):
-            return ModuleValue(Device.MODULE, value.kind, config=value.config, element=value.element)
+            return ModuleValue(Device.MODULE, value.kind, config=value.config, element=value.element,
+                               made_with=value.made_with, made_at=value.made_at)
         if isinstance(value, TensorFacts):
             if parameter is None:
                 return value
@@ -908,6 +1030,12 @@ def _shows_sizes(value: Value) -> bool:
     if isinstance(value, Sequence):
         return any(_shows_sizes(item) for item in value.items)
     return known_sizes(value) is not None
+
+
+def _fixes_sizes(value: Value) -> bool:
+    """A size (`Number` with its code), or a tensor that shows sizes: what makes a construction's
+    reading differ from its class's."""
+    return (isinstance(value, Number) and value.code is not None) or _shows_sizes(value)
 
 
 def _sized_like(item: Value) -> Value:
