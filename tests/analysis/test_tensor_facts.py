@@ -610,3 +610,49 @@ def test_a_factory_given_a_whole_shape_has_its_sizes_not_one_dim() -> None:
     assert [value.layout for value in whole] == [Layout(2, ("4", "5"), ())] * 4
     assert one.layout == Layout(1, ("4",), ())
     assert unknown.layout is None
+
+
+def test_a_parameter_some_constructions_leave_to_its_default_is_not_what_the_others_pass() -> None:
+    source = """
+    import torch
+    import torch.nn as nn
+
+    class Block(nn.Module):
+        def __init__(self, channels, stride=1):
+            super().__init__()
+            probe(stride)
+            probe(channels)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.keep = Block(8)
+            self.down = Block(8, stride=2)
+
+    torch.randn(2, 8)
+    """
+    stride, channels = probed(source)
+    assert stride.code is None  # 1 for one construction, 2 for the other
+    assert channels.code == "8"
+
+
+def test_an_if_on_sizes_this_reading_knows_runs_one_branch() -> None:
+    source = """
+    import torch
+    import torch.nn as nn
+
+    class Block(nn.Module):
+        def __init__(self, c_in, c_out, stride=1):
+            super().__init__()
+            self.shortcut = nn.Identity()
+            if stride != 1 or c_in != c_out:
+                self.shortcut = nn.Conv2d(c_in, c_out, 1, stride=stride)
+            elif c_in > 4:
+                self.shortcut = nn.ReLU()
+
+        def forward(self, x):
+            probe(self.shortcut)
+
+    Block(8, 8)(torch.randn(2, 8, 4, 4))
+    """
+    assert only(source).kind == "torch.nn.ReLU"

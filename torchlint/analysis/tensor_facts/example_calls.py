@@ -21,6 +21,7 @@ its classes (a script, a test) is scanned at all: a library module's shapes stay
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -67,6 +68,8 @@ class _Calls:
     construction and use, for what the literals do not say."""
 
     init: dict[int | str, str] = field(default_factory=dict)
+    # How many constructions pass each of them: where fewer than all do, the others take the default.
+    init_counts: Counter = field(default_factory=Counter)
     # A construction passes `*args` / `**kwargs`: which parameter gets what is not known.
     opaque: bool = False
     inputs: dict[int, Sizes | str] = field(default_factory=dict)
@@ -98,6 +101,8 @@ class ExampleCalls:
         values = {calls.init.get(position), calls.init.get(keyword)} - {None}
         if not values:
             return default
+        if calls.init_counts[position] + calls.init_counts[keyword] < len(calls.constructions):
+            values.add(default if default is not None else _CONFLICT)  # `Block(32, 64, stride=2)` beside `Block(16, 32)`
         return values.pop() if len(values) == 1 and _CONFLICT not in values else None
 
     def config_field(self, class_name: str, field_name: str) -> str | None:
@@ -316,6 +321,7 @@ class ExampleCalls:
             value = self.integer(arg.value)
             key: int | str = arg.keyword.value if arg.keyword is not None else index
             _merge(calls.init, key, str(value) if value is not None else _CONFLICT)
+            calls.init_counts[key] += 1
 
     def _record_inputs(self, name: str, call: cst.Call, assigned: dict, site_of) -> None:
         calls = self._calls.setdefault(name, _Calls())

@@ -235,6 +235,15 @@ class Interpreter:
             forced = self._forced.get(id(statement))
             if forced is not None:
                 return self._block(suite_statements(statement.body if forced else statement.orelse.body), env)
+            outcome = self._known_outcome(test)
+            if outcome is not None:
+                # `if stride != 1:` where this reading knows the stride: one branch runs.
+                if outcome:
+                    return self._block(suite_statements(statement.body), env)
+                orelse = statement.orelse
+                if isinstance(orelse, cst.If):
+                    return self._statement(orelse, env)
+                return self._block(suite_statements(orelse.body), env) if orelse is not None else env
             body_entry = self._branch(test, True, env)
             body = self._block(suite_statements(statement.body), self._narrowed(test, body_entry))
             orelse, other_entry = statement.orelse, self._not_a_tensor(test, self._branch(test, False, env))
@@ -642,7 +651,12 @@ class Interpreter:
 
     def _known_outcome(self, test: cst.BaseExpression) -> bool | None:
         """The truth of a comparison of two whole numbers this interpretation knows (`n_rep == 1`
-        where `n_rep` is 4); None for any other test."""
+        where `n_rep` is 4), or of `and` / `or` of such comparisons; None for any other test."""
+        if type(test) is cst.BooleanOperation:
+            left, right = self._known_outcome(test.left), self._known_outcome(test.right)
+            if isinstance(test.operator, cst.Or):
+                return True if True in (left, right) else (False if left is False and right is False else None)
+            return False if False in (left, right) else (True if left and right else None)
         if type(test) is not cst.Comparison or len(test.comparisons) != 1:
             return None
         compare = _INTEGER_COMPARISONS.get(type(test.comparisons[0].operator))
