@@ -241,3 +241,42 @@ async def test_hover_shows_the_shape_the_example_input_gives(editor: EditorClien
         text_document=types.TextDocumentIdentifier(uri=document.uri), position=types.Position(10, 8),
     ))
     assert target.contents.value == "`q`: shape (4, 10, 32)"  # an assignment's target: the value assigned
+
+
+BUILT_TWICE = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    class Proj(nn.Module):
+        def __init__(self, d_in, d_out):
+            super().__init__()
+            self.fc = nn.Linear(d_in, d_out)
+
+        def forward(self, x):
+            y = self.fc(x)
+            return y
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = Proj(4, 8)
+            self.b = Proj(8, 3)
+
+        def forward(self, x):
+            return self.b(self.a(x))
+
+
+    Net()(torch.randn(5, 4))
+""")
+
+
+async def test_hover_in_a_class_built_twice_shows_each_constructions_shape(editor: EditorClient, workspace):
+    document, _ = await Document.open(editor, workspace / "built_twice.py", BUILT_TWICE)
+    hover = await editor.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=document.uri), position=types.Position(10, 8),
+    ))
+    assert hover.contents.value == (
+        "`y`: shape (5, 8) as `Proj(4, 8)` builds it; shape (5, 3) as `Proj(8, 3)` builds it"
+    )

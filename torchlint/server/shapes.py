@@ -4,7 +4,8 @@
 
 The text is parsed, the innermost expression at the position found (a name, an attribute, a
 call, a subscript or an operation), and one traversal asks the tensor facts about it where it
-stands, as a rule would. Hovering an assignment's target shows the value assigned.
+stands, as a rule would. Hovering an assignment's target shows the value assigned; inside a
+Module class the file builds with different sizes, the shape each construction gives.
 """
 
 from __future__ import annotations
@@ -66,8 +67,15 @@ class _Probe:
         ancestors = self._ctx.ancestors
         assigned = ancestors[-2] if len(ancestors) >= 2 and isinstance(ancestors[-1], cst.AssignTarget) else None
         value = assigned.value if isinstance(assigned, cst.Assign) else node
-        sizes = known_sizes(self._ctx.tensors.facts(value))
-        if sizes is not None:
-            self._found.append(f"`{brief_code(self._ctx, node)}`: shape {show(sizes)}")
+        tensors = self._ctx.tensors
+        sizes = known_sizes(tensors.facts(value))
+        shapes = [f"shape {show(sizes)}"] if sizes is not None else []
+        # In a Module class built with other sizes in several places: each construction's shape.
+        for made_at in tensors.construction_readings():
+            built = known_sizes(tensors.facts(value))
+            if built is not None and built != sizes and made_at is not None:
+                shapes.append(f"shape {show(built)} as `{brief_code(self._ctx, made_at, 60)}` builds it")
+        if shapes:
+            self._found.append(f"`{brief_code(self._ctx, node)}`: {'; '.join(shapes)}")
 
     visit_Name = visit_Attribute = visit_Call = visit_Subscript = visit_BinaryOperation = _ask
