@@ -69,6 +69,31 @@ def test_engine_findings_get_verdicts_through_run_script(script):
     assert {(d.code, d.runtime) for d in report.diagnostics} >= {("TL202", "confirmed"), ("TL201", "confirmed")}
 
 
+def test_a_silent_broadcast_is_confirmed_by_the_shapes_the_run_gives_its_operands(script):
+    """TL104's silent case raises nothing: the (16, 1) column and the (16,) returns it meets
+    make a (16, 16) table. The operands' shapes at the flagged line confirm it."""
+    from torchlint.config import Settings
+    from torchlint.engine import check_source
+    from torchlint.rules import get_rule
+    from torchlint.runtime import run_script
+
+    path = script("""
+        import torch
+        import torch.nn as nn
+        critic = nn.Linear(4, 1)
+        returns = torch.randn(16)
+        values = critic(torch.randn(16, 4))
+        advantage = returns - values
+        print(advantage.shape)
+    """)
+    findings = check_source(path.read_text(), str(path), Settings(rules=(get_rule("TL104"),)))
+    assert [(d.code, d.location.row) for d in findings] == [("TL104", line_of(path, "returns - values"))]
+    report = run_script(str(path), [], findings, device="cpu")
+    [checked] = report.diagnostics
+    assert checked.runtime == "confirmed"
+    assert "(16,) and (16, 1) broadcast to (16, 16) here" in checked.runtime_detail
+
+
 def test_runtime_options_need_runtime(tmp_path):
     result = _torchlint("check", "--timeout", "3", ".", cwd=tmp_path)
     assert result.returncode == 2 and "--runtime" in result.stderr

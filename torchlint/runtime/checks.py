@@ -3,7 +3,7 @@
 A check says what confirms its rule, in any of these ways:
 - `warning`: a regex on the text of a warning PyTorch emits (captured with the user's line);
 - `error`: a regex on the text of an exception a torch call raises (seen by the function mode);
-- probe hooks `before_call` / `after_call` / `on_error` / `on_value`: run at the flagged site
+- probe hooks `before_call` / `after_call` / `on_error` / `on_value` / `on_operands`: run at the flagged site
   itself (see probes.py), with the callee, its arguments and its result;
 - events that the shared instrumentation emits under the rule's code (optimizer hooks for
   TL001/TL002, logical devices for TL301/TL306, host syncs for TL302, discarded conversions for
@@ -66,6 +66,7 @@ class Check:
     # -- child side: probe hooks at the flagged site -------------------------------------------
     wants_call: ClassVar[bool] = False  # wrap the flagged call (else the probe only marks reached)
     wants_value: ClassVar[bool] = False  # see the value of a flagged expression that is not a call
+    wants_operands: ClassVar[bool] = False  # see both operands of a flagged operation (`a - b`) too
 
     def before_call(self, rec, site: int, func, args: tuple, kwargs: dict) -> None:
         pass
@@ -75,6 +76,9 @@ class Check:
 
     def on_value(self, rec, site: int, value: Any) -> None:
         pass
+
+    def on_operands(self, rec, site: int, operator: str, left: Any, right: Any, result: Any) -> None:
+        """`left <operator> right` gave `result` (`operator` names the `operator` module's function)."""
 
     def on_error(self, rec, site: int, func, args: tuple, kwargs: dict, error: BaseException) -> None:
         if self.error is not None and self.error.search(str(error)):
@@ -445,6 +449,11 @@ class SoftmaxWithoutDim(Check):
         return verdict, detail
 
 
+def _sizes(tensor) -> str:
+    sizes = tuple(tensor.shape)
+    return f"({sizes[0]},)" if len(sizes) == 1 else str(sizes)
+
+
 def _rank(frame) -> str:
     value = frame.f_locals.get("input")
     return str(value.dim()) if _is_tensor(value) else "?"
@@ -482,6 +491,16 @@ class ShapeMismatch(Check):
         # The same errors as the meta device words them (a dry run).
         r"must have same reduction dim|to have \d+ channels, but got|Invalid channel dimensions"
     )
+
+    wants_operands = True
+
+    def on_operands(self, rec, site, operator, left, right, result):
+        """The finding's silent case: an elementwise op whose operands of different ranks both
+        grew, as an (N, 1) column against (N,) rows gives (N, N). A matrix product grows by rule."""
+        if operator == "matmul" or not all(_is_tensor(value) for value in (left, right, result)):
+            return
+        if left.dim() != right.dim() and result.numel() > max(left.numel(), right.numel()):
+            rec.confirm(site, f"{_sizes(left)} and {_sizes(right)} broadcast to {_sizes(result)} here, without an error")
 
     def adds(self, event: dict) -> bool:
         """A shape error anywhere (a dry run's above all); a loss broadcast's warning is TL601's."""

@@ -10,6 +10,7 @@ where even an empty function mode makes a loop of tiny ops 1.8x slower.
 from __future__ import annotations
 
 import dis
+import operator
 import os
 import weakref
 
@@ -56,6 +57,20 @@ class Probe:
         def probed(value):
             self._probe(check.on_value, site, value)
             return value
+
+        return probed
+
+    def operation(self, site: int, name: str):
+        """`left <op> right` at a site whose check sees the operands: computed by the `operator`
+        module's function of that name (the same dunder methods, reflected ones included)."""
+        compute = getattr(operator, name)
+        check = self.checks[site]
+        seen = self.value(site)
+
+        def probed(left, right):
+            result = compute(left, right)
+            self._probe(check.on_operands, site, name, left, right, result)
+            return seen(result)
 
         return probed
 

@@ -8,6 +8,8 @@ Three probe forms, chosen from the flagged node (all reach the `__torchlint__` b
 - a call `F(args)` becomes `__torchlint__.call(ID, F)(args)`: the probe sees the callee (for a
   method, its receiver is `F.__self__`), the arguments, the result or the exception;
 - another expression `e` becomes `__torchlint__.value(ID)(e)`: "reached", then the value;
+- an operation `a - b` whose check looks at its operands becomes
+  `__torchlint__.operation(ID, "sub")(a, b)`, which computes it with `operator.sub`;
 - a statement (or a node that cannot be wrapped) gets `__torchlint__.mark(ID)` inserted before it.
 A TL302 site (a host sync) also gets `__torchlint__.iterate(ID)` at the top of the body of the
 loop that holds it, so that its syncs are counted per iteration of that loop.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from torchlint.runtime.checks import check_for
 from torchlint.sources import source_rows
 
 PROBE_NAME = "__torchlint__"  # ends with "__", so class bodies do not mangle it
@@ -108,11 +111,21 @@ def _probe_attr(name: str, like: ast.AST) -> ast.expr:
     return _place(ast.Attribute(ast.Name(PROBE_NAME, ast.Load()), name, ast.Load()), like)
 
 
+# The `operator` function of each binary operator: the same dunder methods, reflected ones included.
+_OPERATORS = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv", ast.Mod: "mod",
+    ast.Pow: "pow", ast.MatMult: "matmul", ast.BitAnd: "and_", ast.BitOr: "or_", ast.BitXor: "xor",
+    ast.LShift: "lshift", ast.RShift: "rshift",
+}
+
+
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, replace: dict[int, int], marks: dict[int, list[int]], loops: dict[int, list[int]]) -> None:
+    def __init__(self, replace: dict[int, int], marks: dict[int, list[int]], loops: dict[int, list[int]],
+                 operands: set[int]) -> None:
         self.replace = replace  # id(expression node) -> site id
         self.marks = marks  # id(statement) -> site ids to mark before it
         self.loops = loops  # id(loop statement) -> site ids counting its iterations
+        self.operands = operands  # the site ids of operations whose check sees the operands
 
     def visit(self, node):
         site_id = self.replace.get(id(node))
@@ -125,7 +138,7 @@ class _Rewriter(ast.NodeTransformer):
                 for s in counted
             ]
         if site_id is not None:
-            node = self._wrap(node, site_id)
+            node = self._wrap(node, site_id, site_id in self.operands)
         if isinstance(node, ast.stmt) and id(node) in self.marks:
             before = [
                 _place(ast.Expr(ast.Call(_probe_attr("mark", node), [ast.Constant(s)], [])), node)
@@ -135,7 +148,11 @@ class _Rewriter(ast.NodeTransformer):
         return node
 
     @staticmethod
-    def _wrap(node: ast.expr, site_id: int) -> ast.expr:
+    def _wrap(node: ast.expr, site_id: int, operands: bool) -> ast.expr:
+        if operands and isinstance(node, ast.BinOp):
+            name = ast.Constant(_OPERATORS[type(node.op)])
+            opener = ast.Call(_probe_attr("operation", node), [ast.Constant(site_id), name], [])
+            return _place(ast.Call(opener, [node.left, node.right], []), node)
         if isinstance(node, ast.Call):
             callee = ast.Call(_probe_attr("call", node), [ast.Constant(site_id), node.func], [])
             return _place(ast.Call(callee, node.args, node.keywords), node)
@@ -158,6 +175,7 @@ def instrument(source: str, filename: str, sites: list[Site]) -> tuple[ast.Modul
     marks: dict[int, list[int]] = {}
     loops: dict[int, list[int]] = {}
     probed: list[int] = []
+    operands: set[int] = set()
     for site in sites:
         found = _locate(tree, lines, site)
         if found is None:
@@ -167,12 +185,15 @@ def instrument(source: str, filename: str, sites: list[Site]) -> tuple[ast.Modul
             loops.setdefault(id(loop), []).append(site.id)
         if _wrappable(node) and id(node) not in replace:
             replace[id(node)] = site.id
+            check = check_for(site.code)
+            if isinstance(node, ast.BinOp) and check is not None and check.wants_operands:
+                operands.add(site.id)
         elif statement is not None:
             marks.setdefault(id(statement), []).append(site.id)
         else:
             continue
         probed.append(site.id)
-    tree = _Rewriter(replace, marks, loops).visit(tree)
+    tree = _Rewriter(replace, marks, loops, operands).visit(tree)
     return tree, probed
 
 
