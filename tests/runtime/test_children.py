@@ -135,6 +135,44 @@ def test_torch_compile_with_fullgraph_runs_as_under_python_on_the_cpu(script, ca
     assert "graph breaks 0" in capfd.readouterr().out
 
 
+COMPILED_FLAGGED = """
+import torch
+import torch._dynamo
+import torch.nn as nn
+import torch.nn.functional as F
+
+critic = nn.Linear(4, 1)
+
+
+@torch.compile(fullgraph=True, backend="eager")
+def step(returns, states):
+    weights = F.softmax(states)
+    advantage = returns - critic(states)
+    return advantage, weights
+
+
+print([tuple(t.shape) for t in step(torch.randn(16), torch.randn(16, 4))])
+print("graph breaks", sum(torch._dynamo.utils.counters["graph_break"].values()))
+"""
+
+
+def test_flagged_code_inside_a_compiled_function_runs_as_under_python(script, capfd):
+    """The probes of findings inside a `torch.compile(fullgraph=True)` function (a call, an
+    operation) are invisible to Dynamo: the script runs, with no graph break, as under python."""
+    from torchlint.config import Settings
+    from torchlint.engine import check_source
+    from torchlint.rules import get_rule
+
+    path = script(COMPILED_FLAGGED)
+    plain = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0 and "graph breaks 0" in plain.stdout, plain.stderr
+    findings = check_source(path.read_text(), str(path), Settings(rules=(get_rule("TL104"), get_rule("TL202"))))
+    assert sorted(d.code for d in findings) == ["TL104", "TL202"]
+    report = run_script(str(path), [], findings, device="cpu")
+    assert report.exit_status == 0, report.exception
+    assert capfd.readouterr().out.splitlines()[-2:] == plain.stdout.splitlines()
+
+
 def test_torch_compile_with_fullgraph_runs_eagerly_under_logical_devices(script):
     path = script(COMPILED_FULL_GRAPH)
     report = run_script(str(path), [], [], device="logical:cuda")

@@ -27,18 +27,30 @@ TAG = logical.TAG
 
 
 class Probe:
-    """The `__torchlint__` builtin the probed code calls (see probes.py)."""
+    """The `__torchlint__` builtin the probed code calls (see probes.py).
+
+    Code that `torch.compile` traces reaches it too: each probe first asks
+    `torch.compiler.is_compiling()`, which Dynamo reads as a constant, and does nothing there
+    (the run then sees the site as not reached), so the traced graph is the user's alone."""
 
     def __init__(self, rec: Recorder, sites: list) -> None:
         self.rec = rec
         self.sites = {site.id: site for site in sites}
         self.checks = {site.id: check_for(site.code) for site in sites}
 
+    def __call__(self) -> None:
+        """Never called: Dynamo traces a builtin that is callable (a plain object fails its
+        `is_builtin_constant` assertion, which breaks a compiled function)."""
+
     def mark(self, site: int) -> None:
+        if torch.compiler.is_compiling():
+            return
         self.rec.reached.add(site)
 
     def iterate(self, site: int) -> None:
         """An iteration of the loop that holds the TL302 site `site` begins."""
+        if torch.compiler.is_compiling():
+            return
         rec = self.rec
         count = rec.iterations.get(site)
         if count is None:
@@ -49,6 +61,8 @@ class Probe:
         rec.iterations[site] = (count or 0) + 1
 
     def value(self, site: int):
+        if torch.compiler.is_compiling():
+            return _identity
         self.rec.reached.add(site)
         check = self.checks.get(site)
         if check is None or not check.wants_value:
@@ -64,6 +78,8 @@ class Probe:
         """`left <op> right` at a site whose check sees the operands: computed by the `operator`
         module's function of that name (the same dunder methods, reflected ones included)."""
         compute = getattr(operator, name)
+        if torch.compiler.is_compiling():
+            return compute
         check = self.checks[site]
         seen = self.value(site)
 
@@ -87,6 +103,8 @@ class Probe:
             rec.probing = False
 
     def call(self, site: int, func):
+        if torch.compiler.is_compiling():
+            return func
         self.rec.reached.add(site)
         check = self.checks.get(site)
         if check is None or not check.wants_call:
