@@ -6,6 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.layouts import Layout
+from torchlint.analysis.shape_checks import known_sizes
 from torchlint.analysis.tensor_facts.domain import (
     NUMBER, UNKNOWN, Device, Iterable, ModuleValue, Sequence, TensorFacts, join, unpack,
 )
@@ -656,3 +657,15 @@ def test_an_if_on_sizes_this_reading_knows_runs_one_branch() -> None:
     Block(8, 8)(torch.randn(2, 8, 4, 4))
     """
     assert only(source).kind == "torch.nn.ReLU"
+
+
+def test_a_view_of_unknown_sizes_leaves_its_minus_one_unknown() -> None:
+    """`ys.view(-1)` of a tensor of unknown sizes is 1-D of some size, which a message shows as
+    `?`, not as the size `-1`."""
+    source = """
+    import torch
+
+    def flatten(ys):
+        probe(ys.view(-1).unsqueeze(1))
+    """
+    assert known_sizes(only(source)) == (None, "1")

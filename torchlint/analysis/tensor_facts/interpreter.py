@@ -2332,8 +2332,10 @@ def _split_sizes(call: cst.Call, receiver: TensorFacts) -> list[tuple] | None:
 
 def _inferred(wanted: tuple[str, ...], have: tuple[str | None, ...] | None) -> tuple[str, ...]:
     """The `-1` of `view(B, T, 4, -1)` worked out where every other size is a literal."""
-    if "-1" not in wanted or have is None:
+    if "-1" not in wanted:
         return wanted
+    if have is None:
+        return tuple(None if size == "-1" else size for size in wanted)  # some size, not the symbol -1
     total, rest = math.prod(literal(size) or 0 for size in have), math.prod(
         literal(size) or 0 for size in wanted if size != "-1")
     if total == 0 or rest == 0 or total % rest or wanted.count("-1") > 1:
