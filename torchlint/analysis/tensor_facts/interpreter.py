@@ -1950,7 +1950,7 @@ class Interpreter:
     def _holds_shape(self, expr: cst.BaseExpression) -> bool:
         """A factory's one size argument that is a whole shape: `x.shape`, `x.size()`, or a name
         holding a tuple of sizes (not one size: `torch.zeros(n)`)."""
-        return _shape_source(expr) is not None or isinstance(self.model.memo.get(id(expr)), Sequence)
+        return _is_whole_shape(expr) or isinstance(self.model.memo.get(id(expr)), Sequence)
 
     def _layout_of_shape(self, shape: cst.BaseExpression) -> Layout | None:
         """The layout of a tensor made with a whole shape (`_holds_shape`), where its sizes are known."""
@@ -2334,10 +2334,8 @@ def _inferred(wanted: tuple[str, ...], have: tuple[str | None, ...] | None) -> t
     """The `-1` of `view(B, T, 4, -1)` worked out where every other size is a literal."""
     if "-1" not in wanted:
         return wanted
-    if have is None:
-        return tuple(None if size == "-1" else size for size in wanted)  # some size, not the symbol -1
-    total, rest = math.prod(literal(size) or 0 for size in have), math.prod(
-        literal(size) or 0 for size in wanted if size != "-1")
+    total = math.prod(literal(size) or 0 for size in have) if have is not None else 0
+    rest = math.prod(literal(size) or 0 for size in wanted if size != "-1")
     if total == 0 or rest == 0 or total % rest or wanted.count("-1") > 1:
         return tuple(None if size == "-1" else size for size in wanted)  # some size, not the symbol -1
     return tuple(str(total // rest) if size == "-1" else size for size in wanted)
@@ -2497,13 +2495,11 @@ def _row(value: Value) -> Value:
     return replace(row, layout=Layout(len(sizes) - 1, sizes[1:], ())) if sizes and isinstance(row, TensorFacts) else row
 
 
-def _shape_source(expr: cst.BaseExpression) -> cst.BaseExpression | None:
-    """The tensor whose whole shape `expr` is (`x` of `x.shape`, `x.size()`), or None."""
-    if type(expr) is cst.Attribute and expr.attr.value == "shape":
-        return expr.value
-    if type(expr) is cst.Call and not expr.args and type(expr.func) is cst.Attribute and expr.func.attr.value == "size":
-        return expr.func.value
-    return None
+def _is_whole_shape(expr: cst.BaseExpression) -> bool:
+    """`x.shape` or `x.size()`: a tensor's whole shape, whatever is known of it."""
+    if type(expr) is cst.Attribute:
+        return expr.attr.value == "shape"
+    return type(expr) is cst.Call and not expr.args and type(expr.func) is cst.Attribute and expr.func.attr.value == "size"
 
 
 def _passed(args) -> tuple | None:

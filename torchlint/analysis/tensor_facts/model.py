@@ -286,11 +286,11 @@ class TensorModel:
         if classdef is None or not self._built_apart(classdef.name.value):
             return
         self._prepare_readings(classdef)
-        for construction, reading in list(self._readings):
-            if construction.classdef is classdef:
+        for made, reading in list(self._readings):
+            if made.classdef is classdef:
                 self._reading = reading
                 try:
-                    yield construction.made_at
+                    yield made.made_at
                 finally:
                     self._reading = None
 
@@ -304,20 +304,21 @@ class TensorModel:
         forward = method_named(classdef, "forward") if classdef is not None else None
         if forward is None or not self._built_apart(kind) or not any(_fixes_sizes(value) for _, value in module.made_with):
             return None
-        construction = _Construction(classdef, module.made_with, called_with, module.made_at)
+        wanted = _Construction(classdef, module.made_with, called_with, module.made_at)
         root = self._root
-        reading = next((known for made, known in root._readings if made == construction), None)
+        reading = next((known for made, known in root._readings if made == wanted), None)
         if reading is None:
             if self._depth >= _DEEPEST_READING or len(root._readings) >= _MOST_READINGS:
                 return None
-            reading = TensorModel(self.ctx, construction=construction, root=root, depth=self._depth + 1)
-            root._readings.append((construction, reading))
+            reading = TensorModel(self.ctx, construction=wanted, root=root, depth=self._depth + 1)
+            root._readings.append((wanted, reading))
         return reading._summary(reading._scope_of(forward, classdef, None))
 
     def _built_apart(self, class_name: str) -> bool:
         """The file builds the Module class `class_name` in more than one place (asked only of a
-        file with example data: only there are the calls scanned, see `ExampleCalls`)."""
-        return self.examples.has_example_data() and len(self.examples.constructions(class_name)) > 1
+        file with example data, which both callers check first: only there are the calls
+        scanned, see `ExampleCalls`)."""
+        return len(self.examples.constructions(class_name)) > 1
 
     def _prepare_readings(self, classdef: cst.ClassDef) -> None:
         """Interpret the functions that call instances of `classdef`, and first those of the
@@ -718,14 +719,14 @@ class TensorModel:
         if position is None:
             return None
         name = function.name.value if scope.classdef is None else scope.classdef.name.value
-        construction = self._construction
-        if construction is not None and scope.classdef is not construction.classdef:
-            construction = None
+        bound = self._construction
+        if bound is not None and scope.classdef is not bound.classdef:
+            bound = None
         if function.name.value == "__init__" and scope.classdef is not None:
             default_value = self.examples.integer(param.default) if param.default is not None else None
             default = str(default_value) if default_value is not None else None
-            if construction is not None:
-                found = construction.given("__init__", position, param.name.value, default)
+            if bound is not None:
+                found = bound.given("__init__", position, param.name.value, default)
             else:
                 given = self.examples.init_argument(name, position, param.name.value, default)
                 if given is not None:
@@ -736,13 +737,13 @@ class TensorModel:
             return found if isinstance(found, Number) and found.code is not None else None
         if function.name.value != "forward" and scope.classdef is not None:
             return None
-        if construction is not None:
+        if bound is not None:
             sizes = dtype = None
         else:
             sizes, dtype = self.examples.input_shape(name, position), self.examples.input_dtype(name, position)
         column_of = None
         if sizes is None:
-            found = construction.given("forward", position, param.name.value, None) if construction is not None else \
+            found = bound.given("forward", position, param.name.value, None) if bound is not None else \
                 self._value_at_sites(self._uses(name), position, param.name.value, None, callers_aside=scope.classdef is not None)
             if isinstance(found, Number) and literal(found.code) is not None:
                 return found  # `make_loader(16, batch_size=8)`
