@@ -74,9 +74,14 @@ def has_star_args(call: cst.Call) -> bool:
     return any(arg.star for arg in call.args)
 
 
+# NumPy's spellings, which torch's functions take for the same parameters (`x.min(axis=1, keepdims=True)`).
+NUMPY_SPELLINGS = {"dim": "axis", "keepdim": "keepdims"}
+
+
 def argument(call: cst.Call, position: int, name: str) -> cst.BaseExpression | None:
-    """The argument passed by keyword `name` or at `position`; None when absent or unknowable."""
-    by_keyword = keyword_arg(call, name)
+    """The argument passed by keyword `name` (or its NumPy spelling) or at `position`; None when
+    absent or unknowable."""
+    by_keyword = keyword_arg(call, name) or (keyword_arg(call, NUMPY_SPELLINGS[name]) if name in NUMPY_SPELLINGS else None)
     if by_keyword is not None:
         return by_keyword.value
     positional = positional_args(call)
