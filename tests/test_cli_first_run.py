@@ -22,7 +22,7 @@ def test_stdin_with_the_files_own_configuration(project) -> None:
     assert ignored.returncode == 0, ignored.stdout
     values = LEGACY.replace("torch.Tensor(3)", "torch.Tensor([3.0])")  # a TL102 with a safe fix
     fixed = run_torchlint("check", "-", "--fix", cwd=project, stdin=values)
-    assert (fixed.returncode, fixed.stdout) == (0, "import torch\nx = torch.tensor([3.0], dtype=torch.float32)\n")
+    assert (fixed.returncode, fixed.stdout) == (0, "import torch\nx = torch.tensor([3.0])\n")
 
 
 def test_no_files_found_is_said_on_stderr(project) -> None:

@@ -44,7 +44,7 @@ import torch.nn.functional as F
 def head(logits):
     a = F.log_softmax(logits)
     b = F.log_softmax(logits)
-    c = torch.tensor([1, 2], dtype=torch.float32)
+    c = torch.tensor([1, 2], dtype=torch.get_default_dtype())
     d = F.logsigmoid(logits)
     return a, b, c, d
 """
@@ -98,7 +98,7 @@ def test_noqa_suppressed_findings_are_not_fixed() -> None:
     source = "import torch\nc = torch.Tensor([1, 2])  # noqa: TL102\nd = torch.Tensor([3])\n"
     outcome = fix_text(source, "m.py", SETTINGS)
     assert outcome.text == (
-        "import torch\nc = torch.Tensor([1, 2])  # noqa: TL102\nd = torch.tensor([3], dtype=torch.float32)\n"
+        "import torch\nc = torch.Tensor([1, 2])  # noqa: TL102\nd = torch.tensor([3], dtype=torch.get_default_dtype())\n"
     )
 
 
@@ -168,14 +168,14 @@ def test_a_fix_whose_own_edits_overlap_is_skipped() -> None:
 def test_columns_are_characters_and_a_tab_is_one() -> None:
     source = "import torch\n\tx = 'é€😀'; y = torch.Tensor([1])\n".replace("\t", "if 1:\n\t", 1)
     outcome = fix_text(source, "m.py", SETTINGS)
-    assert outcome.text == source.replace("torch.Tensor([1])", "torch.tensor([1], dtype=torch.float32)")
+    assert outcome.text == source.replace("torch.Tensor([1])", "torch.tensor([1], dtype=torch.get_default_dtype())")
 
 
 def test_form_feed_and_line_separator_are_not_line_breaks() -> None:
     # Python and libcst do not break lines at \f or \u2028 (str.splitlines does).
     source = "import torch\n\x0c\n# one\u2028two\nx = '\x0c'; y = torch.Tensor([1])\n"
     outcome = fix_text(source, "m.py", SETTINGS)
-    assert outcome.text == source.replace("torch.Tensor([1])", "torch.tensor([1], dtype=torch.float32)")
+    assert outcome.text == source.replace("torch.Tensor([1])", "torch.tensor([1], dtype=torch.get_default_dtype())")
 
 
 # Fixes that would make invalid code ------------------------------------------------------
@@ -199,7 +199,7 @@ def test_a_fix_that_would_not_parse_is_dropped_and_the_others_applied(monkeypatc
     _patch_tl102_fix(monkeypatch, lambda fixed, old: fixed[:-1])  # drops a closing parenthesis
     outcome = fix_text(SOURCE, "head.py", SETTINGS)
     assert outcome.text == SAFE_FIXED.replace(
-        "torch.tensor([1, 2], dtype=torch.float32)", "torch.Tensor([1, 2])"
+        "torch.tensor([1, 2], dtype=torch.get_default_dtype())", "torch.Tensor([1, 2])"
     )
     assert outcome.fixed == {"TL201": 3}
     assert len(outcome.problems) == 1
@@ -220,7 +220,7 @@ def test_a_fix_that_parses_but_does_not_compile_is_dropped(monkeypatch: pytest.M
 def test_a_file_that_did_not_compile_needs_only_to_parse_after_fixing() -> None:
     source = "import torch\nc = torch.Tensor([1, 2])\nreturn c\n"  # `return` outside a function
     outcome = fix_text(source, "m.py", SETTINGS)
-    assert outcome.text == source.replace("torch.Tensor([1, 2])", "torch.tensor([1, 2], dtype=torch.float32)")
+    assert outcome.text == source.replace("torch.Tensor([1, 2])", "torch.tensor([1, 2], dtype=torch.get_default_dtype())")
     assert outcome.problems == []
 
 
@@ -361,7 +361,7 @@ def test_a_file_the_user_may_not_write_is_not_written(tmp_path, monkeypatch) -> 
 def test_missing_final_newline_stays_missing(tmp_path) -> None:
     path = _write(tmp_path, "m.py", b"import torch\nc = torch.Tensor([1, 2])")
     fix_file(str(path), SETTINGS)
-    assert path.read_bytes() == b"import torch\nc = torch.tensor([1, 2], dtype=torch.float32)"
+    assert path.read_bytes() == b"import torch\nc = torch.tensor([1, 2], dtype=torch.get_default_dtype())"
 
 
 def test_no_temporary_file_is_left_behind(tmp_path) -> None:

@@ -26,7 +26,7 @@ from torchlint.config import Options, resolve_settings
 from torchlint.fix import fix_files
 
 BAD = "import torch\nx = torch.Tensor([3.0])\n"  # a TL102 note with a safe fix
-FIXED = "import torch\nx = torch.tensor([3.0], dtype=torch.float32)\n"
+FIXED = "import torch\nx = torch.tensor([3.0])\n"
 
 
 def _codes(result) -> list[tuple[str, str]]:

@@ -22,7 +22,7 @@ from torchlint.rules import all_rules
 SETTINGS = Settings(rules=tuple(rule for rule in all_rules() if rule.default_enabled and not rule.runtime_only))
 SCHEMA = Path(__file__).resolve().parent / "data" / "sarif" / "sarif-schema-2.1.0.json"
 LEGACY = "x = torch.Tensor([3])"  # TL102
-FIXED = "x = torch.tensor([3], dtype=torch.float32)"  # its safe fix
+FIXED = "x = torch.tensor([3], dtype=torch.get_default_dtype())"  # its safe fix
 
 
 def notebook(*sources: str, markdown_first: bool = True) -> dict:
@@ -148,7 +148,7 @@ def test_json_output_is_sorted_by_cell_with_cell_relative_fixes(project_notebook
     found = json.loads(result.stdout)
     assert [(d["cell"], d["location"]["row"]) for d in found] == [(2, 5), (3, 2)]
     assert found[1]["fix"]["edits"] == [
-        {"content": "torch.tensor([3], dtype=torch.float32)", "location": {"row": 2, "column": 5},
+        {"content": "torch.tensor([3], dtype=torch.get_default_dtype())", "location": {"row": 2, "column": 5},
          "end_location": {"row": 2, "column": 22}}
     ]
 
@@ -185,7 +185,7 @@ def test_fix_keeps_a_byte_order_mark(tmp_path) -> None:
     text = nbformat_text(notebook("import torch\n" + LEGACY))
     path.write_bytes(b"\xef\xbb\xbf" + text.encode())
     fix_file(str(path), SETTINGS, "nb.ipynb")
-    assert path.read_bytes() == b"\xef\xbb\xbf" + text.replace("torch.Tensor([3])", "torch.tensor([3], dtype=torch.float32)").encode()
+    assert path.read_bytes() == b"\xef\xbb\xbf" + text.replace("torch.Tensor([3])", "torch.tensor([3], dtype=torch.get_default_dtype())").encode()
 
 
 def test_diff_shows_the_changed_cells_and_writes_nothing(project_notebook) -> None:
@@ -194,9 +194,9 @@ def test_diff_shows_the_changed_cells_and_writes_nothing(project_notebook) -> No
     assert (project_notebook / "nb.ipynb").read_text() == before
     assert result.returncode == 1
     assert result.stdout == (
-        "--- nb.ipynb:cell 2\n+++ nb.ipynb:cell 2\n@@ -2,4 +2,4 @@\n \n \n \n-x = torch.Tensor([3])\n+x = torch.tensor([3], dtype=torch.float32)\n"
+        "--- nb.ipynb:cell 2\n+++ nb.ipynb:cell 2\n@@ -2,4 +2,4 @@\n \n \n \n-x = torch.Tensor([3])\n+x = torch.tensor([3], dtype=torch.get_default_dtype())\n"
         "--- nb.ipynb:cell 3\n+++ nb.ipynb:cell 3\n@@ -1,2 +1,2 @@\n %matplotlib inline\n-x = torch.Tensor([3])\n"
-        "+x = torch.tensor([3], dtype=torch.float32)\n"
+        "+x = torch.tensor([3], dtype=torch.get_default_dtype())\n"
     )
 
 

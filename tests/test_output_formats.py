@@ -32,7 +32,7 @@ def test_json_has_ruff_fields(repo):
     assert (first["location"], first["end_location"]) == ({"row": 4, "column": 5}, {"row": 4, "column": 25})
     assert first["fix"]["applicability"] == "safe"
     assert first["fix"]["edits"] == [
-        {"content": "torch.tensor([3, 4], dtype=torch.float32)", "location": {"row": 4, "column": 5},
+        {"content": "torch.tensor([3, 4], dtype=torch.get_default_dtype())", "location": {"row": 4, "column": 5},
          "end_location": {"row": 4, "column": 25}}
     ]
     assert first["url"].endswith("docs/rules/TL102.md") and first["runtime"] is None

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import libcst as cst
 
@@ -62,14 +63,14 @@ class LegacyTensorConstructor(Rule):
     ## Example
     ```python
     scale = torch.Tensor(3)            # three uninitialized floats
-    weights = torch.Tensor([1, 2, 3])  # float32, even though the data are ints
+    weights = torch.Tensor([1, 2, 3])  # floats of the default dtype, though the data are ints
     ```
 
     ## Use instead
     ```python
     scale = torch.tensor(3.0)          # the number 3
     buffer = torch.empty(3)            # explicitly uninitialized, if that is what was meant
-    weights = torch.tensor([1, 2, 3], dtype=torch.float32)
+    weights = torch.tensor([1.0, 2.0, 3.0])
     ```
 
     ## Fix safety
@@ -79,8 +80,12 @@ class LegacyTensorConstructor(Rule):
     shape to be filled: inside `nn.Parameter(...)`, or followed by an in-place initialiser
     (`torch.Tensor(n).uniform_()`, or `w = torch.Tensor(n, m)` whose first use is `w.normal_()`
     or `nn.init.xavier_uniform_(w)`). There the fix to `torch.empty(...)` is safe: identical
-    behaviour, now explicit. A list or tuple argument is data: `torch.Tensor([1, 2])` becomes
-    `torch.tensor([1, 2], dtype=torch.float32)` (the same values and dtype), a safe fix. A
+    behaviour, now explicit. A list or tuple argument is data, and the fix keeps its dtype:
+    `torch.LongTensor([1, 2])` becomes `torch.tensor([1, 2], dtype=torch.int64)`, and
+    `torch.Tensor([1, 2])`, whose dtype is the default one (float64 after
+    `torch.set_default_dtype(torch.float64)`, as in code that calls a library), becomes
+    `torch.tensor([1, 2], dtype=torch.get_default_dtype())`, or `torch.tensor([0.5, 1])` where a
+    float literal already makes `torch.tensor` infer that dtype. A
     constructor called through an alias (`Tensor = torch.cuda.FloatTensor if cuda else
     torch.FloatTensor`) and other argument forms get no fix.
 
@@ -96,7 +101,10 @@ class LegacyTensorConstructor(Rule):
     `x.size()` counts as integers.
 
     Bug left in place: the `torch.empty` fix keeps uninitialized memory, which is why it is offered
-    only where the code fills it. Computation changed: no.
+    only where the code fills it. Computation changed: no. One difference remains, on purpose:
+    under `torch.set_default_device(...)` or inside `with torch.device("meta"):` the legacy
+    constructors still allocate on the CPU, while `torch.empty` and `torch.tensor` follow the
+    default device as every other factory (and `nn.Linear`'s weights) do.
     """
 
     code = "TL102"
@@ -253,11 +261,35 @@ class LegacyTensorConstructor(Rule):
             return None
         if not isinstance(node.args[0].value, (cst.List, cst.Tuple)):
             return None
-        # `torch.tensor` would infer int64 from integer data; keep the legacy float dtype.
         device = ', device="cuda"' if on_cuda else ""
+        data = node.args[0].value
         dtype = LEGACY_CONSTRUCTOR_DTYPES[name]
-        replacement = f"{torch_name}.tensor({self.ctx.code_for(node.args[0].value)}, dtype={torch_name}.{dtype or 'float32'}{device})"
+        # `torch.tensor` would infer int64 from integer data: keep the legacy dtype. `torch.Tensor`'s
+        # is the default dtype, float64 where a project sets it so; Python floats infer just that.
+        if dtype is not None:
+            dtype_argument = f", dtype={torch_name}.{dtype}"
+        else:
+            dtype_argument = "" if _floats_of_literals(data) else f", dtype={torch_name}.get_default_dtype()"
+        replacement = f"{torch_name}.tensor({self.ctx.code_for(data)}{dtype_argument}{device})"
         return FixSpec("Replace with `torch.tensor(...)`", ((node, replacement),))
+
+
+def _floats_of_literals(data: cst.BaseExpression) -> bool:
+    """Whether `data` is nested lists or tuples of number literals, at least one a float
+    (`[0.5, 1]`): then `torch.tensor` infers the default dtype, as `torch.Tensor` uses."""
+    leaves = list(_leaves(data))
+    return all(isinstance(leaf, (cst.Integer, cst.Float)) for leaf in leaves) and any(isinstance(leaf, cst.Float) for leaf in leaves)
+
+
+def _leaves(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The innermost values of nested list and tuple literals, a number's minus sign dropped."""
+    if isinstance(node, (cst.List, cst.Tuple)):
+        for element in node.elements:
+            yield from _leaves(element.value)
+    elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        yield node.expression
+    else:
+        yield node
 
 
 def _only_call(statement: cst.CSTNode) -> cst.Call | None:
