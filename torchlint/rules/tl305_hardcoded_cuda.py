@@ -1,22 +1,33 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import libcst as cst
 
-from torchlint.analysis.names import keyword_arg, positional_args, suite_statements
+from torchlint.analysis.names import dotted_name, keyword_arg, positional_args, suite_statements
 from torchlint.analysis.values import string_value
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
-from torchlint.walker import nodes_in_order
+from torchlint.walker import child_nodes, nodes_in_order
 
 # Words in a condition, decorator or guard that show the code knows whether CUDA is there.
 _GUARD_WORDS = (
-    "cuda", "gpu", "is_available", "device_count", "accelerator",
+    "cuda", "gpu", "is_available", "device_count", "accelerator", "nccl",
     "is_sm", "sm_at_least", "capability", "hopper", "blackwell",  # GPU generations: `is_sm_at_least_90()`
 )
 # A statement at the top of a test module that skips the whole module.
 _MODULE_SKIP = re.compile(r"allow_module_level\s*=\s*True|\bSkipTest\b")
+# Libraries that run only on NVIDIA GPUs (TensorRT, CuPy, GPUDirect Storage, the CUDA bindings), by
+# their top-level package, and NCCL's bindings wherever they live (vLLM's `...pynccl`): code that
+# uses one needs CUDA whatever device it names.
+_CUDA_ONLY_PACKAGES = frozenset({"tensorrt", "torch_tensorrt", "cupy", "pycuda", "kvikio", "cuda", "nvidia"})
+_CUDA_ONLY_MODULES = frozenset({"nccl", "pynccl"})
+
+
+def _cuda_only(module: str) -> bool:
+    parts = module.split(".")
+    return parts[0] in _CUDA_ONLY_PACKAGES or not _CUDA_ONLY_MODULES.isdisjoint(parts)
 
 
 def _is_cuda_string(expr: cst.BaseExpression) -> bool:
@@ -45,7 +56,11 @@ class HardcodedCuda(Rule):
     (`@unittest.skipIf(not torch.cuda.is_available(), ...)`), private helpers (or helpers in a
     test module) called only from such guarded code in their file, and test modules that skip
     themselves without CUDA (`pytestmark = pytest.mark.skipif(...)`, or `pytest.skip(...,
-    allow_module_level=True)` under such a condition at their top) are not reported.
+    allow_module_level=True)` under such a condition at their top) are not reported. Nor is code
+    that needs CUDA whatever device it names: a function or class that uses a library running
+    only on NVIDIA GPUs (TensorRT, CuPy, kvikio, pycuda, the CUDA bindings, an NCCL
+    communicator), imported or loaded by name (`cp, _ = optional_import("cupy")`), and code
+    under a condition about NCCL (`if backend == "nccl":`).
 
     ## Why is this bad?
     The script crashes on machines without CUDA (laptops, Apple silicon, CPU-only CI) with
@@ -78,6 +93,7 @@ class HardcodedCuda(Rule):
         self._guarded_callers: dict[int, bool] = {}
         self._active = "cuda" in ctx.source
         self._skipped_module: bool | None = None
+        self._cuda_only_names: frozenset[str] | None = None
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self._active:
@@ -131,7 +147,7 @@ class HardcodedCuda(Rule):
     def _definition_guarded(self, definition: cst.FunctionDef | cst.ClassDef) -> bool:
         """Named for CUDA or GPUs, or guarded: a function by a decorator or a check in its body,
         a class by a decorator."""
-        if self._names_cuda(definition):
+        if self._names_cuda(definition) or self._uses_cuda_only_library(definition):
             return True
         if isinstance(definition, cst.FunctionDef):
             return self._function_guarded(definition)
@@ -141,6 +157,14 @@ class HardcodedCuda(Rule):
     def _names_cuda(definition: cst.FunctionDef | cst.ClassDef) -> bool:
         name = definition.name.value.lower()
         return "cuda" in name or "gpu" in name
+
+    def _uses_cuda_only_library(self, definition: cst.FunctionDef | cst.ClassDef) -> bool:
+        """`cp.cuda.Device(...)`, `trt.Runtime(...)`, `PyNcclCommunicator(...)` in its body."""
+        if self._cuda_only_names is None:
+            self._cuda_only_names = _names_of_cuda_only_libraries(self.ctx.module)
+        if not self._cuda_only_names:
+            return False
+        return any(isinstance(node, cst.Name) and node.value in self._cuda_only_names for node in _every_node(definition))
 
     def _mentions_guard(self, node: cst.CSTNode) -> bool:
         text = self.ctx.code_for(node).lower()
@@ -209,3 +233,47 @@ class HardcodedCuda(Rule):
             return False
         source = self.ctx.source
         return "is_available" in source or "device_count" in source
+
+
+def _names_of_cuda_only_libraries(module: cst.Module) -> frozenset[str]:
+    """The names the file binds to a CUDA-only library, by an import (at any depth) or by an
+    optional-import helper given its name (`cp, _ = optional_import("cupy")`)."""
+    names = set()
+    for node in _every_node(module):
+        if isinstance(node, cst.Import):
+            names.update(_local_name(alias) for alias in node.names if _cuda_only(dotted_name(alias.name) or ""))
+        elif isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar) and node.module is not None:
+            module_name = dotted_name(node.module) or ""
+            names.update(_local_name(alias) for alias in node.names
+                         if _cuda_only(f"{module_name}.{dotted_name(alias.name)}"))
+        elif isinstance(node, cst.Assign) and _imports_by_name(node.value):
+            library = string_value(node.value.args[0].value)
+            if library is not None and _cuda_only(library):
+                target = node.targets[0].target
+                first = target.elements[0].value if isinstance(target, (cst.Tuple, cst.List)) and target.elements else target
+                names.add(first.value if isinstance(first, cst.Name) else "")
+    names.discard("")
+    return frozenset(names)
+
+
+def _imports_by_name(expr: cst.BaseExpression) -> bool:
+    """`optional_import("cupy")`, `importlib.import_module("tensorrt")`: a helper that imports
+    the module its first argument names."""
+    if not isinstance(expr, cst.Call) or not expr.args:
+        return False
+    helper = dotted_name(expr.func) or ""
+    return "import" in helper.rsplit(".", 1)[-1].lower()
+
+
+def _local_name(alias: cst.ImportAlias) -> str:
+    """The name an import binds: its `as` name, or the first part of `import a.b`."""
+    if alias.asname is not None:
+        return alias.asname.name.value if isinstance(alias.asname.name, cst.Name) else ""
+    return (dotted_name(alias.name) or "").split(".")[0]
+
+
+def _every_node(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node below `node`, nested functions and classes included."""
+    for child in child_nodes(node):
+        yield child
+        yield from _every_node(child)
