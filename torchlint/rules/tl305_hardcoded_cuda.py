@@ -19,15 +19,14 @@ _GUARD_WORDS = (
 # A statement at the top of a test module that skips the whole module.
 _MODULE_SKIP = re.compile(r"allow_module_level\s*=\s*True|\bSkipTest\b")
 # Libraries that run only on NVIDIA GPUs (TensorRT, CuPy, GPUDirect Storage, the CUDA bindings), by
-# their top-level package, and NCCL's bindings wherever they live (vLLM's `...pynccl`): code that
-# uses one needs CUDA whatever device it names.
+# their top-level package, and NCCL's bindings wherever they live (vLLM's `...pynccl`,
+# `...nccl_engine`): code that uses one needs CUDA whatever device it names.
 _CUDA_ONLY_PACKAGES = frozenset({"tensorrt", "torch_tensorrt", "cupy", "pycuda", "kvikio", "cuda", "nvidia"})
-_CUDA_ONLY_MODULES = frozenset({"nccl", "pynccl"})
 
 
 def _cuda_only(module: str) -> bool:
     parts = module.split(".")
-    return parts[0] in _CUDA_ONLY_PACKAGES or not _CUDA_ONLY_MODULES.isdisjoint(parts)
+    return parts[0] in _CUDA_ONLY_PACKAGES or any("nccl" in part for part in parts)
 
 
 def _is_cuda_string(expr: cst.BaseExpression) -> bool:
