@@ -229,13 +229,19 @@ Value = TensorFacts | Number | DeviceValue | DtypeValue | ModuleValue | ObjectVa
 
 def _join_layouts(first: Layout | None, second: Layout | None) -> Layout | None:
     """Two layouts that differ keep only their common rank: a base of that rank, as `None` is one
-    of unknown rank (a reordering seen on one path only is not claimed)."""
+    of unknown rank (a reordering seen on one path only is not claimed), with the sizes both
+    paths agree on (`(8, 64)` joined with `(?, 64)`, a loop's state after a step, is `(?, 64)`)."""
     if first == second:
         return first
     if first is None or second is None:
         return None
     rank_first, rank_second = TensorFacts(layout=first).rank, TensorFacts(layout=second).rank
-    return Layout(rank_first, None, ()) if rank_first is not None and rank_first == rank_second else None
+    if rank_first is None or rank_first != rank_second:
+        return None
+    if first.ops or second.ops or first.base_sizes is None or second.base_sizes is None:
+        return Layout(rank_first, None, ())
+    agreed = tuple(size if size == other else None for size, other in zip(first.base_sizes, second.base_sizes))
+    return Layout(rank_first, agreed if any(size is not None for size in agreed) else None, ())
 
 
 def join_facts(first: TensorFacts, second: TensorFacts) -> TensorFacts:

@@ -33,7 +33,8 @@ from torchlint.analysis.layouts import Layout, arg_code, int_value, shape_args, 
 from torchlint.analysis.module_attributes import registration_of
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import (
-    argument, assigned_once, assigns_name, dotted_name, has_parameter, is_constant_false, isinstance_check, keyword_arg,
+    argument, assigned_once, assigns_name, dotted_name, has_parameter, integer, is_constant_false, isinstance_check,
+    keyword_arg,
     NUMPY_SPELLINGS, parameter_named, positional_args, suite_statements,
 )
 from torchlint.analysis.op_shapes import interpolated, narrowed, one_hot, padded, repeated, squeezed, stft_sizes
@@ -2271,6 +2272,8 @@ def _result_sizes(shapes: list, rule: Rule) -> tuple | None:
         if len(shapes) != 2:
             return None
         first, second = shapes
+        if _differ(first[-1], second[-2] if len(second) >= 2 else second[0]):
+            return None  # the product raises (the shape checks report it): nothing follows from it
         if len(second) == 1 and len(first) >= 2:
             return first[:-1]  # a matrix times a vector
         if len(first) == 1 and len(second) >= 2:
@@ -2280,6 +2283,11 @@ def _result_sizes(shapes: list, rule: Rule) -> tuple | None:
         batch = _broadcast([first[:-2], second[:-2]])
         return None if batch is None else (*batch, first[-2], second[-1])
     return _broadcast(shapes) if rule is Rule.ELEMENTWISE else None
+
+
+def _differ(size: str | None, other: str | None) -> bool:
+    """Two sizes written as different integers (None: a size unknown)."""
+    return size != other and None not in (size, other) and integer(size) is not None and integer(other) is not None
 
 
 def _broadcast(shapes: list) -> tuple | None:
