@@ -7,10 +7,11 @@ import libcst as cst
 from torchlint.analysis.dataflow import target_names
 from torchlint.analysis.module_values import builds_module, holds_module
 from torchlint.analysis.modules import last_word, named_like_modules
-from torchlint.analysis.names import dotted_name, method_named, parameter_named, positional_args
+from torchlint.analysis.names import assigned_once, dotted_name, method_named, parameter_named, positional_args
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
+from torchlint.walker import nodes_in_order
 
 # Libraries whose Module base replaces `__call__`: there `.forward` means something of its own.
 _OWN_CALL_LIBRARIES = ("gpytorch.",)
@@ -37,7 +38,9 @@ class ForwardCalledDirectly(Rule):
     with a gpytorch model type (`model: GPyTorchModel`): there calling a model means something
     else (a GP's posterior, a kernel's lazy tensor) and `.forward` is chosen. Inside a
     function the file registers as a forward hook (`register_forward_pre_hook(fn)`), `.forward`
-    is right: calling the module there would run the hook again.
+    is right: calling the module there would run the hook again. A module the function has just
+    built and uses nowhere else (`loss = NMILoss(ref)` then `return loss.forward(x)`) has no
+    hooks to skip: no other code could register one.
 
     ## Why is this bad?
     `nn.Module.__call__` runs the forward pre-hooks and hooks, backward hooks, and the machinery
@@ -95,7 +98,7 @@ class ForwardCalledDirectly(Rule):
         if self._is_self_super_or_class(receiver, node) or not self._is_module(receiver):
             return
         if self.ctx.guards.in_version_gate(node) or self._in_forward_hook() or self._replaces_call() \
-                or self._annotated_gp(receiver):
+                or self._annotated_gp(receiver) or self._unseen_local(receiver):
             return
         written = self.ctx.code_for(receiver)
         self.report(
@@ -103,6 +106,37 @@ class ForwardCalledDirectly(Rule):
             f"`{written}.forward(...)` skips the module's hooks; call `{written}(...)`",
             fix=FixSpec(f"Call `{written}(...)`", ((func, written),), Applicability.UNSAFE),
         )
+
+    def _unseen_local(self, receiver: cst.BaseExpression) -> bool:
+        """`module = NMILoss(...)` then `module.forward(x)`, the name used nowhere else in the
+        function: no hook can be registered on a module no other code has seen (only global
+        hooks would be skipped), so the call computes what `module(x)` does."""
+        function = self.ctx.enclosing_function()
+        if not isinstance(receiver, cst.Name) or function is None:
+            return False
+        made = assigned_once(function, receiver.value)
+        if not isinstance(made, cst.Call) or not self._registers_no_hooks(made):
+            return False
+        uses = sum(isinstance(node, cst.Name) and node.value == receiver.value for node in nodes_in_order(function.body))
+        return uses == 2  # the assignment and this call
+
+    def _registers_no_hooks(self, made: cst.Call) -> bool:
+        """Built by a `torch.nn` layer or by a Module class of this file whose code (and its file
+        bases' code) registers no hook; a model from a factory may carry hooks its maker added."""
+        if (self.ctx.callee(made) or "").startswith("torch.nn.") and builds_module(self.ctx, made):
+            return True
+        classes = {classdef.name.value: classdef for classdef in _classes_of(self.ctx.module)}
+        pending, seen = [dotted_name(made.func)], set()
+        while pending:
+            name = pending.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            classdef = classes.get(name)
+            if classdef is None or "hook" in self.ctx.code_for(classdef.body):
+                return False
+            pending.extend(dotted_name(base.value) for base in classdef.bases if dotted_name(base.value) in classes)
+        return builds_module(self.ctx, made)
 
     def _annotated_gp(self, receiver: cst.BaseExpression) -> bool:
         """A parameter annotated with a gpytorch model type (`model: GPyTorchModel`,
