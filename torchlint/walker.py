@@ -78,6 +78,13 @@ def nodes_in_order(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             yield from nodes_in_order(child)
 
 
+def every_node(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node below `node`, nested functions, classes and lambdas included."""
+    for child in child_nodes(node):
+        yield child
+        yield from every_node(child)
+
+
 @lru_cache(maxsize=None)
 def _handler_names(participant_class: type) -> tuple[tuple[str, str, type], ...]:
     """(method name, 'visit' or 'leave', libcst node class) for each handler a class defines."""

@@ -75,13 +75,19 @@ def has_star_args(call: cst.Call) -> bool:
 
 
 # NumPy's spellings, which torch's functions take for the same parameters (`x.min(axis=1, keepdims=True)`).
-NUMPY_SPELLINGS = {"dim": "axis", "keepdim": "keepdims"}
+_NUMPY_SPELLINGS = {"dim": "axis", "keepdim": "keepdims"}
+
+
+def torch_keyword(call: cst.Call, name: str) -> cst.Arg | None:
+    """The argument passed by keyword `name`, or by NumPy's spelling of it that torch also takes."""
+    spelled = _NUMPY_SPELLINGS.get(name)
+    return keyword_arg(call, name) or (keyword_arg(call, spelled) if spelled is not None else None)
 
 
 def argument(call: cst.Call, position: int, name: str) -> cst.BaseExpression | None:
     """The argument passed by keyword `name` (or its NumPy spelling) or at `position`; None when
     absent or unknowable."""
-    by_keyword = keyword_arg(call, name) or (keyword_arg(call, NUMPY_SPELLINGS[name]) if name in NUMPY_SPELLINGS else None)
+    by_keyword = torch_keyword(call, name)
     if by_keyword is not None:
         return by_keyword.value
     positional = positional_args(call)

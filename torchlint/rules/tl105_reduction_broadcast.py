@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.layouts import int_value
-from torchlint.analysis.names import NUMPY_SPELLINGS, argument, keyword_arg, positional_args
+from torchlint.analysis.names import argument, positional_args, torch_keyword
 from torchlint.analysis.shape_checks import BROADCASTING_OPERATORS
 from torchlint.analysis.tensor_facts.domain import TensorFacts
 from torchlint.diagnostics import Applicability, Severity
@@ -124,7 +124,7 @@ class ReductionBroadcast(Rule):
 
     def _check(self, call: cst.Call, expanded: bool) -> None:
         name = call.func.attr.value
-        keepdim = keyword_arg(call, "keepdim") or keyword_arg(call, NUMPY_SPELLINGS["keepdim"])
+        keepdim = torch_keyword(call, "keepdim")
         if keepdim is not None or any(arg.star for arg in call.args):
             return
         position = _REDUCTIONS.get(name, _VALUES_REDUCTIONS.get(name))

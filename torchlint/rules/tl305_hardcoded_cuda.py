@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import libcst as cst
 
@@ -9,7 +8,7 @@ from torchlint.analysis.names import dotted_name, keyword_arg, positional_args, 
 from torchlint.analysis.values import string_value
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
-from torchlint.walker import child_nodes, nodes_in_order
+from torchlint.walker import every_node, nodes_in_order
 
 # Words in a condition, decorator or guard that show the code knows whether CUDA is there.
 _GUARD_WORDS = (
@@ -163,7 +162,7 @@ class HardcodedCuda(Rule):
             self._cuda_only_names = _names_of_cuda_only_libraries(self.ctx.module)
         if not self._cuda_only_names:
             return False
-        return any(isinstance(node, cst.Name) and node.value in self._cuda_only_names for node in _every_node(definition))
+        return any(isinstance(node, cst.Name) and node.value in self._cuda_only_names for node in every_node(definition))
 
     def _mentions_guard(self, node: cst.CSTNode) -> bool:
         text = self.ctx.code_for(node).lower()
@@ -238,7 +237,7 @@ def _names_of_cuda_only_libraries(module: cst.Module) -> frozenset[str]:
     """The names the file binds to a CUDA-only library, by an import (at any depth) or by an
     optional-import helper given its name (`cp, _ = optional_import("cupy")`)."""
     names = set()
-    for node in _every_node(module):
+    for node in every_node(module):
         if isinstance(node, cst.Import):
             names.update(_local_name(alias) for alias in node.names if _cuda_only(dotted_name(alias.name) or ""))
         elif isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar) and node.module is not None:
@@ -269,10 +268,3 @@ def _local_name(alias: cst.ImportAlias) -> str:
     if alias.asname is not None:
         return alias.asname.name.value if isinstance(alias.asname.name, cst.Name) else ""
     return (dotted_name(alias.name) or "").split(".")[0]
-
-
-def _every_node(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Every node below `node`, nested functions and classes included."""
-    for child in child_nodes(node):
-        yield child
-        yield from _every_node(child)

@@ -34,8 +34,7 @@ from torchlint.analysis.module_attributes import registration_of
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import (
     argument, assigned_once, assigns_name, dotted_name, has_parameter, integer, is_constant_false, isinstance_check,
-    keyword_arg,
-    NUMPY_SPELLINGS, parameter_named, positional_args, suite_statements,
+    keyword_arg, parameter_named, positional_args, suite_statements, torch_keyword,
 )
 from torchlint.analysis.op_shapes import interpolated, narrowed, one_hot, padded, repeated, squeezed, stft_sizes
 from torchlint.analysis.tensor_facts.domain import (
@@ -1640,7 +1639,7 @@ class Interpreter:
         if name in _DIM_THEN_KEEPDIM:  # `x.logsumexp(-1, True)`
             keepdim = argument(call, self._input_offset(call) + 1, "keepdim")
         else:
-            given = keyword_arg(call, "keepdim") or keyword_arg(call, NUMPY_SPELLINGS["keepdim"])
+            given = torch_keyword(call, "keepdim")
             keepdim = given.value if given is not None else None
         keeps = isinstance(keepdim, cst.Name) and keepdim.value == "True"
         if not dims and name not in _ALONG_LAST_DIM_BY_DEFAULT:
