@@ -276,9 +276,11 @@ class LegacyTensorConstructor(Rule):
 
 def _floats_of_literals(data: cst.BaseExpression) -> bool:
     """Whether `data` is nested lists or tuples of number literals, at least one a float
-    (`[0.5, 1]`): then `torch.tensor` infers the default dtype, as `torch.Tensor` uses."""
+    (`[0.5, 1]`), or of nothing (`[]`): then `torch.tensor` infers the default dtype, as
+    `torch.Tensor` uses."""
     leaves = list(_leaves(data))
-    return all(isinstance(leaf, (cst.Integer, cst.Float)) for leaf in leaves) and any(isinstance(leaf, cst.Float) for leaf in leaves)
+    return all(isinstance(leaf, (cst.Integer, cst.Float)) for leaf in leaves) and (
+        not leaves or any(isinstance(leaf, cst.Float) for leaf in leaves))
 
 
 def _leaves(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:

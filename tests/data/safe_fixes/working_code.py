@@ -12,6 +12,10 @@ def case_float_weights_from_decimals():
     return torch.Tensor([[0.5, -1], [2, 3]])
 
 
+def case_empty_results_to_fill():
+    return torch.Tensor([]), torch.Tensor([[]])
+
+
 def case_float_weights_from_a_name():
     scale = 0.25
     return torch.Tensor([scale, 1])
