@@ -6,15 +6,18 @@ Usage:
 Each label (benchmarks/real_fixes/*.tsv: repo, fix_commit, path, row, code, what) names one buggy
 site: the row, in the fix commit's first parent, where the rule that covers the bug reports it.
 The trees are built at run time from repository snapshots (`fetch`, which leaves a bare git
-directory in DIR/owner+name/repo); no fetched code is kept here. torchlint checks the labelled
-file inside the parent commit's whole tree, so facts from the project's other files apply:
+directory in DIR/owner+name/repo, or a clone's .git in it); no fetched code is kept here.
+torchlint checks the labelled file inside the parent commit's whole tree, so facts from the
+project's other files apply:
 - *found*: a finding of the label's code within ROW_TOLERANCE rows of the label's row, where
   it is reported or at a place it names as related (`= note:`);
 - *still reported at the fix*: in the fix commit's version of the file, a finding of that code
   within ROW_TOLERANCE rows of where the fixed lines now are (a false positive on fixed code).
 
-labels_held_out.tsv is the held-back part: measure on it, do not tune on its misses (`-v` hides
-them unless --split held-out is asked for by name).
+labels_held_out*.tsv are the held-back part: measure on them, do not tune on their misses (`-v`
+hides them unless --split held-out is asked for by name). labels_held_out_new_repositories.tsv
+holds fixes from 24 repositories no one on the team had read, labelled by helpers who did not
+run torchlint.
 Run with PYTHONPATH pointing at another checkout to measure that engine.
 """
 
@@ -33,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LABELS = Path(__file__).parent / "real_fixes"
-HELD_OUT = "labels_held_out.tsv"
+HELD_OUT = "labels_held_out"  # the start of their file names
 # Authors' rows and a rule's reported row may differ by a line in a multi-line statement.
 ROW_TOLERANCE = 2
 # What torchlint reads of a tree: sources, notebooks and the configuration they are checked under.
@@ -65,7 +68,7 @@ def read_labels(files: list[Path]) -> list[Label]:
         with file.open(newline="") as stream:
             for record in csv.DictReader(stream, delimiter="\t"):
                 labels.append(Label(record["repo"], record["fix_commit"], record["path"], int(record["row"]),
-                                    record["code"], record["what"], file.name == HELD_OUT))
+                                    record["code"], record["what"], file.name.startswith(HELD_OUT)))
     return labels
 
 
@@ -164,6 +167,8 @@ def measure(labels: list[Label], mirrors: Path) -> list[Outcome]:
     outcomes = []
     for (repo, commit), group in sorted(by_commit.items()):
         git_dir = mirrors / repo.replace("/", "+") / "repo"
+        if (git_dir / ".git").is_dir():
+            git_dir = git_dir / ".git"  # `fetch` leaves some snapshots as a clone's .git folder
         if not git_dir.is_dir():
             outcomes += [Outcome(label, False, None, f"no snapshot of {repo} in {mirrors}") for label in group]
             continue
