@@ -671,3 +671,43 @@ def test_an_apply_override_of_another_file_moves_the_attribute_it_names(project)
     (project / "yolo.py").write_text(YOLO.replace("fn(m.stride)", "m.stride.float()"))
     assert [(code, row) for _, code, row in _findings(project, ["head.py"]) if code == "TL401"] == [
         ("TL401", 9), ("TL401", 10)]
+
+
+AGENT = """\
+import torch
+
+
+class Agent:
+    def __init__(self, net, checkpoint=None, replay_cache=None):
+        self.net = net
+        if checkpoint:
+            self.net.load_state_dict(torch.load(checkpoint))
+        self.replay = torch.load(replay_cache) if replay_cache else []
+"""
+RUN_AGENT = """\
+import argparse
+
+import torch
+
+from agent import Agent
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--disable-cuda", action="store_true")
+args = parser.parse_args()
+device = torch.device("cpu" if args.disable_cuda else "cuda")
+"""
+
+
+def test_a_checkpoint_loaded_in_a_module_of_a_program_that_runs_without_cuda(project):
+    """Rainbow's agent.py restores a checkpoint without `map_location`; main.py, which imports
+    it, has `--disable-cuda`: a GPU checkpoint fails to load on that path (TL505, with a note on
+    the option). The replay cache is data, not weights trained on a GPU: not reported."""
+    _write(project, {"agent.py": AGENT, "main.py": RUN_AGENT})
+    settings = resolve_settings(Options(), cwd=project)
+    found = engine.check_files([(str(project / "agent.py"), "agent.py")], settings, 1, use_cache=False)
+    assert [(d.code, d.location.row) for d in found if d.code == "TL505"] == [("TL505", 8)]
+    note = next(d for d in found if d.code == "TL505").related[0]
+    assert (note.filename, note.location.row) == ("main.py", 8)
+    (project / "main.py").write_text(RUN_AGENT.replace('parser.add_argument("--disable-cuda", action="store_true")\n', "")
+                                     .replace('"cpu" if args.disable_cuda else "cuda"', '"cuda"'))
+    assert [code for _, code, _ in _findings(project, ["agent.py"])].count("TL505") == 0

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 
+from torchlint.analysis.cpu_fallback import cpu_fallback_row
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.project_facts import Fact, Note, StepEvent
 from torchlint.analysis.top_level import DEFINITION, top_level_pieces
@@ -57,6 +58,10 @@ _CALLED_NAMES: dict[tuple[str, str], frozenset[bytes]] = {}
 _CALLED_NAME = re.compile(rb"(?<!def )\b(\w+)\s*\(")
 # The attributes each file's `_apply` overrides move, by file and digest.
 _MOVED_BY_APPLY: dict[tuple[str, str], frozenset[str]] = {}
+# The row of each file's first CPU fallback (None: it has none), by file and digest.
+_FALLBACK_ROWS: dict[tuple[str, str], int | None] = {}
+# The project files each file imports at its top, by file and digest.
+_IMPORTED_FILES: dict[tuple[str, str], tuple[str, ...]] = {}
 # Per checked file (real path): every project file and listing its answers were read from, in
 # this process (a fix re-checks a file several times; the cache records the union).
 _USED: dict[str, set[str]] = {}
@@ -101,6 +106,13 @@ class ProjectView:
         another object (`m.stride = fn(m.stride)`): the project moves tensors of that name itself."""
         return self._answer("apply", "") or frozenset()
 
+    def cpu_fallback(self) -> Note | None:
+        """A place where a project file that this file imports, or that imports this file, falls
+        back to the CPU or lets the user choose the device (`cpu_fallback_row`): `main.py` with
+        `--disable-cuda` running the agent that this file defines. The program they make up is
+        written to run without CUDA."""
+        return self._answer("fallback", "")
+
     def _answer(self, question: str, qualified: str):
         key = (question, qualified)
         if key in self._answers:
@@ -118,7 +130,7 @@ class ProjectView:
     def _shared_answer(self, layout: Layout, question: str, qualified: str):
         # Callers are asked about this file's own functions; the other answers hold for its
         # directory, unless the file has an `import *`, which gives names of its own.
-        per_file = question == "callers" or self._imports_star(layout)
+        per_file = question in ("callers", "fallback") or self._imports_star(layout)
         scope = layout.root if question == "apply" else self._path if per_file else os.path.dirname(self._path)
         key = (question, qualified, layout.root, scope)
         shared = _ANSWERS.get(key)
@@ -131,6 +143,8 @@ class ProjectView:
             fact = resolver.placed_by_callers(self._path, qualified)
         elif question == "apply":
             fact = resolver.moved_by_apply()
+        elif question == "fallback":
+            fact = resolver.cpu_fallback(self._path)
         else:
             fact = resolver.imported(qualified, self._path, 0, frozenset())
         if question == "events":
@@ -257,6 +271,31 @@ class _Resolver:
                 _MOVED_BY_APPLY[key] = attributes_moved_by_apply(data)
             found |= _MOVED_BY_APPLY.get(key, frozenset())
         return frozenset(found)
+
+    def cpu_fallback(self, path: str) -> Note | None:
+        importers = [other for other in self.project_files() if other != path and path in self.imported_files(other)]
+        for neighbour in (*self.imported_files(path), *importers):
+            key = (neighbour, self.layout.state(neighbour))
+            if key not in _FALLBACK_ROWS:
+                data = self.layout.read(neighbour)
+                _FALLBACK_ROWS[key] = None if data is None else cpu_fallback_row(data.decode("utf-8", "replace"))
+            if _FALLBACK_ROWS[key] is not None:
+                return Note(neighbour, _FALLBACK_ROWS[key], 1, "the program runs without CUDA too: it falls back to the CPU here")
+        return None
+
+    def imported_files(self, path: str) -> tuple[str, ...]:
+        """The project files that `path` imports at its top (every file read recorded)."""
+        summary = self.summary(path)
+        key = (path, self.layout.state(path))
+        if key not in _IMPORTED_FILES:
+            found: list[str] = []
+            for qualified in (summary.imports.values() if summary is not None else ()):
+                resolved = self.layout.resolve(qualified, path, self.used)
+                if resolved is not None and resolved[0].endswith(".py") and resolved[0] not in (path, *found):
+                    found.append(resolved[0])
+            _IMPORTED_FILES[key] = tuple(found)
+        self.used.update(_IMPORTED_FILES[key])
+        return _IMPORTED_FILES[key]
 
     def calls_definition(self, callee: str, caller: str, stars: tuple[str, ...], path: str, function: str) -> bool:
         """Does `callee`, as written in the file `caller`, name `function` of the file `path`?"""

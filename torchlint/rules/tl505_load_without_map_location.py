@@ -5,28 +5,17 @@ import re
 import libcst as cst
 
 from torchlint.analysis.call_edits import keyword, with_arguments
+from torchlint.analysis.cpu_fallback import cpu_fallback_row
 from torchlint.analysis.names import argument
 from torchlint.analysis.torch_api import LOAD_FUNCTIONS
-from torchlint.diagnostics import Applicability, Severity
+from torchlint.diagnostics import Applicability, Related, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
-# The file runs without CUDA too: it falls back to the CPU, or lets the user choose the device.
-_CPU_FALLBACK = re.compile(
-    r"""is_available\(\)\s*(?:\)\s*)?else\s*(?:torch\.device\(\s*)?["']cpu"""
-    r"""|["']cpu["']\)?\s*if\s+not\s+[\w.]*is_available\(\)"""
-    r"""|["']--(?:cpu|no[-_]cuda|no[-_]gpu|device|use[-_]cuda|cuda|gpu)["']"""
-)
 # `torch.save(x.cpu(), path)`: what the file saves, it saves from the CPU.
 _SAVE = re.compile(r"torch\.save\(([^,\n]*)")
 # `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`: the name that holds it.
 _DEVICE_NAME = re.compile(r"""^[ \t]*([A-Za-z_][\w.]*)\s*=\s*[^=\n]*is_available\(\)[^\n]*["']cpu""", re.MULTILINE)
-
-
-def _may_fall_back(source: str) -> bool:
-    """Text that every match of `_CPU_FALLBACK` holds: a fast look before the regex, which has no
-    literal prefix to skip ahead with and tries every position of the file."""
-    return "is_available()" in source or "'--" in source or '"--' in source
 
 
 class LoadWithoutMapLocation(Rule):
@@ -34,10 +23,16 @@ class LoadWithoutMapLocation(Rule):
     ## What it does
     Flags `torch.load(...)` without `map_location` in a file that is written to run without
     CUDA too: it chooses `"cuda" if torch.cuda.is_available() else "cpu"` (or
-    `torch.device(...)` of that), or has a `--cpu` / `--no-cuda` / `--device` / `--gpu` option.
-    A call with `**kwargs` (which may carry `map_location`) is not flagged, nor is a file that
-    never falls back to the CPU, or one whose every `torch.save` saves `x.cpu()` (the files it
-    loads back hold CPU tensors).
+    `torch.device(...)` of that), calls `.cuda()` only under `if torch.cuda.is_available():`,
+    or has a `--cpu` / `--no-cuda` / `--disable-cuda` / `--device` / `--gpu` option. Where the
+    fallback is in another file of the program, one that imports this file or that this file
+    imports (`main.py` with `--disable-cuda` running the agent that `agent.py` defines), a load
+    that restores a model is flagged, with a note on that place: its result goes to
+    `load_state_dict(...)` or is used as a model (`.eval()`, `.to(...)`); a data cache is not.
+    A call with `**kwargs` (which may carry `map_location`) is not flagged, nor is a load under
+    `if torch.cuda.is_available():` (its `else` picks the device), a load of what the same
+    function has just saved with `torch.save`, a file that never falls back to the CPU, or one
+    whose every `torch.save` saves `x.cpu()` (the files it loads back hold CPU tensors).
 
     ## Why is this bad?
     `torch.load` puts every tensor back on the device it was saved from. A checkpoint saved
@@ -74,14 +69,20 @@ class LoadWithoutMapLocation(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self._falls_back = "load" in ctx.source and _may_fall_back(ctx.source) and _CPU_FALLBACK.search(
-            ctx.source) is not None and not _saves_on_cpu(ctx.source)
+        self._may_load = "load" in ctx.source and not _saves_on_cpu(ctx.source)
+        self._fallback: tuple[str, tuple[Related, ...]] | None = None  # where the code runs without CUDA
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._falls_back or self.ctx.callee(node) not in LOAD_FUNCTIONS:
+        if not self._may_load or self.ctx.callee(node) not in LOAD_FUNCTIONS:
             return
         if argument(node, 1, "map_location") is not None or any(arg.star == "**" for arg in node.args):
             return
+        fallback = self._falls_back()
+        if fallback is None or self._only_with_cuda() or self._reads_back(node):
+            return
+        where, related = fallback
+        if related and not self._restores_model(node):
+            return  # evidence from another file: only a model's checkpoint is surely saved on a GPU
         device = _DEVICE_NAME.search(self.ctx.source)
         fix = None
         if device is not None and not any(arg.star for arg in node.args):
@@ -90,10 +91,56 @@ class LoadWithoutMapLocation(Rule):
         self.report(
             node,
             "`torch.load` without `map_location` puts tensors back on the GPU they were saved from: on a "
-            "machine without CUDA, which this file falls back to, a GPU checkpoint fails to load; pass "
+            f"machine without CUDA, which {where} falls back to, a GPU checkpoint fails to load; pass "
             f"`map_location={device.group(1) if device is not None else 'device'}`",
-            fix=fix,
+            fix=fix, related=related,
         )
+
+    def _restores_model(self, load: cst.Call) -> bool:
+        """The loaded object goes to `load_state_dict(...)` (inline, or through the name it is
+        assigned to, subscripted or not) or is used as a model (`model = torch.load(p)` then
+        `model.eval()`): a checkpoint of weights trained where the program ran, not a data cache."""
+        parent = self.ctx.ancestors[-1] if self.ctx.ancestors else None
+        if isinstance(parent, cst.Arg) and len(self.ctx.ancestors) > 1:
+            call = self.ctx.ancestors[-2]
+            return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "load_state_dict"
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)):
+            return False
+        name = re.escape(parent.targets[0].target.value)
+        scope = self.ctx.code_for(self.ctx.enclosing_function() or self.ctx.module)
+        return re.search(rf"load_state_dict\(\s*{name}\b|\b{name}\.(?:eval|to|cuda|state_dict|parameters)\(", scope) is not None
+
+    def _reads_back(self, load: cst.Call) -> bool:
+        """`torch.save(model, PATH)` then `torch.load(PATH)` in one function: what this machine
+        has just written, it can read."""
+        source = argument(load, 0, "f")
+        if source is None:
+            return False
+        scope = self.ctx.code_for(self.ctx.enclosing_function() or self.ctx.module)
+        return re.search(rf"torch\.save\([^\n]*,\s*{re.escape(self.ctx.code_for(source))}\s*[,)]", scope) is not None
+
+    def _only_with_cuda(self) -> bool:
+        """In the body of `if torch.cuda.is_available():` (or of `if args.cuda and ...`): the load
+        runs only where CUDA is, as its `else` loads with a `map_location`."""
+        ancestors = self.ctx.ancestors
+        for parent, child in zip(ancestors, ancestors[1:]):
+            if isinstance(parent, cst.If) and child is parent.body:
+                test = self.ctx.code_for(parent.test)
+                if "cuda.is_available()" in test and not test.startswith("not") and " or " not in test:
+                    return True
+        return False
+
+    def _falls_back(self) -> tuple[str, tuple[Related, ...]] | None:
+        """("this file", no notes) where the file runs without CUDA too, ("this program", a note on
+        the place) where a project file it imports or that imports it does; None where nothing does."""
+        if self._fallback is None:
+            if cpu_fallback_row(self.ctx.source) is not None:
+                self._fallback = ("this file", ())
+            else:
+                elsewhere = self.ctx.project.cpu_fallback()
+                self._fallback = ("", ()) if elsewhere is None else (
+                    "this program", self.ctx.project.related([elsewhere], self.ctx.path))
+        return self._fallback if self._fallback[0] else None
 
 
 def _saves_on_cpu(source: str) -> bool:
