@@ -459,6 +459,15 @@ def test_a_file_name_that_is_not_utf8_is_cached_and_reported_in_every_format(pro
     assert _codes(records) == [(name, "TL102")]
 
 
+def test_a_project_file_whose_name_is_not_utf8_is_listed_with_the_others(project):
+    # The project questions list every file (TL505 asks which files import a loading file): the
+    # listing's state hashes the names, and UTF-8 cannot encode "\udce9".
+    (project / os.fsdecode(b"latin\xe9.py")).write_text("import agent\n")
+    (project / "agent.py").write_text("import torch\n\n\ndef restore(model, path):\n    model.load_state_dict(torch.load(path))\n")
+    result = run_torchlint("check", "--no-cache", "agent.py", cwd=project)
+    assert "internal error" not in result.stderr and result.returncode in (0, 1)
+
+
 def test_a_long_source_line_is_shown_cut_around_the_finding(project):
     line = "x = [" + "1, " * 2000 + "torch.Tensor([3.0])" + ", 2" * 2000 + "]"
     (project / "generated.py").write_text("import torch\n" + line + "\n")

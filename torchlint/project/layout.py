@@ -86,7 +86,7 @@ def _listing(directory: str) -> tuple[frozenset[str], str]:
             )
     except OSError:
         names = frozenset()
-    return names, "dir:" + _digest("\0".join(sorted(names)).encode())
+    return names, "dir:" + _digest("\0".join(sorted(names)).encode("utf-8", "surrogatepass"))
 
 
 def _contents(path: str) -> tuple[bytes | None, str]:
