@@ -34,8 +34,12 @@ def _is_cuda_string(expr: cst.BaseExpression) -> bool:
 
 
 def _calls(node: cst.CSTNode, name: str) -> bool:
+    """Whether `node` calls the function `name`, or hands it to a call that runs it
+    (`mp.spawn(name, ...)`, `Thread(target=name)`)."""
     return any(
-        isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == name
+        isinstance(call, cst.Call) and (
+            isinstance(call.func, cst.Name) and call.func.value == name
+            or any(isinstance(arg.value, cst.Name) and arg.value.value == name for arg in call.args))
         for call in nodes_in_order(node)
     )
 
@@ -52,7 +56,8 @@ class HardcodedCuda(Rule):
     torch.cuda.is_available() else "cpu"`, code in functions or classes named for CUDA or GPUs
     (`class CUDAAccelerator`, `def to_gpu`), test classes under such a decorator
     (`@unittest.skipIf(not torch.cuda.is_available(), ...)`), private helpers (or helpers in a
-    test module) called only from such guarded code in their file, and test modules that skip
+    test module) called only from such guarded code in their file, or handed to a call there
+    (`mp.spawn(_run_rank, ...)` in a test that needs two GPUs), and test modules that skip
     themselves without CUDA (`pytestmark = pytest.mark.skipif(...)`, or `pytest.skip(...,
     allow_module_level=True)` under such a condition at their top) are not reported. Nor is code
     that needs CUDA whatever device it names: a function or class that uses a library running
