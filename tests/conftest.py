@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+# Samples for the linter to read, not tests to run: a fixture named like a test module
+# (`TL007_calibration_test.py`, which the rule must see as test code) would otherwise run.
+collect_ignore_glob = ["fixtures/*", "data/*"]
 
 
 def run_torchlint(*args: str, cwd: Path, env: dict | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
