@@ -232,18 +232,13 @@ class Interpreter:
         if isinstance(statement, cst.If):
             test = statement.test
             self.eval(test, env)
-            forced = self._forced.get(id(statement))
-            if forced is not None:
-                return self._block(suite_statements(statement.body if forced else statement.orelse.body), env)
-            outcome = self._known_outcome(test)
-            if outcome is not None:
-                # `if stride != 1:` where this reading knows the stride: one branch runs.
-                if outcome:
-                    return self._block(suite_statements(statement.body), env)
-                orelse = statement.orelse
-                if isinstance(orelse, cst.If):
-                    return self._statement(orelse, env)
-                return self._block(suite_statements(orelse.body), env) if orelse is not None else env
+            # One branch runs: a first-iteration flag's, or where this reading knows the test
+            # (`if stride != 1:` with the stride known).
+            runs_body = self._forced.get(id(statement))
+            if runs_body is None:
+                runs_body = self._known_outcome(test)
+            if runs_body is not None:
+                return self._one_branch(statement, runs_body, env)
             body_entry = self._branch(test, True, env)
             body = self._block(suite_statements(statement.body), self._narrowed(test, body_entry))
             orelse, other_entry = statement.orelse, self._not_a_tensor(test, self._branch(test, False, env))
@@ -469,6 +464,16 @@ class Interpreter:
         else:
             self.eval(node.test, body_env)
         return self._block(suite_statements(node.body), body_env)
+
+    def _one_branch(self, statement: cst.If, runs_body: bool, env: Env) -> Env | None:
+        """The state after an `if` of which only the body, or only what follows `else` /
+        `elif`, runs."""
+        if runs_body:
+            return self._block(suite_statements(statement.body), env)
+        orelse = statement.orelse
+        if isinstance(orelse, cst.If):
+            return self._statement(orelse, env)
+        return self._block(suite_statements(orelse.body), env) if orelse is not None else env
 
     def _first_iteration_apart(
         self, node: cst.For | cst.While, env: Env, element: Value | None, tests: list[int],
