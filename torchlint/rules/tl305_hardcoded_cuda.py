@@ -97,6 +97,7 @@ class HardcodedCuda(Rule):
         self._active = "cuda" in ctx.source
         self._skipped_module: bool | None = None
         self._cuda_only_names: frozenset[str] | None = None
+        self._library_users: dict[int, bool] = {}  # by definition: uses a CUDA-only library
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self._active:
@@ -167,7 +168,12 @@ class HardcodedCuda(Rule):
             self._cuda_only_names = _names_of_cuda_only_libraries(self.ctx.module)
         if not self._cuda_only_names:
             return False
-        return any(isinstance(node, cst.Name) and node.value in self._cuda_only_names for node in every_node(definition))
+        key = id(definition)
+        if key not in self._library_users:
+            # Asked for each enclosing definition of every hard-coded device: walked once each.
+            self._library_users[key] = any(
+                isinstance(node, cst.Name) and node.value in self._cuda_only_names for node in every_node(definition))
+        return self._library_users[key]
 
     def _mentions_guard(self, node: cst.CSTNode) -> bool:
         text = self.ctx.code_for(node).lower()
