@@ -70,7 +70,7 @@ class LoadWithoutMapLocation(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._may_load = "load" in ctx.source and not _saves_on_cpu(ctx.source)
-        self._fallback: tuple[str, tuple[Related, ...]] | None = None  # where the code runs without CUDA
+        self._file_falls_back: bool | None = None  # asked at the first load without `map_location`
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self._may_load or self.ctx.callee(node) not in LOAD_FUNCTIONS:
@@ -133,14 +133,12 @@ class LoadWithoutMapLocation(Rule):
     def _falls_back(self) -> tuple[str, tuple[Related, ...]] | None:
         """("this file", no notes) where the file runs without CUDA too, ("this program", a note on
         the place) where a project file it imports or that imports it does; None where nothing does."""
-        if self._fallback is None:
-            if cpu_fallback_row(self.ctx.source) is not None:
-                self._fallback = ("this file", ())
-            else:
-                elsewhere = self.ctx.project.cpu_fallback()
-                self._fallback = ("", ()) if elsewhere is None else (
-                    "this program", self.ctx.project.related([elsewhere], self.ctx.path))
-        return self._fallback if self._fallback[0] else None
+        if self._file_falls_back is None:
+            self._file_falls_back = cpu_fallback_row(self.ctx.source) is not None
+        if self._file_falls_back:
+            return "this file", ()
+        elsewhere = self.ctx.project.cpu_fallback()  # the project view keeps its answer
+        return None if elsewhere is None else ("this program", self.ctx.project.related([elsewhere], self.ctx.path))
 
 
 def _saves_on_cpu(source: str) -> bool:
