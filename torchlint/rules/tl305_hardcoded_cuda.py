@@ -62,8 +62,10 @@ class HardcodedCuda(Rule):
     allow_module_level=True)` under such a condition at their top) are not reported. Nor is code
     that needs CUDA whatever device it names: a function or class that uses a library running
     only on NVIDIA GPUs (TensorRT, CuPy, kvikio, pycuda, the CUDA bindings, an NCCL
-    communicator), imported or loaded by name (`cp, _ = optional_import("cupy")`), and code
-    under a condition about NCCL (`if backend == "nccl":`).
+    communicator), imported or loaded by name (`cp, _ = optional_import("cupy")`), code
+    under a condition about NCCL (`if backend == "nccl":`), and a file whose processes talk
+    through NCCL, which runs only on CUDA (`dist.init_process_group("nccl")`, `backend="nccl"`):
+    choosing its device at run time would not make it run on a CPU.
 
     ## Why is this bad?
     The script crashes on machines without CUDA (laptops, Apple silicon, CPU-only CI) with
@@ -98,6 +100,7 @@ class HardcodedCuda(Rule):
         self._skipped_module: bool | None = None
         self._cuda_only_names: frozenset[str] | None = None
         self._library_users: dict[int, bool] = {}  # by definition: uses a CUDA-only library
+        self._uses_nccl: bool | None = None
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self._active:
@@ -146,7 +149,7 @@ class HardcodedCuda(Rule):
                 # `class CUDAAccelerator`: CUDA-specific by design; a test class under
                 # `@unittest.skipIf(not torch.cuda.is_available(), ...)`: guarded.
                 return False
-        return not self._module_guarded() and not self._module_skipped()
+        return not self._module_guarded() and not self._module_skipped() and not self._file_uses_nccl()
 
     def _definition_guarded(self, definition: cst.FunctionDef | cst.ClassDef) -> bool:
         """Named for CUDA or GPUs, or guarded: a function by a decorator or a check in its body,
@@ -237,11 +240,26 @@ class HardcodedCuda(Rule):
             )
         return False
 
+    def _file_uses_nccl(self) -> bool:
+        """The file sets up NCCL, CUDA's communication library: `init_process_group("nccl")`,
+        `new_group(backend="nccl")`. A backend chosen by a condition is not a plain string."""
+        if self._uses_nccl is None:
+            self._uses_nccl = "nccl" in self.ctx.source and any(
+                isinstance(node, cst.Call) and _selects_nccl(node) for node in every_node(self.ctx.module))
+        return self._uses_nccl
+
     def _module_guarded(self) -> bool:
         if self.ctx.enclosing_function() is not None:
             return False
         source = self.ctx.source
         return "is_available" in source or "device_count" in source
+
+
+def _selects_nccl(call: cst.Call) -> bool:
+    backend = keyword_arg(call, "backend")
+    if backend is None and (dotted_name(call.func) or "").endswith("init_process_group"):
+        backend = next(iter(positional_args(call)), None)
+    return backend is not None and string_value(backend.value) == "nccl"
 
 
 def _names_of_cuda_only_libraries(module: cst.Module) -> frozenset[str]:
