@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 import libcst as cst
 
 from torchlint.analysis.call_edits import keyword, with_arguments
-from torchlint.analysis.names import argument, keyword_arg, positional_args
+from torchlint.analysis.names import argument, dotted_name, keyword_arg, parameter_named, positional_args
 from torchlint.analysis.tensor_facts.domain import ModuleValue
 from torchlint.analysis.torch_api import LOAD_FUNCTIONS
 from torchlint.diagnostics import Applicability, Severity
@@ -20,6 +23,8 @@ _FRESH_FILES = frozenset({
 })
 # What only a Module answers: a loaded object used so is a whole pickled model.
 _MODULE_METHODS = frozenset({"eval", "train", "parameters", "named_parameters", "state_dict", "forward", "modules"})
+# Helpers that build a path from a directory given first: `os.path.join(root, name)`, `Path(root)`.
+_PATH_BUILDERS = frozenset({"os.path.join", "osp.join", "path.join", "Path", "pathlib.Path"})
 _PICKLED_MODULE = (
     "a whole pickled module loads only with `weights_only=False`, which runs any code in the file: "
     "save and load its `state_dict()` instead, or pass `weights_only=False` for a file you trust"
@@ -63,6 +68,18 @@ class UnsafeTorchLoad(Rule):
     `state_dict()` or an explicit `weights_only=False` for a trusted file, and offers no fix. It is
     reported under a `target-torch-version` of 2.6 or newer too: there the load fails.
 
+    ## Severity
+    An error, except where one method of a class loads the file that another method of the
+    class saves with `torch.save`, a storage format of its own: a `save(self, filename)` /
+    `load(cls, filename)` pair (also through `with open(filename) as f`), or a path built on the
+    same directory of the object (`os.path.join(self.processed_dir, name)`). There the finding is
+    a note (failing a run only under `fail-on = "note"`) that points at the save: the load is safe
+    for the files this code writes, and runs any code in a file a user hands it from elsewhere.
+    Still errors: a saved dict display (`torch.save({"docs": docs, "emb": emb}, path)`), plain
+    data that `weights_only=True` would load; one function that saves a file and loads it on
+    another call (a cache, which an earlier run or another user may have filled); two
+    module-level functions that take a `path` each.
+
     ## Fix safety
     The fix adds `weights_only=True` and is unsafe: loading a file that holds objects other than
     tensors and primitive containers will then raise. It is not offered when a `pickle_module` is
@@ -82,13 +99,21 @@ class UnsafeTorchLoad(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._saved_module: cst.Call | None = None  # the file's first `torch.save(model, path)`
-        # Loads without `weights_only`, judged once the whole file is read: (call, its fix).
-        self._unmarked: list[tuple[cst.Call, FixSpec | None]] = []
+        # The file's `torch.save` calls of more than a dict display, and where they write.
+        self._saves: list[tuple[cst.Call, _FilePlace]] = []
+        # Loads judged once the whole file is read: those with an explicit `weights_only=False`, and
+        # those without `weights_only` (with the fix).
+        self._unsafe: list[tuple[cst.Call, _FilePlace | None]] = []
+        self._unmarked: list[tuple[cst.Call, FixSpec | None, _FilePlace | None]] = []
 
     def visit_Call(self, node: cst.Call) -> None:
         callee = self.ctx.callee(node)
-        if callee in _SAVE_FUNCTIONS and self._saved_module is None and self._saves_module(node):
-            self._saved_module = node
+        if callee in _SAVE_FUNCTIONS:
+            if self._saved_module is None and self._saves_module(node):
+                self._saved_module = node
+            written = self._place(argument(node, 1, "f"))
+            if written is not None and not self._saves_plain_dict(node):
+                self._saves.append((node, written))
         if callee not in LOAD_FUNCTIONS or any(arg.star == "**" for arg in node.args) or self._reads_back(node):
             return
         weights_only = keyword_arg(node, "weights_only")
@@ -96,13 +121,8 @@ class UnsafeTorchLoad(Rule):
             value = weights_only.value
             if not (isinstance(value, cst.Name) and value.value == "False"):
                 return  # True, or a variable the caller chose; `None` is handled below
-            if self.ctx.guards.in_compat_code(node, fallback_only=True):
-                return
-            self.report(
-                node,
-                "`torch.load(..., weights_only=False)` can run arbitrary code from the file; load only "
-                "trusted files, or use `weights_only=True` with `torch.serialization.add_safe_globals`",
-            )
+            if not self.ctx.guards.in_compat_code(node, fallback_only=True):
+                self._unsafe.append((node, self._place(argument(node, 0, "f"))))
             return
         if self.ctx.guards.in_compat_code(node, fallback_only=True):
             return
@@ -114,19 +134,57 @@ class UnsafeTorchLoad(Rule):
         if argument(node, 2, "pickle_module") is None:
             fixed = with_arguments(node, last=[keyword("weights_only", "True")])
             fix = FixSpec("Add `weights_only=True`", ((node, self.ctx.code_for(fixed)),), Applicability.UNSAFE)
-        self._unmarked.append((node, fix))
+        self._unmarked.append((node, fix, self._place(argument(node, 0, "f"))))
 
     def leave_Module(self, node: cst.Module) -> None:
-        for load, fix in self._unmarked:
+        for load, place in self._unsafe:
+            message = "`torch.load(..., weights_only=False)` can run arbitrary code from the file"
+            save = self._save_of(place)
+            if save is None:
+                self.report(load, f"{message}; load only trusted files, or use `weights_only=True` with "
+                                  "`torch.serialization.add_safe_globals`")
+            else:
+                self.report(load, f"{message}: it reads back what this code saves, so it is safe until a user "
+                                  "hands it a file from elsewhere",
+                            related=(RelatedNode(save, "the file is saved here"),), severity=Severity.NOTE)
+        for load, fix, place in self._unmarked:
             if self._saved_module is not None:
                 self._report_pickled_module(load, RelatedNode(self._saved_module, "a whole module is saved here"))
             elif not self._safe_by_default():
-                self.report(
-                    load,
-                    "`torch.load` without `weights_only` unpickles arbitrary code before torch 2.6; pass "
-                    "`weights_only=True`",
-                    fix=fix,
-                )
+                message = "`torch.load` without `weights_only` unpickles arbitrary code before torch 2.6"
+                save = self._save_of(place)
+                if save is None:
+                    self.report(load, f"{message}; pass `weights_only=True`", fix=fix)
+                else:
+                    self.report(load, f"{message}; it reads back what this code saves, so pass "
+                                      "`weights_only=True` if that holds only tensors and plain containers",
+                                fix=fix, related=(RelatedNode(save, "the file is saved here"),),
+                                severity=Severity.NOTE)
+
+    def _place(self, path: cst.BaseExpression | None) -> _FilePlace | None:
+        """Where a load reads or a save writes, with the code around it. A handle opened in the
+        same function (`with open(filename, "rb") as f`) stands for the path it opened."""
+        if path is None:
+            return None
+        function = self.ctx.enclosing_function()
+        if isinstance(path, cst.Name) and function is not None:
+            path = _opened_path(function, path.value) or path
+        text = _SELF_SPELLINGS.sub("self.", self.ctx.code_for(path))
+        parameter = isinstance(path, cst.Name) and function is not None and parameter_named(function, path.value) is not None
+        return _FilePlace(text, _directory_attribute(path), parameter, function, self.ctx.enclosing_class())
+
+    def _saves_plain_dict(self, save: cst.Call) -> bool:
+        """`torch.save({"docs": docs, "embeddings": emb}, path)`, or a name assigned such a dict:
+        plain data the code chose, which `weights_only=True` loads when it holds tensors and
+        Python values, so its load stays an error."""
+        saved = argument(save, 0, "obj")
+        return saved is not None and isinstance(self.ctx.kinds.resolve(saved), cst.Dict)
+
+    def _save_of(self, load: _FilePlace | None) -> cst.Call | None:
+        """The file's `torch.save` that writes what `load` reads, if any."""
+        if load is None:
+            return None
+        return next((save for save, place in self._saves if place.same_file(load)), None)
 
     def _safe_by_default(self) -> bool:
         target = self.ctx.settings.target_torch_version
@@ -191,6 +249,62 @@ class UnsafeTorchLoad(Rule):
             if isinstance(node, cst.Call) and _uses_as_module(node.func, name):
                 return node
         return None
+
+
+# `cls.base_name` in a classmethod and `self.base_name` in a method name the same attribute.
+_SELF_SPELLINGS = re.compile(r"\bcls\.")
+
+
+@dataclass(frozen=True)
+class _FilePlace:
+    """A path a `torch.save` writes or a `torch.load` reads, as written (`cls.` read as `self.`),
+    the attribute of the object it is built on (`self.processed_dir`), whether it is a parameter of
+    its function as a whole, and the method and class around it."""
+
+    text: str
+    directory: str | None
+    parameter: bool
+    function: cst.FunctionDef | None
+    owner: cst.ClassDef | None
+
+    def same_file(self, other: _FilePlace) -> bool:
+        """The same path in two methods of one class: written alike (a bare name only where both
+        methods take it as a parameter: `save(self, fname)` and `load(cls, fname)`), or built on
+        the same directory of the object (`osp.join(self.processed_dir, name)`). One function
+        that saves a file and loads it on another call is a cache, which an earlier run or
+        another user may have filled."""
+        if self.owner is None or self.owner is not other.owner or self.function is other.function:
+            return False
+        if self.directory is not None and self.directory == other.directory:
+            return True
+        bare = self.text.isidentifier()
+        return self.text == other.text and (not bare or self.parameter and other.parameter)
+
+
+def _opened_path(function: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
+    """The path of `with open(path, ...) as name` in `function`."""
+    for node in nodes_in_order(function):
+        if isinstance(node, cst.WithItem) and isinstance(node.asname, cst.AsName) and _names(node.asname.name, name) \
+                and isinstance(node.item, cst.Call) and dotted_name(node.item.func) == "open" and node.item.args:
+            return node.item.args[0].value
+    return None
+
+
+def _directory_attribute(path: cst.BaseExpression) -> str | None:
+    """`self.processed_dir` for a path built on it: `osp.join(self.processed_dir, name)`,
+    `self.root / "cache.pt"`, `self.root.joinpath(name)`, `Path(self.root)`."""
+    while True:
+        if isinstance(path, cst.BinaryOperation) and isinstance(path.operator, cst.Divide):
+            path = path.left
+        elif isinstance(path, cst.Call) and dotted_name(path.func) in _PATH_BUILDERS and path.args:
+            path = path.args[0].value
+        elif isinstance(path, cst.Call) and isinstance(path.func, cst.Attribute) and path.func.attr.value == "joinpath":
+            path = path.func.value
+        else:
+            break
+    if isinstance(path, cst.Attribute) and isinstance(path.value, cst.Name) and path.value.value in ("self", "cls"):
+        return f"self.{path.attr.value}"
+    return None
 
 
 def _names(expr: cst.BaseExpression | None, name: str) -> bool:
