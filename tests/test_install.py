@@ -151,7 +151,7 @@ def test_the_action_annotates_notes_as_notices_that_fail_only_under_its_fail_on(
 def test_the_action_splits_its_args_as_a_shell_does(installed, tmp_path) -> None:
     (tmp_path / "src dir").mkdir()
     (tmp_path / "src dir" / "train.py").write_text(
-        "import torch\nimport torch.nn.functional as F\nx = torch.Tensor(3)\ny = F.softmax(x)\n")
+        "import torch\nimport torch.nn.functional as F\nx = torch.Tensor(2, 3, 4)\ny = F.softmax(x)\n")
     results = _run_action(installed, tmp_path, {"args": "--config 'select = [\"TL2\"]'", "src": "'src dir'"})
     check = results[-1]
     assert check.returncode == 1, check.stderr

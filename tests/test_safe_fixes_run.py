@@ -4,6 +4,7 @@ values) before and after `--fix`, under the default dtype and under float64 as a
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,9 @@ def _tensors(result) -> tuple:
 def test_the_sample_has_safe_fixes_to_apply() -> None:
     source = SAMPLE.read_text(encoding="utf-8")
     # A safe fix for each legacy constructor of the sample: one the fixer left alone would prove nothing.
-    assert fix_text(source, SAMPLE.name, EVERY_RULE).fixed["TL102"] == source.count("Tensor(") == 11
+    fixed = fix_text(source, SAMPLE.name, EVERY_RULE).fixed
+    assert fixed["TL102"] == source.count("Tensor(") == 11
+    assert fixed["TL202"] == len(re.findall(r"functional\.\w*softm", source)) == 3
 
 
 @pytest.mark.parametrize("default_dtype", ["float32", "float64"])

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.names import has_star_args, keyword_arg, positional_args
+from torchlint.analysis.tensor_facts.domain import TensorFacts
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
@@ -49,6 +50,12 @@ class SoftmaxWithoutDim(Rule):
 
     Bug left in place: possibly, when the intended dim was not the last one; that is why the fix is
     unsafe. Computation changed: yes for inputs where the implicit dim was not the last.
+
+    ## Severity
+    An error, except where the input of `F.softmax(x)` (or `log_softmax`, `softmin`) is known to
+    be 1-D or 2-D (`x.flatten(start_dim=1)`, `x.view(n, -1)`, the output of `nn.Linear` on a
+    batch of vectors): there the guess is the last dimension, the result is right, and the call
+    only warns. The finding is a note, and its fix, `dim=-1`, is safe: it computes the same.
     """
 
     code = "TL202"
@@ -65,17 +72,31 @@ class SoftmaxWithoutDim(Rule):
         if len(positional_args(node)) > position:
             return
         written = self.ctx.code_for(node.func)
+        rank = self._input_rank(node) if position else None
+        if rank in (1, 2):
+            self.report(
+                node,
+                f"`{written}` without `dim` takes the last dimension of this {rank}-D input, and warns that the "
+                "guess is deprecated; pass `dim=-1`",
+                fix=self._add_dim(node, Applicability.SAFE), severity=Severity.NOTE,
+            )
+            return
         self.report(
             node,
             f"`{written}` without `dim` guesses the dimension from the input's rank; pass `dim=` explicitly",
-            fix=self._add_dim(node),
+            fix=self._add_dim(node, Applicability.UNSAFE),
         )
 
-    def _add_dim(self, node: cst.Call) -> FixSpec:
+    def _input_rank(self, node: cst.Call) -> int | None:
+        """The rank of a function form's input where the tensor facts know it (`x.flatten(1)`)."""
+        facts = self.ctx.tensors.facts(positional_args(node)[0].value)
+        return facts.rank if isinstance(facts, TensorFacts) else None
+
+    def _add_dim(self, node: cst.Call, applicability: Applicability) -> FixSpec:
         dim = cst.Arg(keyword=cst.Name("dim"), value=cst.UnaryOperation(cst.Minus(), cst.Integer("1")),
                       equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
         arguments = [*node.args]
         if arguments and arguments[-1].comma == cst.MaybeSentinel.DEFAULT:
             arguments[-1] = arguments[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         fixed = node.with_changes(args=[*arguments, dim])
-        return FixSpec("Add `dim=-1`", ((node, self.ctx.code_for(fixed)),), Applicability.UNSAFE)
+        return FixSpec("Add `dim=-1`", ((node, self.ctx.code_for(fixed)),), applicability)

@@ -47,3 +47,14 @@ def case_values_and_indices_of_a_row_minimum():
 def case_first_of_an_unreduced_loss():
     per_sample = nn.functional.mse_loss(torch.arange(3.0), torch.zeros(3), reduction="none")
     return per_sample.data[0]
+
+
+def case_softmax_over_a_batch_of_vectors():
+    torch.manual_seed(0)
+    features = torch.randn(4, 2, 3)
+    logits = nn.Linear(6, 5)(features.flatten(start_dim=1))
+    return nn.functional.softmax(logits), nn.functional.log_softmax(logits.view(4, -1))
+
+
+def case_softmin_of_a_vector():
+    return nn.functional.softmin(torch.arange(4.0))

@@ -1806,15 +1806,18 @@ class Interpreter:
 
     def _flattened(self, call: cst.Call, receiver: TensorFacts) -> Layout | None:
         """`torch.flatten(x, 1)`, `x.flatten(1, 2)` of known sizes: the sizes from the start dim to
-        the end dim (the last, by default) multiplied."""
+        the end dim (the last, by default) multiplied. Of unknown sizes, a flatten from dim
+        `start` to the last leaves `start + 1` dims (`x.flatten(start_dim=1)`: a batch of vectors)."""
         sizes = known_sizes(receiver)
         arguments = positional_args(call)[self._input_offset(call):]
         start_arg = arguments[0] if arguments else keyword_arg(call, "start_dim")
         end_arg = arguments[1] if len(arguments) > 1 else keyword_arg(call, "end_dim")
         start = 0 if start_arg is None else int_value(start_arg.value)
         end = -1 if end_arg is None else int_value(end_arg.value)
-        if not sizes or start is None or end is None or len(arguments) > 2:
+        if start is None or end is None or len(arguments) > 2:
             return None
+        if not sizes:
+            return Layout(start + 1, None, ()) if start >= 0 and end == -1 else None
         shape = flattened_sizes(sizes, start % len(sizes), end % len(sizes))
         return Layout(len(shape), shape, ()) if shape is not None else None
 
