@@ -39,8 +39,9 @@ class ForwardCalledDirectly(Rule):
     else (a GP's posterior, a kernel's lazy tensor) and `.forward` is chosen. Inside a
     function the file registers as a forward hook (`register_forward_pre_hook(fn)`), `.forward`
     is right: calling the module there would run the hook again. A module the function has just
-    built and uses nowhere else (`loss = NMILoss(ref)` then `return loss.forward(x)`) has no
-    hooks to skip: no other code could register one.
+    built and uses nowhere else (`loss = NMILoss(ref)` then `return loss.forward(x)`), or only to
+    read and set its attributes (`m.weight.data = q`), has no hooks to skip: no other code could
+    register one.
 
     ## Why is this bad?
     `nn.Module.__call__` runs the forward pre-hooks and hooks, backward hooks, and the machinery
@@ -109,16 +110,25 @@ class ForwardCalledDirectly(Rule):
 
     def _unseen_local(self, receiver: cst.BaseExpression) -> bool:
         """`module = NMILoss(...)` then `module.forward(x)`, the name used nowhere else in the
-        function: no hook can be registered on a module no other code has seen (only global
-        hooks would be skipped), so the call computes what `module(x)` does."""
+        function but to read or set the module's attributes (`m.weight.data = q`): no hook can
+        be registered on a module no other code has seen (only global hooks would be skipped), so
+        the call computes what `module(x)` does. A method called on it (`m.register_forward_hook`,
+        `m.apply`) or the module handed on (`registry.append(m)`) shows it."""
         function = self.ctx.enclosing_function()
         if not isinstance(receiver, cst.Name) or function is None:
             return False
         made = assigned_once(function, receiver.value)
         if not isinstance(made, cst.Call) or not self._registers_no_hooks(made):
             return False
-        uses = sum(isinstance(node, cst.Name) and node.value == receiver.value for node in nodes_in_order(function.body))
-        return uses == 2  # the assignment and this call
+        name = receiver.value
+        nodes = list(nodes_in_order(function.body))
+        methods = {id(node.func) for node in nodes if isinstance(node, cst.Call)}
+        uses = sum(isinstance(node, cst.Name) and node.value == name for node in nodes)
+        attribute_uses = sum(
+            isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == name
+            and id(node) not in methods for node in nodes
+        )
+        return uses - attribute_uses == 2  # the assignment and this call
 
     def _registers_no_hooks(self, made: cst.Call) -> bool:
         """Built by a `torch.nn` layer or by a Module class of this file whose code (and its file
