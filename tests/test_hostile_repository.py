@@ -20,7 +20,7 @@ import pytest
 
 from scripts.fuzz import FINDING_LINE
 from tests.conftest import REPO, run_torchlint
-from torchlint import engine, workers
+from torchlint import engine
 from torchlint.cache import cache_key, project_directory
 from torchlint.config import Options, resolve_settings
 from torchlint.fix import fix_files

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import sysconfig
 import venv
 from pathlib import Path
