@@ -138,28 +138,31 @@ class UnsafeTorchLoad(Rule):
 
     def leave_Module(self, node: cst.Module) -> None:
         for load, place in self._unsafe:
-            message = "`torch.load(..., weights_only=False)` can run arbitrary code from the file"
-            save = self._save_of(place)
-            if save is None:
-                self.report(load, f"{message}; load only trusted files, or use `weights_only=True` with "
-                                  "`torch.serialization.add_safe_globals`")
-            else:
-                self.report(load, f"{message}: it reads back what this code saves, so it is safe until a user "
-                                  "hands it a file from elsewhere",
-                            related=(RelatedNode(save, "the file is saved here"),), severity=Severity.NOTE)
+            self._report_unsafe(load, self._save_of(place))
         for load, fix, place in self._unmarked:
             if self._saved_module is not None:
                 self._report_pickled_module(load, RelatedNode(self._saved_module, "a whole module is saved here"))
             elif not self._safe_by_default():
-                message = "`torch.load` without `weights_only` unpickles arbitrary code before torch 2.6"
-                save = self._save_of(place)
-                if save is None:
-                    self.report(load, f"{message}; pass `weights_only=True`", fix=fix)
-                else:
-                    self.report(load, f"{message}; it reads back what this code saves, so pass "
-                                      "`weights_only=True` if that holds only tensors and plain containers",
-                                fix=fix, related=(RelatedNode(save, "the file is saved here"),),
-                                severity=Severity.NOTE)
+                self._report_unmarked(load, fix, self._save_of(place))
+
+    def _report_unsafe(self, load: cst.Call, save: cst.Call | None) -> None:
+        message = "`torch.load(..., weights_only=False)` can run arbitrary code from the file"
+        if save is None:
+            self.report(load, f"{message}; load only trusted files, or use `weights_only=True` with "
+                              "`torch.serialization.add_safe_globals`")
+        else:
+            self.report(load, f"{message}: it reads back what this code saves, so it is safe until a user "
+                              "hands it a file from elsewhere",
+                        related=(RelatedNode(save, "the file is saved here"),), severity=Severity.NOTE)
+
+    def _report_unmarked(self, load: cst.Call, fix: FixSpec | None, save: cst.Call | None) -> None:
+        message = "`torch.load` without `weights_only` unpickles arbitrary code before torch 2.6"
+        if save is None:
+            self.report(load, f"{message}; pass `weights_only=True`", fix=fix)
+        else:
+            self.report(load, f"{message}; it reads back what this code saves, so pass `weights_only=True` if "
+                              "that holds only tensors and plain containers",
+                        fix=fix, related=(RelatedNode(save, "the file is saved here"),), severity=Severity.NOTE)
 
     def _place(self, path: cst.BaseExpression | None) -> _FilePlace | None:
         """Where a load reads or a save writes, with the code around it. A handle opened in the
