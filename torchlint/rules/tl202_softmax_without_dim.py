@@ -47,6 +47,7 @@ class SoftmaxWithoutDim(Rule):
     ## Fix safety
     The fix adds `dim=-1` and is unsafe: it states a choice (the last dimension) that the author
     must check, and it changes the result for inputs where PyTorch's guess picked another dim.
+    Where the input is known to be 1-D or 2-D, the guess is the last dim and the fix is safe.
 
     Bug left in place: possibly, when the intended dim was not the last one; that is why the fix is
     unsafe. Computation changed: yes for inputs where the implicit dim was not the last.
