@@ -77,6 +77,7 @@ def _record_log(client: EditorClient, params: types.LogMessageParams) -> None:
 
 def _register_capability(client: EditorClient, params: types.RegistrationParams) -> None:
     client.registrations.extend(params.registrations)
+    client.news.set()
 
 
 def make_client() -> EditorClient:

@@ -66,7 +66,11 @@ async def test_an_excluded_file_gets_no_findings(editor: EditorClient, workspace
 
 
 async def test_a_changed_pyproject_is_read_again_and_open_documents_rechecked(editor: EditorClient, workspace):
-    assert any(r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES for r in editor.registrations)
+    # The server registers its file watchers after `initialized`: possibly after this test began.
+    await editor.wait_for(
+        lambda: next((r for r in editor.registrations if r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES), None),
+        "a file-watcher registration",
+    )
     directory = project(workspace, "reloading", "")
     document, diagnostics = await Document.open(editor, directory / "model.py", TWO_FINDINGS)
     assert codes(diagnostics) == ["TL102", "TL201"]
