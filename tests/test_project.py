@@ -711,3 +711,21 @@ def test_a_checkpoint_loaded_in_a_module_of_a_program_that_runs_without_cuda(pro
     (project / "main.py").write_text(RUN_AGENT.replace('parser.add_argument("--disable-cuda", action="store_true")\n', "")
                                      .replace('"cpu" if args.disable_cuda else "cuda"', '"cuda"'))
     assert [code for _, code, _ in _findings(project, ["agent.py"])].count("TL505") == 0
+
+
+def test_a_module_created_after_a_check_is_seen_by_the_next_check_in_the_same_process(project):
+    """A language server checks again in the process that answered before: `agent.py` imports
+    `options`, which does not exist yet; once `options.py` is written with a `--cpu` option,
+    the unchanged `agent.py` must be read with it (its import now resolves to a file)."""
+    agent = project / "agent.py"
+    agent.write_text("import torch\n\nimport options\n\n\ndef restore(model, path):\n"
+                     "    model.load_state_dict(torch.load(path))\n")
+    settings = resolve_settings(Options(), cwd=project)
+
+    def codes():
+        return [d.code for d in engine.check_source(agent.read_text(), str(agent), settings)]
+
+    assert "TL505" not in codes()
+    (project / "options.py").write_text(
+        'import argparse\n\nparser = argparse.ArgumentParser()\nparser.add_argument("--cpu", action="store_true")\n')
+    assert "TL505" in codes()

@@ -60,8 +60,9 @@ _CALLED_NAME = re.compile(rb"(?<!def )\b(\w+)\s*\(")
 _MOVED_BY_APPLY: dict[tuple[str, str], frozenset[str]] = {}
 # The row of each file's first CPU fallback (None: it has none), by file and digest.
 _FALLBACK_ROWS: dict[tuple[str, str], int | None] = {}
-# The project files each file imports at its top, by file and digest.
-_IMPORTED_FILES: dict[tuple[str, str], tuple[str, ...]] = {}
+# The project files each file imports at its top, by file and digest, with the files and
+# listings their resolution read (and their states): a module created since may answer an import.
+_IMPORTED_FILES: dict[tuple[str, str], tuple[tuple[str, ...], tuple[tuple[str, str], ...]]] = {}
 # Per checked file (real path): every project file and listing its answers were read from, in
 # this process (a fix re-checks a file several times; the cache records the union).
 _USED: dict[str, set[str]] = {}
@@ -284,18 +285,21 @@ class _Resolver:
         return None
 
     def imported_files(self, path: str) -> tuple[str, ...]:
-        """The project files that `path` imports at its top (every file read recorded)."""
+        """The project files that `path` imports at its top (every file and listing read recorded)."""
         summary = self.summary(path)
         key = (path, self.layout.state(path))
-        if key not in _IMPORTED_FILES:
+        cached = _IMPORTED_FILES.get(key)
+        if cached is None or any(self.layout.state(read) != state for read, state in cached[1]):
             found: list[str] = []
+            read: set[str] = set()
             for qualified in (summary.imports.values() if summary is not None else ()):
-                resolved = self.layout.resolve(qualified, path, self.used)
+                resolved = self.layout.resolve(qualified, path, read)
                 if resolved is not None and resolved[0].endswith(".py") and resolved[0] not in (path, *found):
                     found.append(resolved[0])
-            _IMPORTED_FILES[key] = tuple(found)
-        self.used.update(_IMPORTED_FILES[key])
-        return _IMPORTED_FILES[key]
+            cached = _IMPORTED_FILES[key] = (tuple(found), tuple((each, self.layout.state(each)) for each in sorted(read)))
+        self.used.update(cached[0])
+        self.used.update(read for read, _ in cached[1])
+        return cached[0]
 
     def calls_definition(self, callee: str, caller: str, stars: tuple[str, ...], path: str, function: str) -> bool:
         """Does `callee`, as written in the file `caller`, name `function` of the file `path`?"""
