@@ -729,3 +729,46 @@ def test_a_module_created_after_a_check_is_seen_by_the_next_check_in_the_same_pr
     (project / "options.py").write_text(
         'import argparse\n\nparser = argparse.ArgumentParser()\nparser.add_argument("--cpu", action="store_true")\n')
     assert "TL505" in codes()
+
+
+DATA_HELPER = """\
+import torch
+
+
+def random_batches(count, device=torch.device("cuda")):
+    return [torch.randn(4, 8, device=device) for _ in range(count)]
+"""
+DATA_TEST = """\
+import torch
+
+from tests.data_helpers import random_batches
+
+
+def test_batches_on_the_cpu():
+    assert len(random_batches(2, device=torch.device("cpu"))) == 2
+
+
+class TestOnEachDevice:
+    device = "cpu"
+
+    def test_batches(self):
+        assert random_batches(3, self.device)
+"""
+
+
+def test_a_cuda_default_of_a_test_helper_that_every_call_replaces(project):
+    """opacus' tests/ helper `create_random_data(..., device=torch.device("cuda"))`: every call in
+    the project passes `device`, so the default never runs. A call that leaves it to the
+    default makes it a finding again, as does a helper that users call (not in a test folder)."""
+    _write(project, {"tests/__init__.py": "", "tests/data_helpers.py": DATA_HELPER, "tests/test_data.py": DATA_TEST})
+    settings = resolve_settings(Options(select=["TL305"]), cwd=project)
+
+    def rows(name):
+        return [d.location.row for d in engine.check_files([(str(project / name), name)], settings, 1, use_cache=False)]
+
+    assert rows("tests/data_helpers.py") == []
+    _write(project, {"tests/test_data.py": DATA_TEST + "\n\ndef test_default():\n    assert random_batches(1)\n"})
+    assert rows("tests/data_helpers.py") == [4]
+    _write(project, {"data_helpers.py": DATA_HELPER, "train.py": "from data_helpers import random_batches\n\n"
+                                                                 "random_batches(2, device='cpu')\n"})
+    assert rows("data_helpers.py") == [4]

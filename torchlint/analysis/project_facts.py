@@ -35,6 +35,15 @@ class StepEvent:
 
 
 @dataclass(frozen=True)
+class CallSite:
+    """A call of one of the file's functions somewhere in the project: the parameters it passes
+    (None: it unpacks `*args` or `**options`, so it may pass any), and where it is."""
+
+    passed: frozenset[str] | None
+    note: Note
+
+
+@dataclass(frozen=True)
 class Fact:
     kind: str
     name: str  # the defining name (`Net`, `causal_mask`)
@@ -63,3 +72,6 @@ class ProjectFacts(Protocol):
     def placed_by_callers(self, function: str) -> dict[str, Note]:
         """The parameters of the file's top-level `function` that a call in the project passes a
         tensor on the GPU, with that call."""
+
+    def calls(self, function: str) -> tuple[CallSite, ...]:
+        """The calls of the file's top-level `function` in the project (this file included)."""

@@ -22,13 +22,13 @@ import re
 
 from torchlint.analysis.cpu_fallback import cpu_fallback_row
 from torchlint.analysis.modules import is_torch_module_class
-from torchlint.analysis.project_facts import Fact, Note, StepEvent
+from torchlint.analysis.project_facts import CallSite, Fact, Note, StepEvent
 from torchlint.analysis.top_level import DEFINITION, top_level_pieces
 from torchlint.diagnostics import Location, Related
 from torchlint.project.layout import Layout, project_root
 from torchlint.project.summary import (
-    CALL, EVAL_MODE, MODULE, TENSOR, TRAIN_MODE, FunctionSummary, ModuleSummary, PlacingCall,
-    attributes_moved_by_apply, placing_calls, summarize_lazily,
+    CALL, EVAL_MODE, MODULE, TENSOR, TRAIN_MODE, FunctionSummary, ModuleSummary, PlacingCall, WrittenArguments,
+    attributes_moved_by_apply, calls_named, placing_calls, summarize_lazily,
 )
 
 # How many files one answer may follow (re-exports, bases, returned calls).
@@ -56,6 +56,8 @@ _PLACING_CALLS: dict[tuple[str, str, int], dict[str, tuple[PlacingCall, ...]]] =
 # file that moves no tensor, which cannot pass a placed one.
 _CALLED_NAMES: dict[tuple[str, str], frozenset[bytes]] = {}
 _CALLED_NAME = re.compile(rb"(?<!def )\b(\w+)\s*\(")
+# The calls of a function in a file, with the arguments they write out, by file, digest and name.
+_CALLS_NAMED: dict[tuple[str, str, str], tuple[WrittenArguments, ...]] = {}
 # The attributes each file's `_apply` overrides move, by file and digest.
 _MOVED_BY_APPLY: dict[tuple[str, str], frozenset[str]] = {}
 # The row of each file's first CPU fallback (None: it has none), by file and digest.
@@ -97,6 +99,11 @@ class ProjectView:
         (this file included) passes a tensor moved to the GPU or the working device, with that call."""
         return self._answer("callers", function) or {}
 
+    def calls(self, function: str) -> tuple[CallSite, ...]:
+        """The calls of this file's top-level `function` in the project (this file included), with
+        the parameters each passes."""
+        return self._answer("calls", function) or ()
+
     def events(self, qualified: str) -> tuple[StepEvent, ...]:
         """The training-step events (backward, optimizer step, zero_grad, mode switches...) of an
         imported function, in source order, through the project functions it calls."""
@@ -131,7 +138,7 @@ class ProjectView:
     def _shared_answer(self, layout: Layout, question: str, qualified: str):
         # Callers are asked about this file's own functions; the other answers hold for its
         # directory, unless the file has an `import *`, which gives names of its own.
-        per_file = question in ("callers", "fallback") or self._imports_star(layout)
+        per_file = question in ("callers", "calls", "fallback") or self._imports_star(layout)
         scope = layout.root if question == "apply" else self._path if per_file else os.path.dirname(self._path)
         key = (question, qualified, layout.root, scope)
         shared = _ANSWERS.get(key)
@@ -142,6 +149,8 @@ class ProjectView:
         resolver = _Resolver(layout, used)
         if question == "callers":
             fact = resolver.placed_by_callers(self._path, qualified)
+        elif question == "calls":
+            fact = resolver.calls(self._path, qualified)
         elif question == "apply":
             fact = resolver.moved_by_apply()
         elif question == "fallback":
@@ -174,10 +183,10 @@ class ProjectView:
         return {} if layout is None else {path: layout.state(path) for path in sorted(self._used)}
 
 
-def _placing_calls_of(key: tuple[str, str], data: bytes, function: str, imports: dict[str, str]) -> list[PlacingCall]:
-    """The calls of `function` in the file (`key`: its path and digest) that pass placed tensors,
-    from the definitions that call it and, if they call it, the top-level statements: those are
-    one scope, whose names stay placed from one statement to the next. Only these are parsed."""
+def _parts_calling(key: tuple[str, str], data: bytes, function: str) -> list[tuple[int, list[tuple[str, int]]]]:
+    """The parts of the file (`key`: its path and digest) that call `function`: each definition
+    that does (by its row), and, if they do, the top-level statements together (row 0): those are
+    one scope. Only these need parsing."""
     if key not in _PIECES:
         definitions, top_level = _PIECES[key] = [], []
         for piece, row in top_level_pieces(data.decode("utf-8", "replace")):
@@ -187,12 +196,26 @@ def _placing_calls_of(key: tuple[str, str], data: bytes, function: str, imports:
     parts = [(row, [(piece, row)]) for piece, row in definitions if needle.search(piece)]
     if any(needle.search(piece) for piece, _ in top_level):
         parts.append((0, top_level))
+    return parts
+
+
+def _placing_calls_of(key: tuple[str, str], data: bytes, function: str, imports: dict[str, str]) -> list[PlacingCall]:
+    """The calls of `function` in the file (`key`: its path and digest) that pass placed tensors:
+    names stay placed from one top-level statement to the next."""
     found: list[PlacingCall] = []
-    for part, pieces in parts:
+    for part, pieces in _parts_calling(key, data, function):
         if (*key, part) not in _PLACING_CALLS:
             _PLACING_CALLS[(*key, part)] = placing_calls(pieces, imports)
         found.extend(_PLACING_CALLS[(*key, part)].get(function, ()))
     return found
+
+
+def _calls_named_in(key: tuple[str, str], data: bytes, function: str, imports: dict[str, str]) -> tuple[WrittenArguments, ...]:
+    """The calls of `function` in the file (`key`: its path and digest), with their arguments."""
+    if (*key, function) not in _CALLS_NAMED:
+        _CALLS_NAMED[(*key, function)] = tuple(
+            call for _, pieces in _parts_calling(key, data, function) for call in calls_named(pieces, imports, function))
+    return _CALLS_NAMED[(*key, function)]
 
 
 def recorded_dependencies(path: str) -> dict[str, str]:
@@ -261,6 +284,25 @@ class _Resolver:
                         found[param] = Note(caller, call.row, call.column,
                                             f"`{function}` gets `{param}` on the GPU (or the working device) from this call")
         return found
+
+    def calls(self, path: str, function: str) -> tuple[CallSite, ...]:
+        summary = self.summary(path)
+        definition = summary.functions[function] if summary is not None and function in summary.functions else None
+        if definition is None:
+            return ()
+        needle = re.compile(rb"(?<!def )\b" + re.escape(function.encode()) + rb"\s*\(")
+        found = []
+        for caller in self.project_files():
+            self.used.add(caller)
+            data = self.layout.read(caller)
+            caller_summary = self.summary(caller) if data is not None and needle.search(data) else None
+            if caller_summary is None:
+                continue
+            for call in _calls_named_in((caller, self.layout.state(caller)), data, function, caller_summary.imports):
+                if self.calls_definition(call.callee, caller, caller_summary.stars, path, function):
+                    passed = None if call.unpacks else frozenset(definition.params[:call.positional]) | call.keywords
+                    found.append(CallSite(passed, Note(caller, call.row, call.column, f"`{function}` is called here")))
+        return tuple(found)
 
     def moved_by_apply(self) -> frozenset[str]:
         found: set[str] = set()

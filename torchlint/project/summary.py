@@ -590,6 +590,16 @@ def placing_calls(pieces: list[tuple[str, int]], imports: dict[str, str]) -> dic
     names read through the module's `imports`) that pass a placed tensor (`x.cuda()`,
     `x.to(device)`, a local name last assigned one, or a value computed from one), by the called
     name (`f` of `f(...)` and of `mod.f(...)`). A piece that does not parse is left out."""
+    tree = _parsed(pieces)
+    found: dict[str, list[PlacingCall]] = {}
+    for scope in (tree, *(node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))):
+        for name, call in _ScopeCalls(imports).calls(scope):
+            found.setdefault(name, []).append(call)
+    return {name: tuple(calls) for name, calls in found.items()}
+
+
+def _parsed(pieces: list[tuple[str, int]]) -> ast.Module:
+    """One module of these pieces of a module's text, at their rows; a piece that does not parse is left out."""
     tree = ast.Module(body=[], type_ignores=[])
     for piece, row in pieces:
         try:
@@ -597,11 +607,36 @@ def placing_calls(pieces: list[tuple[str, int]], imports: dict[str, str]) -> dic
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         tree.body.extend(ast.increment_lineno(parsed, row - 1).body)
-    found: dict[str, list[PlacingCall]] = {}
-    for scope in (tree, *(node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))):
-        for name, call in _ScopeCalls(imports).calls(scope):
-            found.setdefault(name, []).append(call)
-    return {name: tuple(calls) for name, calls in found.items()}
+    return tree
+
+
+@dataclass(frozen=True)
+class WrittenArguments:
+    """A call of `callee` (as written through the imports) and the arguments it writes out."""
+
+    callee: str
+    positional: int
+    keywords: frozenset[str]
+    unpacks: bool  # `f(*args)` or `f(**options)`: it may pass any parameter
+    row: int
+    column: int
+
+
+def calls_named(pieces: list[tuple[str, int]], imports: dict[str, str], function: str) -> tuple[WrittenArguments, ...]:
+    """The calls of `function` (`function(...)`, `module.function(...)`) in these pieces of a
+    module's text, at any depth, with the arguments each writes out."""
+    found = []
+    for node in ast.walk(_parsed(pieces)):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        callee = _written(func, imports) if called == function else None
+        if callee is not None:
+            keywords = frozenset(keyword.arg for keyword in node.keywords if keyword.arg)
+            unpacks = any(isinstance(arg, ast.Starred) for arg in node.args) or len(keywords) < len(node.keywords)
+            found.append(WrittenArguments(callee, len(node.args), keywords, unpacks, node.lineno, node.col_offset + 1))
+    return tuple(sorted(found, key=lambda call: (call.row, call.column)))
 
 
 class _ScopeCalls(ast.NodeVisitor):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import libcst as cst
 
@@ -17,6 +18,8 @@ _GUARD_WORDS = (
 )
 # A statement at the top of a test module that skips the whole module.
 _MODULE_SKIP = re.compile(r"allow_module_level\s*=\s*True|\bSkipTest\b")
+# Folders whose modules serve the tests.
+_TEST_FOLDERS = frozenset({"test", "tests", "testing"})
 # Libraries that run only on NVIDIA GPUs (TensorRT, CuPy, GPUDirect Storage, the CUDA bindings), by
 # their top-level package, and NCCL's bindings wherever they live (vLLM's `...pynccl`,
 # `...nccl_engine`): code that uses one needs CUDA whatever device it names.
@@ -57,7 +60,9 @@ class HardcodedCuda(Rule):
     (`class CUDAAccelerator`, `def to_gpu`), test classes under such a decorator
     (`@unittest.skipIf(not torch.cuda.is_available(), ...)`), private helpers (or helpers in a
     test module) called only from such guarded code in their file, or handed to a call there
-    (`mp.spawn(_run_rank, ...)` in a test that needs two GPUs), and test modules that skip
+    (`mp.spawn(_run_rank, ...)` in a test that needs two GPUs), the default of such a helper (or
+    of one in a test folder) that every call in the project replaces (`def make_data(...,
+    device=torch.device("cuda"))`, always called with `device=`), and test modules that skip
     themselves without CUDA (`pytestmark = pytest.mark.skipif(...)`, or `pytest.skip(...,
     allow_module_level=True)` under such a condition at their top) are not reported. Nor is code
     that needs CUDA whatever device it names: a function or class that uses a library running
@@ -107,7 +112,7 @@ class HardcodedCuda(Rule):
             return
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and not self._is_namespace(func.value):
-            if self._cuda_signature(node) and self._unguarded():
+            if self._cuda_signature(node) and self._unguarded(node):
                 self.report(node, "`.cuda()` fails on machines without CUDA; move to a `device` chosen with `torch.cuda.is_available()`")
             return
         candidates = []
@@ -117,7 +122,7 @@ class HardcodedCuda(Rule):
         if isinstance(func, cst.Attribute) and func.attr.value == "to" or self.ctx.callee(node) == "torch.device":
             candidates.extend(arg.value for arg in positional_args(node)[:1])
         for candidate in candidates:
-            if _is_cuda_string(candidate) and self._unguarded():
+            if _is_cuda_string(candidate) and self._unguarded(node):
                 self.report(
                     candidate,
                     "hard-coded `\"cuda\"` device fails on machines without CUDA; use "
@@ -135,7 +140,7 @@ class HardcodedCuda(Rule):
         """`torch.cuda` itself (`torch.cuda.synchronize()` is not a `.cuda()` call)."""
         return self.ctx.qualified_name(expr) is not None
 
-    def _unguarded(self) -> bool:
+    def _unguarded(self, call: cst.Call) -> bool:
         for ancestor in reversed(self.ctx.ancestors):
             if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)):
                 if self._mentions_guard(ancestor.test):
@@ -143,7 +148,7 @@ class HardcodedCuda(Rule):
             elif isinstance(ancestor, cst.BooleanOperation) and isinstance(ancestor.operator, cst.Or):
                 return False  # `get_accelerator() or torch.device("cuda")`: a fallback
             elif isinstance(ancestor, cst.FunctionDef):
-                if self._definition_guarded(ancestor) or self._callers_guarded(ancestor):
+                if self._definition_guarded(ancestor) or self._callers_guarded(ancestor) or self._default_replaced(ancestor, call):
                     return False
             elif isinstance(ancestor, cst.ClassDef) and self._definition_guarded(ancestor):
                 # `class CUDAAccelerator`: CUDA-specific by design; a test class under
@@ -202,8 +207,30 @@ class HardcodedCuda(Rule):
         return self._guarded_callers[key]
 
     def _private(self, function: cst.FunctionDef) -> bool:
+        """A top-level helper no user calls: module-private, or serving the tests (in a test
+        module, or a module of a test folder: `tests/utils.py`)."""
         is_top_level = any(statement is function for statement in self.ctx.module.body)
-        return is_top_level and (function.name.value.startswith("_") or self.ctx.is_test_file)
+        in_tests = self.ctx.is_test_file or not _TEST_FOLDERS.isdisjoint(Path(self.ctx.path).parts[:-1])
+        return is_top_level and (function.name.value.startswith("_") or in_tests)
+
+    def _default_replaced(self, function: cst.FunctionDef, call: cst.Call) -> bool:
+        """A parameter's default in a helper that every call in the project replaces:
+        `def make_data(..., device=torch.device("cuda"))` always called with `device=`."""
+        param = self._enclosing_default(function, call)
+        if param is None or not self._private(function):
+            return False
+        calls = self.ctx.project.calls(function.name.value)
+        return bool(calls) and all(call.passed is None or param in call.passed for call in calls)
+
+    def _enclosing_default(self, function: cst.FunctionDef, call: cst.Call) -> str | None:
+        """The parameter of `function` whose default holds `call`."""
+        ancestors = self.ctx.ancestors
+        below = next((i for i, node in enumerate(ancestors) if node is function), len(ancestors)) + 1
+        chain = [*ancestors[below:], call]
+        for param, inner in zip(chain, chain[1:]):
+            if isinstance(param, cst.Param):
+                return param.name.value if inner is param.default else None
+        return None
 
     def _all_callers_guarded(self, name: str) -> bool:
         verdicts = []
