@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from torchlint.analysis.names import has_star_args, keyword_arg, positional_args
@@ -56,7 +58,10 @@ class SoftmaxWithoutDim(Rule):
     An error, except where the input of `F.softmax(x)` (or `log_softmax`, `softmin`) is known to
     be 1-D or 2-D (`x.flatten(start_dim=1)`, `x.view(n, -1)`, the output of `nn.Linear` on a
     batch of vectors): there the guess is the last dimension, the result is right, and the call
-    only warns. The finding is a note, and its fix, `dim=-1`, is safe: it computes the same.
+    only warns. The finding is a note, and its fix, `dim=-1`, is safe: it computes the same. A
+    module stored on an attribute that nothing else in the file names (`self.softmax =
+    nn.Softmax()` in a model whose `forward` never uses it) never runs there: a note too, whose
+    fix stays unsafe, for the code that may call it later.
     """
 
     code = "TL202"
@@ -73,6 +78,15 @@ class SoftmaxWithoutDim(Rule):
         if len(positional_args(node)) > position:
             return
         written = self.ctx.code_for(node.func)
+        unused = None if position else self._unused_attribute(node)
+        if unused is not None:
+            self.report(
+                node,
+                f"`{written}` without `dim` would guess the dimension from its input's rank; nothing in this file "
+                f"uses `{unused}`, so it never runs here; pass `dim=` for code that may use it",
+                fix=self._add_dim(node, Applicability.UNSAFE), severity=Severity.NOTE,
+            )
+            return
         rank = self._input_rank(node) if position else None
         if rank in (1, 2):
             self.report(
@@ -92,6 +106,18 @@ class SoftmaxWithoutDim(Rule):
         """The rank of a function form's input where the tensor facts know it (`x.flatten(1)`)."""
         facts = self.ctx.tensors.facts(positional_args(node)[0].value)
         return facts.rank if isinstance(facts, TensorFacts) else None
+
+    def _unused_attribute(self, node: cst.Call) -> str | None:
+        """`self.softmax` of `self.softmax = nn.Softmax()` where nothing else in the file names the
+        attribute (`self.softmax(x)`, `net.softmax`, `.softmax(`): the layer never runs here."""
+        parent = self.ctx.parent
+        if not isinstance(parent, cst.Assign) or len(parent.targets) != 1 or parent.value is not node:
+            return None
+        target = parent.targets[0].target
+        if not isinstance(target, cst.Attribute):
+            return None
+        named = re.compile(rf"\.\s*{re.escape(target.attr.value)}\b(?!\s*=(?!=))")
+        return None if named.search(self.ctx.source) else self.ctx.code_for(target)
 
     def _add_dim(self, node: cst.Call, applicability: Applicability) -> FixSpec:
         dim = cst.Arg(keyword=cst.Name("dim"), value=cst.UnaryOperation(cst.Minus(), cst.Integer("1")),
