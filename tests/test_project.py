@@ -769,6 +769,10 @@ def test_a_cuda_default_of_a_test_helper_that_every_call_replaces(project):
     assert rows("tests/data_helpers.py") == []
     _write(project, {"tests/test_data.py": DATA_TEST + "\n\ndef test_default():\n    assert random_batches(1)\n"})
     assert rows("tests/data_helpers.py") == [4]
-    _write(project, {"data_helpers.py": DATA_HELPER, "train.py": "from data_helpers import random_batches\n\n"
-                                                                 "random_batches(2, device='cpu')\n"})
+    calling = "from data_helpers import random_batches\n\nrandom_batches(2, device='cpu')\n"
+    _write(project, {"data_helpers.py": DATA_HELPER, "train.py": calling})
     assert rows("data_helpers.py") == [4]
+    # A checkout that lives in a folder named `tests` is no test folder of its own.
+    _write(project, {"tests/checkout/pyproject.toml": "", "tests/checkout/data_helpers.py": DATA_HELPER,
+                     "tests/checkout/train.py": calling})
+    assert rows("tests/checkout/data_helpers.py") == [4]

@@ -63,6 +63,9 @@ class Fact:
 class ProjectFacts(Protocol):
     """The project as seen from the checked file (see `torchlint/project/index.py`)."""
 
+    def inside(self) -> str | None:
+        """The checked file's path inside its project (`tests/helpers.py`); None without one."""
+
     def lookup(self, qualified: str) -> Fact | None:
         """What the imported name `qualified` (as the import table writes it) is in the project."""
 

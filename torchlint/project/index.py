@@ -90,6 +90,11 @@ class ProjectView:
             self._layout = Layout(project_root(self._path, self._configured_root))
         return self._layout
 
+    def inside(self) -> str | None:
+        """The checked file's path inside its project (`tests/helpers.py`); None without one."""
+        layout = self.layout
+        return None if layout is None else os.path.relpath(self._path, layout.root)
+
     def lookup(self, qualified: str) -> Fact | None:
         """What the imported name `qualified` (as the import table writes it) is in the project."""
         return self._answer("lookup", qualified)

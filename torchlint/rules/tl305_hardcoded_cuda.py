@@ -210,8 +210,13 @@ class HardcodedCuda(Rule):
         """A top-level helper no user calls: module-private, or serving the tests (in a test
         module, or a module of a test folder: `tests/utils.py`)."""
         is_top_level = any(statement is function for statement in self.ctx.module.body)
-        in_tests = self.ctx.is_test_file or not _TEST_FOLDERS.isdisjoint(Path(self.ctx.path).parts[:-1])
-        return is_top_level and (function.name.value.startswith("_") or in_tests)
+        return is_top_level and (function.name.value.startswith("_") or self.ctx.is_test_file or self._in_test_folder())
+
+    def _in_test_folder(self) -> bool:
+        """Under a `tests` (`test`, `testing`) folder of the project: a checkout that itself lives
+        in a folder named so does not count."""
+        inside = self.ctx.project.inside() or self.ctx.path
+        return not _TEST_FOLDERS.isdisjoint(Path(inside).parts[:-1])
 
     def _default_replaced(self, function: cst.FunctionDef, call: cst.Call) -> bool:
         """A parameter's default in a helper that every call in the project replaces:
