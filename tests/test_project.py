@@ -776,3 +776,26 @@ def test_a_cuda_default_of_a_test_helper_that_every_call_replaces(project):
     _write(project, {"tests/checkout/pyproject.toml": "", "tests/checkout/data_helpers.py": DATA_HELPER,
                      "tests/checkout/train.py": calling})
     assert rows("tests/checkout/data_helpers.py") == [4]
+
+
+def test_a_generic_base_is_read_as_its_class(project):
+    """flair's `class Classifier(Model[DT], typing.Generic[DT])`, with `Model(torch.nn.Module)`:
+    a Module class, whose subclasses in other files are Modules too."""
+    summary = summarize("import typing\nfrom .model import Model\n\n\n"
+                        "class Classifier(Model[DT], typing.Generic[DT]):\n    pass\n")
+    assert summary.classes["Classifier"].bases == (".model.Model", "typing.Generic")
+    _write(project, {
+        "pkg/__init__.py": "",
+        "pkg/model.py": "import torch\n\n\nclass Model(torch.nn.Module):\n    pass\n",
+        "pkg/classifier.py": "from .model import Model\n\n\nclass Classifier(Model[int]):\n    def forward(self, x):\n"
+                             "        return x\n",
+    })
+    view = ProjectView(str(project / "pkg" / "model.py"), "")
+    assert view.lookup("pkg.classifier.Classifier").kind == "module class"
+
+
+def test_a_class_that_does_not_parse_has_no_summary():
+    """Found by the fuzz test: a class whose text parses neither alone nor in its file."""
+    summary = summarize_lazily(b"import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+                               b"        return x +\n")
+    assert "Net" in summary.classes and summary.classes["Net"] is None

@@ -212,8 +212,8 @@ class _Definitions:
                 self._summaries[name] = self._class(piece, row) if kind == "class" else self._function(piece, row)
             except _Unparsable:
                 whole = self._whole = self._whole or summarize(self._text)
-                table = whole.classes if kind == "class" else whole.functions if whole is not None else {}
-                self._summaries[name] = table.get(name) if whole is not None else None
+                table = {} if whole is None else whole.classes if kind == "class" else whole.functions
+                self._summaries[name] = table.get(name)
         return self._summaries[name]
 
     def _class(self, piece: str, row: int) -> ClassSummary | None:
@@ -309,7 +309,9 @@ def _class(classdef: ast.ClassDef, imports: dict[str, str], offset: int) -> Clas
     }
     initializer = next((s for s in classdef.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
     buffers, attributes = _instance_setup(initializer, imports) if initializer is not None else ((), {})
-    bases = tuple(_written(base, imports) or "?" for base in classdef.bases)
+    # A generic base is its class: `Model` of `Model[DT]`.
+    bases = tuple(_written(base.value if isinstance(base, ast.Subscript) else base, imports) or "?"
+                  for base in classdef.bases)
     forward = next((s for s in classdef.body if isinstance(s, ast.FunctionDef) and s.name == "forward"), None)
     output = _output_activation(forward, attributes, imports, offset) if forward is not None else None
     return ClassSummary(classdef.lineno + offset, bases, methods, buffers, attributes, output)
