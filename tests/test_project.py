@@ -778,6 +778,74 @@ def test_a_cuda_default_of_a_test_helper_that_every_call_replaces(project):
     assert rows("tests/checkout/data_helpers.py") == [4]
 
 
+SCRATCH_NET = """\
+import torch
+
+
+class NeuralNet:
+    def __init__(self):
+        self.w = torch.randn(3, 2)
+
+    def forward(self, x):
+        return x @ self.w
+"""
+ESTIMATOR = """\
+from sklearn.base import BaseEstimator
+
+
+class NeuralNet(BaseEstimator):
+    def forward(self, X, training=False):
+        return self.module_(X)
+
+
+class NeuralNetClassifier(NeuralNet):
+    pass
+"""
+EVALUATE = """\
+import torch
+from torch import nn
+
+
+def evaluate(net, x):
+    return net.forward(x)
+
+
+def probe(x):
+    layer = nn.Linear(3, 2)
+    layer.register_forward_hook(print)
+    return layer.forward(x)
+
+
+def score(model, x):
+    return model.forward(x)
+"""
+
+
+def test_a_class_named_like_a_module_that_is_none_makes_names_no_proof(project):
+    """A project that defines `class NeuralNet:` of plain tensors (a from-scratch network) or a
+    scikit-learn estimator with `forward` (skorch's): a parameter `net` may hold one, whose
+    `forward` is its API. Values built as modules are still reported, and so are names with
+    another word (`model`)."""
+    settings = resolve_settings(Options(select=["TL005"]), cwd=project)
+
+    def rows():
+        found = engine.check_files([(str(project / "evaluate.py"), "evaluate.py")], settings, 1, use_cache=False)
+        return [d.location.row for d in found]
+
+    _write(project, {"evaluate.py": EVALUATE})
+    assert rows() == [6, 12, 16]
+    _write(project, {"scratch.py": SCRATCH_NET})
+    assert rows() == [12, 16]
+    (project / "scratch.py").write_text(SCRATCH_NET.replace("class NeuralNet:", "class NeuralNet(torch.nn.Module):"))
+    assert rows() == [6, 12, 16]
+    _write(project, {"estimator.py": ESTIMATOR})
+    assert rows() == [12, 16]
+    # An autograd Function's `forward` is called through `apply`: no value holds one.
+    _write(project, {"dist.py": "import torch\n\n\nclass GatherLayer(torch.autograd.Function):\n"
+                                "    @staticmethod\n    def forward(ctx, x):\n        return x\n"})
+    assert set(ProjectView(str(project / "evaluate.py"), "").lookalike_models()) == {"NeuralNet"}
+
+
 def test_a_generic_base_is_read_as_its_class(project):
     """flair's `class Classifier(Model[DT], typing.Generic[DT])`, with `Model(torch.nn.Module)`:
     a Module class, whose subclasses in other files are Modules too."""
@@ -792,6 +860,7 @@ def test_a_generic_base_is_read_as_its_class(project):
     })
     view = ProjectView(str(project / "pkg" / "model.py"), "")
     assert view.lookup("pkg.classifier.Classifier").kind == "module class"
+    assert view.lookalike_models() == {}
 
 
 def test_a_class_that_does_not_parse_has_no_summary():

@@ -54,6 +54,15 @@ def named_like_module(expr: cst.BaseExpression) -> bool:
     return word is not None and _MODULE_WORD.search(word) is not None
 
 
+def module_word(name: str) -> str | None:
+    """The word that makes a name a module's: `net` of `netD`, `multi_net` and `NeuralNet`,
+    `encoder` of `TextEncoder`; None for other names."""
+    found = _MODULE_WORD.search(name)
+    if found is None:
+        found = _MODULE_WORD.search(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower())
+    return None if found is None else found.group(1) or "net"
+
+
 def named_like_modules(expr: cst.BaseExpression) -> bool:
     """`self.layers`, `blocks`: a name people give to a container of modules."""
     word = last_word(expr)

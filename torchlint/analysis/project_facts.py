@@ -78,3 +78,6 @@ class ProjectFacts(Protocol):
 
     def calls(self, function: str) -> tuple[CallSite, ...]:
         """The calls of the file's top-level `function` in the project (this file included)."""
+
+    def lookalike_models(self) -> dict[str, Note]:
+        """The project's classes named like modules that define `forward` but are not Modules."""

@@ -21,7 +21,7 @@ import os
 import re
 
 from torchlint.analysis.cpu_fallback import cpu_fallback_row
-from torchlint.analysis.modules import is_torch_module_class
+from torchlint.analysis.modules import is_torch_module_class, module_word
 from torchlint.analysis.project_facts import CallSite, Fact, Note, StepEvent
 from torchlint.analysis.top_level import DEFINITION, top_level_pieces
 from torchlint.diagnostics import Location, Related
@@ -43,6 +43,12 @@ _EVENT_TEXT = {
 # `from <module> import *` (a fast look: the file's summary is not needed for its own answers).
 _STAR_IMPORT = re.compile(rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+\*", re.MULTILINE)
 _NOT_BASES = frozenset({"object", "?", "Exception", "ABC", "abc.ABC", "typing.Generic", "typing.Protocol"})
+# Packages none of whose classes is a Module: scikit-learn's estimators (skorch's `NeuralNet` is one).
+_NO_MODULE_PACKAGES = ("sklearn.",)
+# A top-level class of a file, by its name.
+_CLASS_NAME = re.compile(rb"^class[ \t]+(\w+)", re.MULTILINE)
+# The classes of each file named like modules that define `forward`, by file and digest.
+_FORWARD_CLASSES: dict[tuple[str, str], tuple[str, ...]] = {}
 
 
 # Summaries by file and digest of its bytes: computed once per process.
@@ -114,6 +120,13 @@ class ProjectView:
         imported function, in source order, through the project functions it calls."""
         return self._answer("events", qualified) or ()
 
+    def lookalike_models(self) -> dict[str, Note]:
+        """The project's classes named like modules that define `forward` but are not Modules
+        (`class NeuralNet:` of plain tensors, skorch's estimator), by name: there a variable called
+        `net` may hold one, so its name is no proof of a module. (Subclasses of a torch class,
+        `torch.autograd.Function`, are left out: their `forward` is called through `apply`.)"""
+        return self._answer("lookalikes", "") or {}
+
     def moved_by_apply(self) -> frozenset[str]:
         """The attribute names an `_apply` override somewhere in the project moves by hand on
         another object (`m.stride = fn(m.stride)`): the project moves tensors of that name itself."""
@@ -144,7 +157,7 @@ class ProjectView:
         # Callers are asked about this file's own functions; the other answers hold for its
         # directory, unless the file has an `import *`, which gives names of its own.
         per_file = question in ("callers", "calls", "fallback") or self._imports_star(layout)
-        scope = layout.root if question == "apply" else self._path if per_file else os.path.dirname(self._path)
+        scope = layout.root if question in ("apply", "lookalikes") else self._path if per_file else os.path.dirname(self._path)
         key = (question, qualified, layout.root, scope)
         shared = _ANSWERS.get(key)
         if shared is not None and all(layout.state(path) == state for path, state in shared[1]):
@@ -158,6 +171,8 @@ class ProjectView:
             fact = resolver.calls(self._path, qualified)
         elif question == "apply":
             fact = resolver.moved_by_apply()
+        elif question == "lookalikes":
+            fact = resolver.lookalike_models()
         elif question == "fallback":
             fact = resolver.cpu_fallback(self._path)
         else:
@@ -309,6 +324,31 @@ class _Resolver:
                     found.append(CallSite(passed, Note(caller, call.row, call.column, f"`{function}` is called here")))
         return tuple(found)
 
+    def lookalike_models(self) -> dict[str, Note]:
+        found: dict[str, Note] = {}
+        for path in self.project_files():
+            self.used.add(path)
+            for name in self._classes_with_forward(path):
+                summary = self.summary(path)
+                if name not in found and not self.is_module_class(path, summary, name, 0, frozenset()):
+                    row = summary.classes[name].row
+                    found[name] = Note(path, row, 1, f"`{name}` defines `forward` but is no `nn.Module`")
+        return found
+
+    def _classes_with_forward(self, path: str) -> tuple[str, ...]:
+        """The file's top-level classes named like modules that define `forward`, leaving out
+        subclasses of a torch class (an autograd Function's `forward` is called through `apply`)."""
+        key = (path, self.layout.state(path))
+        if key not in _FORWARD_CLASSES:
+            data = self.layout.read(path) or b""
+            names = [name.decode() for name in _CLASS_NAME.findall(data) if module_word(name.decode())]
+            summary = self.summary(path) if names and b"def forward(" in data else None
+            classes = {name: summary.classes[name] for name in names if summary is not None and name in summary.classes}
+            _FORWARD_CLASSES[key] = tuple(
+                name for name, found in classes.items() if found is not None and found.defines_forward
+                and not any(base.startswith("torch.") for base in found.bases))
+        return _FORWARD_CLASSES[key]
+
     def moved_by_apply(self) -> frozenset[str]:
         found: set[str] = set()
         for path in self.project_files():
@@ -422,10 +462,11 @@ class _Resolver:
                 if self.is_module_class(module, summary, base, depth + 1, seen):
                     return True
                 continue
-            fact = self.imported(base, module, depth, seen) if base not in _NOT_BASES else None
+            known = base in _NOT_BASES or base.startswith(_NO_MODULE_PACKAGES)
+            fact = self.imported(base, module, depth, seen) if not known else None
             if fact is not None and fact.kind == "module class":
                 return True
-            unknown_base = unknown_base or (fact is None and base not in _NOT_BASES and not base.startswith("torch."))
+            unknown_base = unknown_base or (fact is None and not known and not base.startswith("torch."))
         # Like a Module class of the checked file: a class over an unknowable base that defines forward.
         return unknown_base and definition.defines_forward
 

@@ -6,8 +6,9 @@ import libcst as cst
 
 from torchlint.analysis.dataflow import target_names
 from torchlint.analysis.module_values import builds_module, holds_module
-from torchlint.analysis.modules import last_word, named_like_modules
+from torchlint.analysis.modules import last_word, module_word, named_like_modules
 from torchlint.analysis.names import assigned_once, dotted_name, method_named, parameter_named, positional_args
+from torchlint.analysis.tensor_facts.domain import ModuleValue
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
@@ -31,7 +32,10 @@ class ForwardCalledDirectly(Rule):
     people give to modules (`model`, `encoder`, `netD`). Calls on `super()`, on a class
     (`Base.forward(self, x)`) and `self.forward(...)` are fine, and so is
     `torch.distributed.nn.RemoteModule`, whose `forward` is its documented remote call: in a file
-    that uses `RemoteModule`, only a value known to be built as a module is reported. A model of
+    that uses `RemoteModule`, only a value known to be built as a module is reported. So it is
+    for a name whose word (`net`) also names a class of the project that is no Module but has a
+    `forward` of its own (`class NeuralNet:` of plain tensors, skorch's scikit-learn estimator
+    `NeuralNet`): there `def evaluate(net, x)` may be given one. A model of
     another runtime named like a module (`self.net = cv2.dnn.readNetFromONNX(path)`) is no
     Module either. Nor is a call in a class whose Module base replaces `__call__` (gpytorch's
     `Module`, or a base of the project that defines `__call__`), or on a parameter annotated
@@ -80,6 +84,8 @@ class ForwardCalledDirectly(Rule):
         # Per class: the `self.<name>` attributes assigned a module constructor.
         self._module_attributes: dict[int, set[str]] = {}
         self._own_call: dict[int, bool] = {}  # per class: does a Module base replace `__call__`?
+        # The words of the project's classes named like modules that are none (`net` of `NeuralNet`).
+        self._lookalike_words: set[str | None] | None = None
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) != 1 or not isinstance(node.value, cst.Call):
@@ -205,15 +211,38 @@ class ForwardCalledDirectly(Rule):
         return bool(first) and isinstance(first[0].value, cst.Name) and first[0].value.value == "self"
 
     def _is_module(self, receiver: cst.BaseExpression) -> bool:
-        # `RemoteModule.forward` is its API: where one may be around, a module's name is no proof.
-        by_name = "RemoteModule" not in self.ctx.source
-        if holds_module(self.ctx, receiver, by_name=by_name):
+        if self._built_as_module(receiver):
             return True
         if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
             classdef = self.ctx.enclosing_class()
             if classdef is not None and receiver.attr.value in self._module_attributes.get(id(classdef), ()):
                 return True
-        return by_name and isinstance(receiver, cst.Name) and self._element_of_modules(receiver.value)
+        if not self._name_is_proof(receiver):
+            return False
+        return holds_module(self.ctx, receiver) or isinstance(receiver, cst.Name) and self._element_of_modules(receiver.value)
+
+    def _built_as_module(self, receiver: cst.BaseExpression) -> bool:
+        """Proof from how the value was built; a parameter taken for a module by its name alone
+        (`def run(net, x)`) is proof only where its name is."""
+        if not holds_module(self.ctx, receiver, by_name=False):
+            return False
+        facts = self.ctx.tensors.facts(receiver)
+        named_parameter = isinstance(facts, ModuleValue) and facts.from_caller and facts.kind is None
+        return not named_parameter or self._name_is_proof(receiver)
+
+    def _name_is_proof(self, receiver: cst.BaseExpression) -> bool:
+        """A name people give to modules proves one, unless something else with a `forward` may
+        be around: `RemoteModule`, whose `forward` is its API, or a class of the project named
+        with the same word that is no Module (`net` where `class NeuralNet:` of plain tensors, or
+        skorch's `NeuralNet` estimator, is defined)."""
+        if "RemoteModule" in self.ctx.source:
+            return False
+        word = module_word(last_word(receiver) or "")
+        if word is None:
+            return True
+        if self._lookalike_words is None:
+            self._lookalike_words = {module_word(name) for name in self.ctx.project.lookalike_models()}
+        return word not in self._lookalike_words
 
     def _element_of_modules(self, name: str) -> bool:
         """`layer` in `for layer in self.layers:`, `for i, m in enumerate(self.children()):`."""
