@@ -94,8 +94,11 @@ class TensorEvidence:
         qualified = self._ctx.callee(call)
         arguments = [arg.value for arg in positional_args(call)]
         if qualified is not None:
-            # `torch.max(out, 1)` (a tuple of tensors): on the device of its tensor arguments.
-            return qualified.startswith("torch.") and any(self.on_device(a, known, depth) for a in arguments)
+            # `torch.max(out, 1)` (a tuple of tensors): on the device of its tensor arguments. A
+            # dataset or loader of `torch.utils.data` holds tensors but is none: its walk is a
+            # walk over batches.
+            return qualified.startswith("torch.") and not qualified.startswith("torch.utils.data.") and any(
+                self.on_device(a, known, depth) for a in arguments)
         func = call.func
         if holds_module(self._ctx, func):
             return True  # a module's output

@@ -86,7 +86,8 @@ class SyncInLoop(Rule):
     `env.step(action.item())`, an index), a sync in the branch for one element of a loop
     (`if key == "batch":`), a sync under a throttle (`if step % log_every == 0:`)
     or a limit (`if shown < 3: shown += 1; print(...)`),
-    once per epoch after the inner batch loop or in the loop's `else`, tensors known to be on the
+    once per epoch after the inner batch loop or in the loop's `else`, a loop over a `DataLoader`
+    or dataset (it walks over batches, even of tensors moved to the device), tensors known to be on the
     CPU, and any file that never places anything on an accelerator (no `.cuda()`, `.to(device)`,
     `device=`, model moved or prepared): there the tensors live on the CPU and reading them costs
     no sync.
