@@ -136,8 +136,9 @@ def _moved_by_hand(classdef: cst.ClassDef, vectors: frozenset[str]) -> set[str]:
     (`conv(x, self.kernel.to(x.device))`), as the bounds of a random fill, which takes numbers
     (`torch.empty(1).uniform_(low[0], low[1])`), as the index of another tensor (`w[self.idx]`,
     `w[self.idx] = v`: indices on the CPU index tensors on any device), in `len()`, for its `shape`, or as
-    the truth value of an `if` or `while` (`if self.active[0][d]:`), or, for the 1-D `vectors`,
-    one element at a whole-number index (`self.schedule[epoch]` of `epoch: int`)."""
+    the truth value of an `if` or `while` (`if self.active[0][d]:`), walked for such truth values
+    (`for i, flag in enumerate(self.mask): if flag:`), or, for the 1-D `vectors`, one element at a
+    whole-number index (`self.schedule[epoch]` of `epoch: int`)."""
     found: set[str] = set()
     placed_reads: set[str] = set()
     other_reads: set[str] = set()
@@ -170,7 +171,7 @@ def _moved_by_hand(classdef: cst.ClassDef, vectors: frozenset[str]) -> set[str]:
                 consumed.update(id(read) for read in _reshaped_in_place(node, receiver))
             elif receiver is not None and (
                     read := _index_or_length(node, receiver) or _truth_test(node, receiver) or _metadata(node, receiver)
-                    or _element(node, receiver, method, vectors)):
+                    or _element(node, receiver, method, vectors) or _walked_for_truth(node, receiver)):
                 consumed.add(id(read))
                 placed_reads.add(read.attr.value)
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _RANDOM_FILLS:
@@ -233,6 +234,29 @@ def _truth_test(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
     while isinstance(test, (cst.UnaryOperation, cst.Subscript)):
         test = test.expression if isinstance(test, cst.UnaryOperation) else test.value
     return test if test is not None and self_attribute(test, receiver) is not None else None
+
+
+def _walked_for_truth(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
+    """The `self.x` of `for i, flag in enumerate(self.x):` (or `for flag in self.x:`) whose
+    elements the loop reads only as truth values (`if flag:`): a mask that steers Python."""
+    if not isinstance(node, cst.For):
+        return None
+    walked, element = node.iter, node.target
+    if isinstance(walked, cst.Call) and dotted_name(walked.func) == "enumerate" and len(walked.args) == 1 \
+            and isinstance(element, cst.Tuple) and len(element.elements) == 2:
+        walked, element = walked.args[0].value, element.elements[1].value
+    if self_attribute(walked, receiver) is None or not isinstance(element, cst.Name):
+        return None
+    uses = [use for use in nodes_in_order(node.body) if isinstance(use, cst.Name) and use.value == element.value]
+    tests = [test for test in nodes_in_order(node.body) if isinstance(test, (cst.If, cst.While))]
+    truth = {id(_unnegated(test.test)) for test in tests}
+    return walked if uses and all(id(use) in truth for use in uses) else None
+
+
+def _unnegated(test: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    return test
 
 
 def _reshaped_in_place(assignment: cst.Assign, receiver: str | None) -> list[cst.Attribute]:
@@ -321,7 +345,8 @@ class UnregisteredTensorAttribute(Rule):
     as the bounds of a random fill (`torch.empty(1).uniform_(self.log_ratio[0], self.log_ratio[1])`),
     which takes numbers, or only as the index of another tensor (`w[self.observed]`,
     `w[self.missing] = v`: CPU indices index a tensor on any device), in `len()`, for its `shape`, as
-    the truth value of an `if` or `while` (`if self.active[0][d]:`), or, made 1-D (`torch.linspace(...)`),
+    the truth value of an `if` or `while` (`if self.active[0][d]:`), walked for such truth values
+    (`for i, flag in enumerate(self.mask): if flag:`), or, made 1-D (`torch.linspace(...)`),
     one element at a time at a whole-number index (`self.schedule[epoch]` of `epoch: int`: a
     0-dim tensor; a tensor index such as diffusion's `self.betas[t]` is reported); nor one that a
     method `__init__` calls afterwards assigns anew (`self.set_timesteps(n)`): it never outlives
