@@ -868,3 +868,34 @@ def test_a_class_that_does_not_parse_has_no_summary():
     summary = summarize_lazily(b"import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
                                b"        return x +\n")
     assert "Net" in summary.classes and summary.classes["Net"] is None
+
+
+LOADS = """\
+import torch
+
+
+def restore(path):
+    return torch.load(path)
+
+
+def restore_any(path):
+    return torch.load(path, weights_only=False)
+"""
+
+
+def test_loads_in_test_code_read_files_the_suite_controls(project):
+    """skorch's and torchao's tests load what they saved: no file from elsewhere reaches them.
+    The same loads in the library are reported, and so is a test's load of a whole pickled
+    Module, which fails from torch 2.6 on."""
+    _write(project, {"lib/io.py": LOADS, "tests/helpers.py": LOADS, "lib/test_io.py": LOADS,
+                     "tests/test_model.py": "import torch\n\n\ndef test_round_trip(model, tmp_path):\n"
+                                            "    torch.save(model, tmp_path / 'm.pt')\n"
+                                            "    return torch.load(tmp_path / 'm.pt')\n"})
+    settings = resolve_settings(Options(select=["TL502"]), cwd=project)
+
+    def rows(name):
+        return [d.location.row for d in engine.check_files([(str(project / name), name)], settings, 1, use_cache=False)]
+
+    assert rows("lib/io.py") == [5, 9]
+    assert rows("tests/helpers.py") == rows("lib/test_io.py") == []
+    assert rows("tests/test_model.py") == [6]

@@ -6,6 +6,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Protocol
 
 import libcst as cst
@@ -27,6 +28,8 @@ from torchlint.project.index import ProjectView
 
 # pytest's and unittest's test files, whose `test_*` functions are tests.
 _TEST_FILE = re.compile(r"test_.*\.py|.*_test\.py")
+# Folders whose modules serve the tests.
+_TEST_FOLDERS = frozenset({"test", "tests", "testing"})
 
 
 class TargetSettings(Protocol):
@@ -60,6 +63,13 @@ class FileContext:
     def is_test_file(self) -> bool:
         """`test_*.py` or `*_test.py`: its `test_*` functions are tests, its helpers serve them."""
         return _TEST_FILE.fullmatch(os.path.basename(self.path)) is not None
+
+    @cached_property
+    def serves_tests(self) -> bool:
+        """A test module, or a module of a test folder of the project (`tests/helpers.py`): code
+        that only the test suite runs, on files and devices the suite controls."""
+        inside = self.project.inside() or self.path
+        return self.is_test_file or not _TEST_FOLDERS.isdisjoint(Path(inside).parts[:-1])
 
     @cached_property
     def tensors(self) -> TensorModel:

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import libcst as cst
 
@@ -18,8 +17,6 @@ _GUARD_WORDS = (
 )
 # A statement at the top of a test module that skips the whole module.
 _MODULE_SKIP = re.compile(r"allow_module_level\s*=\s*True|\bSkipTest\b")
-# Folders whose modules serve the tests.
-_TEST_FOLDERS = frozenset({"test", "tests", "testing"})
 # Libraries that run only on NVIDIA GPUs (TensorRT, CuPy, GPUDirect Storage, the CUDA bindings), by
 # their top-level package, and NCCL's bindings wherever they live (vLLM's `...pynccl`,
 # `...nccl_engine`): code that uses one needs CUDA whatever device it names.
@@ -210,13 +207,7 @@ class HardcodedCuda(Rule):
         """A top-level helper no user calls: module-private, or serving the tests (in a test
         module, or a module of a test folder: `tests/utils.py`)."""
         is_top_level = any(statement is function for statement in self.ctx.module.body)
-        return is_top_level and (function.name.value.startswith("_") or self.ctx.is_test_file or self._in_test_folder())
-
-    def _in_test_folder(self) -> bool:
-        """Under a `tests` (`test`, `testing`) folder of the project: a checkout that itself lives
-        in a folder named so does not count."""
-        inside = self.ctx.project.inside() or self.ctx.path
-        return not _TEST_FOLDERS.isdisjoint(Path(inside).parts[:-1])
+        return is_top_level and (function.name.value.startswith("_") or self.ctx.serves_tests)
 
     def _default_replaced(self, function: cst.FunctionDef, call: cst.Call) -> bool:
         """A parameter's default in a helper that every call in the project replaces:
