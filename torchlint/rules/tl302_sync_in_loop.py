@@ -7,7 +7,7 @@ import libcst as cst
 
 from torchlint.analysis.dataflow import assigned_names, bound_by_comprehension, comprehension_targets, target_names
 from torchlint.analysis.loops import ElementWalk, Loop, element_walk, is_limited, is_throttle
-from torchlint.analysis.names import positional_args
+from torchlint.analysis.names import dotted_name, isinstance_check, positional_args
 from torchlint.analysis.tensor_evidence import TensorEvidence, places_on_accelerator
 from torchlint.diagnostics import Severity
 from torchlint.positions import StatementPositions
@@ -18,6 +18,8 @@ from torchlint.walker import child_nodes, nodes_in_order
 _SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 # Copies of a whole tensor to the host (not the read of one number).
 _WHOLE_TENSOR_COPIES = frozenset({"tolist", "cpu", "numpy"})
+# What `isinstance(x, ...)` names to prove `x` a sequence of tensors, not a tensor.
+_SEQUENCE_TYPES = frozenset({"list", "tuple"})
 _SYNC_BUILTINS = frozenset({"float", "int", "bool"})
 # Calls that only record or show a value: a sync feeding them every step is avoidable.
 _SINKS = frozenset(
@@ -82,7 +84,7 @@ class SyncInLoop(Rule):
 
     Not reported: whole tensors of a collection copied to the host one by one (`{k: v.cpu()
     for k, v in model.state_dict().items()}` for a checkpoint, a dict of stats converted with
-    `.numpy()`): the copy is the point. A value Python needs every iteration (`if token.item() == eos: break`,
+    `.numpy()`, a per-task list under `if isinstance(scores, list):`): the copy is the point. A value Python needs every iteration (`if token.item() == eos: break`,
     `env.step(action.item())`, an index), a sync in the branch for one element of a loop
     (`if key == "batch":`), a sync under a throttle (`if step % log_every == 0:`)
     or a limit (`if shown < 3: shown += 1; print(...)`),
@@ -141,7 +143,7 @@ class SyncInLoop(Rule):
             return
         known = self._known(repetitions)
         found = self._per_iteration(repetitions)
-        if found is None or _moves_each_tensor(node, found) or self._read_before(operand, chain) \
+        if found is None or _moves_each_tensor(node, found, chain) or self._read_before(operand, chain) \
                 or not self._synced_tensor(node, operand, known):
             return
         body = found.node if isinstance(found.node, cst.BaseComp) else found.node.body
@@ -398,15 +400,32 @@ def _throttled(node: cst.CSTNode, chain: list[cst.CSTNode]) -> bool:
     return False
 
 
-def _moves_each_tensor(call: cst.Call, repetition: _Repetition) -> bool:
+def _moves_each_tensor(call: cst.Call, repetition: _Repetition, chain: list[cst.CSTNode]) -> bool:
     """`{k: v.cpu() for k, v in state_dict.items()}`, `for k, v in stats.items(): stats[k] =
-    v.numpy()`: each tensor of a collection copied to the host is the transfer itself (a
-    checkpoint, a conversion), which no accumulation on the device replaces."""
+    v.numpy()`, `[x.cpu() for x in scores]` under `if isinstance(scores, list):`: each tensor of
+    a collection copied to the host is the transfer itself (a checkpoint, a conversion), which no
+    accumulation on the device replaces."""
     walk = repetition.walk
+    collection = walk is not None and (walk.over_parameters or walk.mapping is not None or _checked_sequence(walk, chain))
     return (
-        repetition.elements and walk is not None and (walk.over_parameters or walk.mapping is not None)
+        repetition.elements and collection
         and isinstance(call.func, cst.Attribute) and call.func.attr.value in _WHOLE_TENSOR_COPIES
     )
+
+
+def _checked_sequence(walk: ElementWalk, chain: list[cst.CSTNode]) -> bool:
+    """The walk's one source is a name that an enclosing `if isinstance(name, list):` (or tuple)
+    proves a sequence: its elements are whole tensors, not a tensor's rows."""
+    if len(walk.sources) != 1 or not isinstance(walk.sources[0], cst.Name):
+        return False
+    for parent, child in zip(chain, chain[1:]):
+        checked = isinstance_check(parent.test) if isinstance(parent, cst.If) and child is parent.body else None
+        if checked is not None and checked[0] == walk.sources[0].value:
+            written = {dotted_name(element.value) for element in checked[1].elements} if isinstance(
+                checked[1], cst.Tuple) else {dotted_name(checked[1])}
+            if written and written <= _SEQUENCE_TYPES:
+                return True
+    return False
 
 
 def _shown(call: cst.Call) -> str:
