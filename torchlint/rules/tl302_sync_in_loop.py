@@ -15,9 +15,11 @@ from torchlint.reports import RelatedNode
 from torchlint.rule import Rule
 from torchlint.walker import child_nodes, nodes_in_order
 
-_SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
+# `.numpy()` is none: on an accelerator it raises (TL303), on the CPU it copies nothing; after
+# `.cpu()` the copy is that call's.
+_SYNC_METHODS = frozenset({"item", "tolist", "cpu"})
 # Copies of a whole tensor to the host (not the read of one number).
-_WHOLE_TENSOR_COPIES = frozenset({"tolist", "cpu", "numpy"})
+_WHOLE_TENSOR_COPIES = frozenset({"tolist", "cpu"})
 # What `isinstance(x, ...)` names to prove `x` a sequence of tensors, not a tensor.
 _SEQUENCE_TYPES = frozenset({"list", "tuple"})
 _SYNC_BUILTINS = frozenset({"float", "int", "bool"})
@@ -62,8 +64,8 @@ class _Known:
 class SyncInLoop(Rule):
     """
     ## What it does
-    Flags `.item()`, `.tolist()`, `.cpu()`, `.numpy()` and `float(t)` / `int(t)` / `bool(t)` on a
-    tensor, where the call runs on every iteration of a training step loop (one whose iteration
+    Flags `.item()`, `.tolist()`, `.cpu()` (also as `.cpu().numpy()`) and `float(t)` / `int(t)` /
+    `bool(t)` on a tensor, where the call runs on every iteration of a training step loop (one whose iteration
     calls `backward()` or an optimizer `step()`, also a GAN loop with several optimizers) or of a
     loop or comprehension over the elements of a tensor (`for row in t`, `range(len(t))`,
     `range(t.size(0))`, `zip(t1, t2)`) or over `model.parameters()` / `named_parameters()`; a
