@@ -66,8 +66,9 @@ class HardcodedCuda(Rule):
     only on NVIDIA GPUs (TensorRT, CuPy, kvikio, pycuda, the CUDA bindings, an NCCL
     communicator), imported or loaded by name (`cp, _ = optional_import("cupy")`), code
     under a condition about NCCL (`if backend == "nccl":`), and a file whose processes talk
-    through NCCL, which runs only on CUDA (`dist.init_process_group("nccl")`, `backend="nccl"`):
-    choosing its device at run time would not make it run on a CPU.
+    through NCCL, which runs only on CUDA (`dist.init_process_group("nccl")`, `backend="nccl"`),
+    or that imports `setGPU` (which picks an NVIDIA GPU, and fails without one): choosing its
+    device at run time would not make it run on a CPU.
 
     ## Why is this bad?
     The script crashes on machines without CUDA (laptops, Apple silicon, CPU-only CI) with
@@ -102,7 +103,7 @@ class HardcodedCuda(Rule):
         self._skipped_module: bool | None = None
         self._cuda_only_names: frozenset[str] | None = None
         self._library_users: dict[int, bool] = {}  # by definition: uses a CUDA-only library
-        self._uses_nccl: bool | None = None
+        self._needs_cuda: bool | None = None  # the whole file: NCCL, or `import setGPU`
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self._active:
@@ -151,7 +152,7 @@ class HardcodedCuda(Rule):
                 # `class CUDAAccelerator`: CUDA-specific by design; a test class under
                 # `@unittest.skipIf(not torch.cuda.is_available(), ...)`: guarded.
                 return False
-        return not self._module_guarded() and not self._module_skipped() and not self._file_uses_nccl()
+        return not self._module_guarded() and not self._module_skipped() and not self._file_needs_cuda()
 
     def _definition_guarded(self, definition: cst.FunctionDef | cst.ClassDef) -> bool:
         """Named for CUDA or GPUs, or guarded: a function by a decorator or a check in its body,
@@ -263,19 +264,27 @@ class HardcodedCuda(Rule):
             )
         return False
 
-    def _file_uses_nccl(self) -> bool:
-        """The file sets up NCCL, CUDA's communication library: `init_process_group("nccl")`,
-        `new_group(backend="nccl")`. A backend chosen by a condition is not a plain string."""
-        if self._uses_nccl is None:
-            self._uses_nccl = "nccl" in self.ctx.source and any(
+    def _file_needs_cuda(self) -> bool:
+        """The file sets up NCCL, CUDA's communication library (`init_process_group("nccl")`,
+        `new_group(backend="nccl")`; a backend chosen by a condition is not a plain string), or
+        imports `setGPU` at its top, which picks an NVIDIA GPU and fails without one."""
+        if self._needs_cuda is None:
+            self._needs_cuda = _imports_set_gpu(self.ctx.module) or "nccl" in self.ctx.source and any(
                 isinstance(node, cst.Call) and _selects_nccl(node) for node in every_node(self.ctx.module))
-        return self._uses_nccl
+        return self._needs_cuda
 
     def _module_guarded(self) -> bool:
         if self.ctx.enclosing_function() is not None:
             return False
         source = self.ctx.source
         return "is_available" in source or "device_count" in source
+
+
+def _imports_set_gpu(module: cst.Module) -> bool:
+    return any(
+        isinstance(small, cst.Import) and any(dotted_name(alias.name) == "setGPU" for alias in small.names)
+        for statement in module.body if isinstance(statement, cst.SimpleStatementLine) for small in statement.body
+    )
 
 
 def _selects_nccl(call: cst.Call) -> bool:
