@@ -9,6 +9,7 @@ from torchlint.analysis.torch_api import (
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
+from torchlint.walker import nodes_in_order
 
 
 def _is_none(expr: cst.BaseExpression | None) -> bool:
@@ -21,7 +22,8 @@ class ManualLogsumexp(Rule):
     Flags `log(sum(exp(x), dim))` written out: `torch.log(torch.sum(torch.exp(x), dim=1))`,
     `x.exp().sum(-1).log()` and their mixes, also when the intermediate results pass through
     local variables. A sum without `dim` and an exponent that is already shifted
-    (`exp(x - x.max())`, the hand-stabilised form) are not flagged.
+    (`exp(x - x.max())`, the hand-stabilised form, also as `x -= x.max(dim=1, keepdim=True)[0]`
+    before) are not flagged.
 
     ## Why is this bad?
     `exp` overflows to `inf` for inputs above about 88 in float32 (11 in float16), and every term
@@ -79,8 +81,16 @@ class ManualLogsumexp(Rule):
         self.report(node, "`log(sum(exp(x), dim))` overflows for large `x`; use `torch.logsumexp(x, dim)`", fix=fix)
 
     def _already_shifted(self, exponent: cst.BaseExpression) -> bool:
+        """`exp(x - x.max())`, also through a name assigned so, or shifted in place before:
+        `x -= x.max(dim=1, keepdim=True)[0]`."""
         value = self.ctx.values.resolve(exponent)
-        return isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Subtract)
+        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Subtract):
+            return True
+        function = self.ctx.enclosing_function()
+        return isinstance(exponent, cst.Name) and function is not None and any(
+            isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.SubtractAssign)
+            and isinstance(node.target, cst.Name) and node.target.value == exponent.value
+            for node in nodes_in_order(function.body))
 
     def _fix(
         self, log_call: cst.Call, total: cst.Call, exponent: cst.BaseExpression, dim: cst.BaseExpression,
