@@ -9,6 +9,7 @@ from torchlint.analysis.tensor_facts.domain import TensorFacts
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
+from torchlint.walker import every_node
 
 # Qualified name -> how many positional arguments come before `dim`.
 _FUNCTIONS = {
@@ -109,15 +110,22 @@ class SoftmaxWithoutDim(Rule):
 
     def _unused_attribute(self, node: cst.Call) -> str | None:
         """`self.softmax` of `self.softmax = nn.Softmax()` where nothing else in the file names the
-        attribute (`self.softmax(x)`, `net.softmax`, `.softmax(`): the layer never runs here."""
+        attribute (`self.softmax(x)`, `net.softmax`, `getattr(self, "softmax")`; a module's
+        function, `F.softmax`, is another thing): the layer never runs here."""
         parent = self.ctx.parent
         if not isinstance(parent, cst.Assign) or len(parent.targets) != 1 or parent.value is not node:
             return None
         target = parent.targets[0].target
         if not isinstance(target, cst.Attribute):
             return None
-        named = re.compile(rf"\.\s*{re.escape(target.attr.value)}\b(?!\s*=(?!=))")
-        return None if named.search(self.ctx.source) else self.ctx.code_for(target)
+        name = target.attr.value
+        if re.search(rf"[\"']{re.escape(name)}[\"']", self.ctx.source):
+            return None  # named in a string: `getattr(self, "softmax")`, a config key
+        used = any(
+            isinstance(other, cst.Attribute) and other is not target and other.attr.value == name
+            and self.ctx.qualified_name(other.value) is None
+            for other in every_node(self.ctx.module))
+        return None if used else self.ctx.code_for(target)
 
     def _add_dim(self, node: cst.Call, applicability: Applicability) -> FixSpec:
         dim = cst.Arg(keyword=cst.Name("dim"), value=cst.UnaryOperation(cst.Minus(), cst.Integer("1")),
