@@ -15,6 +15,9 @@ _GUARD_WORDS = (
     "cuda", "gpu", "is_available", "device_count", "accelerator", "nccl",
     "is_sm", "sm_at_least", "capability", "hopper", "blackwell",  # GPU generations: `is_sm_at_least_90()`
 )
+# What a function that measures the GPU itself uses: CUDA profiling, CUDA timings. It needs
+# CUDA whatever device it names (`def profile():` of a benchmark script).
+_MEASURES_CUDA = re.compile(r"ProfilerActivity\.CUDA|cuda_time|cuda\.Event\(")
 # A statement at the top of a test module that skips the whole module.
 _MODULE_SKIP = re.compile(r"allow_module_level\s*=\s*True|\bSkipTest\b")
 # Libraries that run only on NVIDIA GPUs (TensorRT, CuPy, GPUDirect Storage, the CUDA bindings), by
@@ -56,8 +59,9 @@ class HardcodedCuda(Rule):
     torch.cuda.is_available() else "cpu"`, code in functions or classes named for CUDA or GPUs
     (`class CUDAAccelerator`, `def to_gpu`), test classes under such a decorator
     (`@unittest.skipIf(not torch.cuda.is_available(), ...)`), private helpers (or helpers in a
-    test module) called only from such guarded code in their file, or handed to a call there
-    (`mp.spawn(_run_rank, ...)` in a test that needs two GPUs), the default of such a helper (or
+    test module) and private methods called only from such guarded code in their file or class,
+    or handed to a call there (`mp.spawn(_run_rank, ...)` in a test that needs two GPUs,
+    `self.run_subtests(..., self._run_subtest)`), the default of such a helper (or
     of one in a test folder) that every call in the project replaces (`def make_data(...,
     device=torch.device("cuda"))`, always called with `device=`), and test modules that skip
     themselves without CUDA (`pytestmark = pytest.mark.skipif(...)`, or `pytest.skip(...,
@@ -65,7 +69,8 @@ class HardcodedCuda(Rule):
     that needs CUDA whatever device it names: a function or class that uses a library running
     only on NVIDIA GPUs (TensorRT, CuPy, kvikio, pycuda, the CUDA bindings, an NCCL
     communicator), imported or loaded by name (`cp, _ = optional_import("cupy")`), code
-    under a condition about NCCL (`if backend == "nccl":`), and a file whose processes talk
+    under a condition about NCCL (`if backend == "nccl":`), a function that measures the GPU
+    itself (CUDA profiler activity, `torch.cuda.Event` timings), and a file whose processes talk
     through NCCL, which runs only on CUDA (`dist.init_process_group("nccl")`, `backend="nccl"`),
     or that imports `setGPU` (which picks an NVIDIA GPU, and fails without one): choosing its
     device at run time would not make it run on a CPU.
@@ -192,17 +197,38 @@ class HardcodedCuda(Rule):
             guarded = any(self._mentions_guard(decorator) for decorator in function.decorators)
             if not guarded:
                 body = self.ctx.code_for(function.body)
-                guarded = "is_available" in body or "device_count" in body
+                guarded = "is_available" in body or "device_count" in body or _MEASURES_CUDA.search(body) is not None
             self._guarded_functions[key] = guarded
         return self._guarded_functions[key]
 
     def _callers_guarded(self, function: cst.FunctionDef) -> bool:
         """A module-private helper (or one in a test module) whose every caller in the file is a
-        guarded test: `_make_inputs()` called only from tests under `@skipUnless(is_hopper())`."""
+        guarded test: `_make_inputs()` called only from tests under `@skipUnless(is_hopper())`;
+        or a private method that only guarded methods of its class use (`self.run_subtests(...,
+        self._run_subtest)` in a test that skips without CUDA)."""
         key = id(function)
         if key not in self._guarded_callers:
-            self._guarded_callers[key] = self._private(function) and self._all_callers_guarded(function.name.value)
+            classdef = self._class_holding(function)
+            if classdef is not None:
+                guarded = function.name.value.startswith("_") and self._method_users_guarded(classdef, function)
+            else:
+                guarded = self._private(function) and self._all_callers_guarded(function.name.value)
+            self._guarded_callers[key] = guarded
         return self._guarded_callers[key]
+
+    def _class_holding(self, function: cst.FunctionDef) -> cst.ClassDef | None:
+        """The class whose body holds `function` as a method."""
+        return next((node for node in self.ctx.ancestors if isinstance(node, cst.ClassDef)
+                     and any(statement is function for statement in suite_statements(node.body))), None)
+
+    def _method_users_guarded(self, classdef: cst.ClassDef, method: cst.FunctionDef) -> bool:
+        name = method.name.value
+        users = [
+            other for other in suite_statements(classdef.body) if isinstance(other, cst.FunctionDef) and other is not method
+            and any(isinstance(node, cst.Attribute) and node.attr.value == name and isinstance(node.value, cst.Name)
+                    and node.value.value == "self" for node in every_node(other))
+        ]
+        return bool(users) and all(self._definition_guarded(user) for user in users)
 
     def _private(self, function: cst.FunctionDef) -> bool:
         """A top-level helper no user calls: module-private, or serving the tests (in a test
