@@ -140,6 +140,10 @@ def is_constant_true(expr: cst.BaseExpression | None) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "True"
 
 
+def is_constant_none(expr: cst.BaseExpression | None) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
 def is_constant_false(expr: cst.BaseExpression | None) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "False"
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.names import argument, keyword_arg, positional_args
+from torchlint.analysis.names import argument, is_constant_none, keyword_arg, positional_args
 from torchlint.analysis.torch_api import (
     EXP_FUNCTIONS, LOG_FUNCTIONS, SUM_FUNCTIONS, torch_module_name, unary_operand,
 )
@@ -10,10 +10,6 @@ from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 from torchlint.walker import nodes_in_order
-
-
-def _is_none(expr: cst.BaseExpression | None) -> bool:
-    return expr is None or (isinstance(expr, cst.Name) and expr.value == "None")
 
 
 class ManualLogsumexp(Rule):
@@ -68,7 +64,7 @@ class ManualLogsumexp(Rule):
             return
         is_method = self.ctx.callee(total) is None
         dim = argument(total, 0 if is_method else 1, "dim")
-        if _is_none(dim):
+        if dim is None or is_constant_none(dim):
             return
         exponential = self.ctx.values.resolve(summed)
         if not isinstance(exponential, cst.Call):

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.module_attributes import first_parameter, in_module_method, self_attribute
-from torchlint.analysis.names import dotted_name, suite_statements
+from torchlint.analysis.names import dotted_name, is_constant_none, suite_statements
 from torchlint.analysis.values import string_value
 from torchlint.analysis.nn_layers import parameterized_layer
 from torchlint.diagnostics import Severity
@@ -82,8 +82,7 @@ def _unset_attribute(test: cst.BaseExpression, owner: str | None) -> str | None:
     """`X` of `self.X is None` or `not hasattr(self, "X")`, `self` being `owner`."""
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         target = test.comparisons[0]
-        if isinstance(target.operator, cst.Is) and isinstance(target.comparator, cst.Name) \
-                and target.comparator.value == "None":
+        if isinstance(target.operator, cst.Is) and is_constant_none(target.comparator):
             return self_attribute(test.left, owner) if owner else None
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and isinstance(test.expression, cst.Call):
         call = test.expression

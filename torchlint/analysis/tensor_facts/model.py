@@ -27,7 +27,8 @@ from torchlint.analysis.layouts import Layout, arg_code
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.module_values import construction
 from torchlint.analysis.names import (
-    argument, assigned_once, keyword_arg, method_named, nested_statement_lists, suite_statements, top_level_functions,
+    argument, assigned_once, is_constant_none, keyword_arg, method_named, nested_statement_lists, suite_statements,
+    top_level_functions,
 )
 from torchlint.analysis.shape_annotations import annotated_shape
 from torchlint.analysis.shape_checks import known_sizes, literal
@@ -659,7 +660,7 @@ class TensorModel:
                 env[param_name] = ModuleValue(kind=passed, from_caller=True)  # `advantages(critic, ...)`
             elif self._is_loader_parameter(param):
                 env[param_name] = Iterable(TensorFacts(device=Device.DEFAULT, scalar=False, loaded=True))
-            elif written is None and (param.default is None or _is_none(param.default)):
+            elif written is None and (param.default is None or is_constant_none(param.default)):
                 if evidence is None:
                     evidence = _tensor_evidence(function)
                 used_as_tensor = param_name in evidence or (param_name == first_input and param.default is None)
@@ -1055,10 +1056,6 @@ def _same_example(first: Value, second: Value) -> bool:
         return True
     sizes = known_sizes(first) if isinstance(first, TensorFacts) else None
     return sizes is not None and known_sizes(second) == sizes
-
-
-def _is_none(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "None"
 
 
 def _is_loss_function(scope: Scope) -> bool:
