@@ -899,3 +899,27 @@ def test_loads_in_test_code_read_files_the_suite_controls(project):
     assert rows("lib/io.py") == [5, 9]
     assert rows("tests/helpers.py") == rows("lib/test_io.py") == []
     assert rows("tests/test_model.py") == [6]
+
+
+MOCK_MODULE = """\
+import torch
+from torch import nn
+
+
+class CountingModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.count = torch.zeros(1)
+
+    def forward(self, x):
+        self.count += 1
+        return x * self.count
+"""
+
+
+def test_modules_of_test_code_keep_their_tensors_where_the_suite_built_them(project):
+    """torchrl's `testing/mocking_classes.py` and torchao's `testing/pt2e/utils.py`: a test that
+    moves such a Module fails there and then. The same class in the library is reported."""
+    _write(project, {"lib/model.py": MOCK_MODULE, "lib/testing/mocks.py": MOCK_MODULE, "tests/test_model.py": MOCK_MODULE})
+    found = _findings(project, ["lib/model.py", "lib/testing/mocks.py", "tests/test_model.py"])
+    assert [(name, row) for name, code, row in found if code == "TL401"] == [("lib/model.py", 8)]
