@@ -75,8 +75,11 @@ class SyncInLoop(Rule):
     of the file (`train_step`, `compute_metrics`) that a training loop calls on every step, not
     under a throttle, runs once per step too: it is reported in the helper, naming the loop's row
     (returning the synced value to the loop counts as recording it). A tensor read again later in
-    the same block (`state.output = loss.item()` then `losses.append(loss.item())`) is reported
-    once, at its first read: the second waits for nothing.
+    the same iteration (`state.output = loss.item()` then `losses.append(loss.item())`) is reported
+    once, at its first read: the second waits for nothing. So is one whose truth the iteration
+    tested before (`if not torch.isfinite(loss): raise ...`, `assert not loss.isnan().any()`,
+    `if loss > limit:`): that test waited for it, and a later read for a progress bar copies a
+    number (a test that reads nothing off the device, `if loss is None:`, does not count).
 
     The sync happens where it is called, not where its result is used: a value synced every
     iteration and stored in a local that is only logged, accumulated or printed under
@@ -145,11 +148,11 @@ class SyncInLoop(Rule):
             return
         known = self._known(repetitions)
         found = self._per_iteration(repetitions)
-        if found is None or _moves_each_tensor(node, found, chain) or self._read_before(operand, chain) \
-                or not self._synced_tensor(node, operand, known):
+        if found is None or _moves_each_tensor(node, found, chain):
             return
         body = found.node if isinstance(found.node, cst.BaseComp) else found.node.body
-        if not self._only_recorded(node, chain, body, 0):
+        if self._read_before(operand, chain, found.node) or not self._synced_tensor(node, operand, known) \
+                or not self._only_recorded(node, chain, body, 0):
             return
         self.report(
             node,
@@ -187,26 +190,37 @@ class SyncInLoop(Rule):
 
     # What is synced ------------------------------------------------------------------------
 
-    def _read_before(self, operand: cst.BaseExpression, chain: list[cst.CSTNode]) -> bool:
-        """An earlier statement of the same block synced the same tensor, not assigned since
-        (`state.output = loss.item()` then `losses.append(loss.item())`): the wait was there."""
+    def _read_before(self, operand: cst.BaseExpression, chain: list[cst.CSTNode], repeated: cst.CSTNode) -> bool:
+        """An earlier statement of the iteration synced the same tensor, not assigned since
+        (`state.output = loss.item()` then `losses.append(loss.item())`, or tested its truth:
+        `if not torch.isfinite(loss): raise ...`): the wait was there. The blocks around the
+        call are searched out to the body of `repeated`, the loop or comprehension."""
         if not isinstance(operand, cst.Name) or bound_by_comprehension(chain, operand.value):
             return False  # a comprehension's variable is another tensor each time round
-        block = next((i for i in range(len(chain) - 1, 0, -1) if isinstance(chain[i - 1], cst.IndentedBlock)), None)
-        if block is None:
-            return False
-        statements = list(chain[block - 1].body)
-        for statement in reversed(statements[:statements.index(chain[block])]):
-            if operand.value in assigned_names([statement]):
-                return False
-            nodes = list(nodes_in_order(statement))
-            if any(isinstance(node, cst.BaseComp) and operand.value in comprehension_targets(node) for node in nodes):
-                continue  # read there under a comprehension's own name
-            for call in (node for node in nodes if isinstance(node, cst.Call)):
-                synced = self._synced_operand(call)
-                if isinstance(synced, cst.Name) and synced.value == operand.value:
+        for index in range(len(chain) - 1, chain.index(repeated), -1):
+            block = chain[index - 1]
+            if not isinstance(block, cst.IndentedBlock):
+                continue
+            statements = list(block.body)
+            for statement in reversed(statements[:statements.index(chain[index])]):
+                if operand.value in assigned_names([statement]):
+                    return False
+                if self._syncs(statement, operand.value):
                     return True
         return False
+
+    def _syncs(self, statement: cst.CSTNode, name: str) -> bool:
+        """`statement` reads tensor `name` on the host: `name.item()`, or `if` / `assert` on its truth."""
+        nodes = list(nodes_in_order(statement))
+        if any(isinstance(node, cst.BaseComp) and name in comprehension_targets(node) for node in nodes):
+            return False  # read there under a comprehension's own name
+        if isinstance(statement, (cst.If, cst.While)) and _tests_tensor(statement.test, name):
+            return True
+        for call in (node for node in nodes if isinstance(node, cst.Call)):
+            synced = self._synced_operand(call)
+            if isinstance(synced, cst.Name) and synced.value == name:
+                return True
+        return any(isinstance(node, cst.Assert) and _tests_tensor(node.test, name) for node in nodes)
 
     def _synced_operand(self, call: cst.Call) -> cst.BaseExpression | None:
         func = call.func
@@ -388,6 +402,32 @@ def _compared_to_a_constant(test: cst.BaseExpression) -> set[str]:
     names = {side.value for side in sides if isinstance(side, cst.Name)}
     constant = any(isinstance(side, (cst.SimpleString, cst.Integer)) for side in sides)
     return names if constant else set()
+
+
+# Predicates whose truth Python can only know by reading the tensor from the device.
+_TRUTH_TESTS = frozenset({"isfinite", "isnan", "isinf", "any", "all"})
+
+
+def _tests_tensor(test: cst.BaseExpression, name: str) -> bool:
+    """`not torch.isfinite(loss)`, `loss.isnan().any()`, `loss > 1e4`: a test of the truth of a
+    tensor made from `name`, which waits for it. `loss is None` reads nothing off the device."""
+    while isinstance(test, cst.UnaryOperation):
+        test = test.expression
+    if isinstance(test, cst.Call):
+        callee = test.func.attr.value if isinstance(test.func, cst.Attribute) else None
+        if callee not in _TRUTH_TESTS:
+            return False
+        operands = [test.func.value] + [arg.value for arg in test.args]
+        return any(_names(operand, name) or _tests_tensor(operand, name) for operand in operands)
+    if isinstance(test, cst.Comparison):
+        if any(isinstance(target.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for target in test.comparisons):
+            return False
+        return _names(test.left, name) or any(_names(target.comparator, name) for target in test.comparisons)
+    return False
+
+
+def _names(expression: cst.BaseExpression, name: str) -> bool:
+    return isinstance(expression, cst.Name) and expression.value == name
 
 
 def _throttled(node: cst.CSTNode, chain: list[cst.CSTNode]) -> bool:
