@@ -79,7 +79,8 @@ class UnsafeTorchLoad(Rule):
     a note (failing a run only under `fail-on = "note"`) that points at the save: the load is safe
     for the files this code writes, and runs any code in a file a user hands it from elsewhere.
     Still errors: a saved dict display (`torch.save({"docs": docs, "emb": emb}, path)`), plain
-    data that `weights_only=True` would load; one function that saves a file and loads it on
+    data that `weights_only=True` would load (one holding what NumPy makes, such as
+    `np.random.get_state()` in a training loop's checkpoint, is not: `weights_only=True` rejects it); one function that saves a file and loads it on
     another call (a cache, which an earlier run or another user may have filled); two
     module-level functions that take a `path` each.
 
@@ -184,9 +185,16 @@ class UnsafeTorchLoad(Rule):
     def _saves_plain_dict(self, save: cst.Call) -> bool:
         """`torch.save({"docs": docs, "embeddings": emb}, path)`, or a name assigned such a dict:
         plain data the code chose, which `weights_only=True` loads when it holds tensors and
-        Python values, so its load stays an error."""
+        Python values, so its load stays an error. A dict holding what NumPy makes
+        (`np.random.get_state()`, an array) is not: `weights_only=True` rejects NumPy's classes."""
         saved = argument(save, 0, "obj")
-        return saved is not None and isinstance(self.ctx.kinds.resolve(saved), cst.Dict)
+        made = self.ctx.kinds.resolve(saved) if saved is not None else None
+        return isinstance(made, cst.Dict) and not any(
+            isinstance(element, cst.DictElement) and self._made_by_numpy(element.value) for element in made.elements
+        )
+
+    def _made_by_numpy(self, value: cst.BaseExpression) -> bool:
+        return isinstance(value, cst.Call) and (self.ctx.callee(value) or "").startswith("numpy.")
 
     def _save_of(self, load: _FilePlace | None) -> cst.Call | None:
         """The file's `torch.save` that writes what `load` reads, if any."""
