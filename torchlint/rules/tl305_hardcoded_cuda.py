@@ -26,6 +26,10 @@ _MODULE_SKIP = re.compile(r"allow_module_level\s*=\s*True|\bSkipTest\b")
 _CUDA_ONLY_PACKAGES = frozenset({"tensorrt", "torch_tensorrt", "cupy", "pycuda", "kvikio", "cuda", "nvidia"})
 
 
+# What a device object answers without touching a device.
+_DEVICE_FIELDS = frozenset({"type", "index"})
+
+
 def _cuda_only(module: str) -> bool:
     parts = module.split(".")
     return parts[0] in _CUDA_ONLY_PACKAGES or any("nccl" in part for part in parts)
@@ -73,7 +77,9 @@ class HardcodedCuda(Rule):
     itself (CUDA profiler activity, `torch.cuda.Event` timings), and a file whose processes talk
     through NCCL, which runs only on CUDA (`dist.init_process_group("nccl")`, `backend="nccl"`),
     or that imports `setGPU` (which picks an NVIDIA GPU, and fails without one): choosing its
-    device at run time would not make it run on a CPU.
+    device at run time would not make it run on a CPU. Nor is a device object only compared or
+    asked its `type` (`self.device.type == torch.device("cuda").type`): it is made on any
+    machine, and places nothing on the GPU.
 
     ## Why is this bad?
     The script crashes on machines without CUDA (laptops, Apple silicon, CPU-only CI) with
@@ -122,7 +128,8 @@ class HardcodedCuda(Rule):
         device_arg = keyword_arg(node, "device")
         if device_arg is not None:
             candidates.append(device_arg.value)
-        if isinstance(func, cst.Attribute) and func.attr.value == "to" or self.ctx.callee(node) == "torch.device":
+        if isinstance(func, cst.Attribute) and func.attr.value == "to" or self.ctx.callee(node) == "torch.device" \
+                and not self._only_compared(node):
             candidates.extend(arg.value for arg in positional_args(node)[:1])
         for candidate in candidates:
             if _is_cuda_string(candidate) and self._unguarded(node):
@@ -131,6 +138,14 @@ class HardcodedCuda(Rule):
                     "hard-coded `\"cuda\"` device fails on machines without CUDA; use "
                     "`\"cuda\" if torch.cuda.is_available() else \"cpu\"`",
                 )
+
+    def _only_compared(self, device: cst.Call) -> bool:
+        """`self.device.type == torch.device("cuda").type`: a device object is made on any machine,
+        and one only compared or asked its `type` places nothing on the GPU."""
+        parent = self.ctx.ancestors[-1] if self.ctx.ancestors else None
+        if isinstance(parent, cst.Attribute):
+            return parent.attr.value in _DEVICE_FIELDS
+        return isinstance(parent, (cst.Comparison, cst.ComparisonTarget))
 
     @staticmethod
     def _cuda_signature(call: cst.Call) -> bool:
