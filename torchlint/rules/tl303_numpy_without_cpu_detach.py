@@ -49,7 +49,10 @@ class NumpyWithoutCpuDetach(Rule):
     `np.concatenate([a, b])`, `np.save(path, t)` and other such functions.
 
     Under `torch.no_grad()` / `torch.inference_mode()` (blocks or decorated functions) a result
-    no longer requires grad, but it stays on its device. Tensors moved back to the CPU earlier
+    no longer requires grad, but it stays on its device. A layer with no weights of its own
+    (`nn.Softmax(dim=-1)(scores)`, `nn.ReLU()`) gives an output that requires grad only where its
+    input does: probabilities of predictions another method gathered with `.detach().cpu()`
+    convert; those of a model's output do not. Tensors moved back to the CPU earlier
     (also through local variables and branches, and by a CPU tensor type:
     `.type(torch.FloatTensor)`), tensors whose device or grad state is unknown,
     and tensors on the device of an input of unknown placement (`device=x.device` for an `x`

@@ -45,7 +45,7 @@ from torchlint.analysis.tensor_facts.domain import (
 )
 from torchlint.analysis.tensor_facts.ops import (
     EINOPS_FUNCTIONS, FUNCTION_OPS, METHOD_OPS, NOT_TENSOR_METHODS, NUMBER_ATTRIBUTES,
-    RANK_PRESERVING_LAYERS, TENSOR_ATTRIBUTES, Op, Rule, dtype_named,
+    PARAMETER_FREE_LAYERS, RANK_PRESERVING_LAYERS, TENSOR_ATTRIBUTES, Op, Rule, dtype_named,
 )
 from torchlint.analysis.tensors import (
     LEGACY_CONSTRUCTOR_DTYPES, LEGACY_CONSTRUCTORS, PARAMETER_CLASSES, requires_grad_true,
@@ -1121,8 +1121,10 @@ class Interpreter:
             for node, value in inputs:
                 if isinstance(value, TensorFacts) and value.loaded and value.device is Device.DEFAULT:
                     self.model.note_unmoved_batch(call, node, module.device)
-        output = TensorFacts(device=self._output_device(module, operands), scalar=False,
-                             requires_grad=not self._no_grad and not module.from_caller)
+        requires_grad = not self._no_grad and not module.from_caller
+        if kind in PARAMETER_FREE_LAYERS:
+            requires_grad = requires_grad and any(isinstance(value, TensorFacts) and value.requires_grad for _, value in operands)
+        output = TensorFacts(device=self._output_device(module, operands), scalar=False, requires_grad=requires_grad)
         if output.device is Device.CONDITIONAL:
             placed_by = module if module.device is Device.CONDITIONAL else operands[0][1]
             output = replace(output, placed_when=placed_by.placed_when)

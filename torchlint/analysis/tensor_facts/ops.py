@@ -211,6 +211,14 @@ NOT_TENSOR_METHODS = frozenset(
      "keys", "values", "items", "get", "apply_", "map_", "dim_order"}
 )
 
+# `torch.nn` layers with no weights of their own: their output needs grad only where an input does.
+PARAMETER_FREE_LAYERS = frozenset(
+    f"torch.nn.{name}" for name in (
+        "Dropout Dropout1d Dropout2d Dropout3d AlphaDropout GELU ReLU ReLU6 SiLU Tanh Sigmoid Softmax "
+        "LogSoftmax Softmin Identity LeakyReLU ELU SELU CELU Mish Hardswish Hardsigmoid Hardtanh Softplus "
+        "Softsign Tanhshrink Threshold Flatten Unflatten"
+    ).split()
+)
 # `torch.nn` layers whose output has the rank of their input (plus one for `Embedding`).
 RANK_PRESERVING_LAYERS = frozenset(
     f"torch.nn.{name}" for name in (
