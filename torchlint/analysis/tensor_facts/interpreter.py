@@ -752,12 +752,7 @@ class Interpreter:
         if isinstance(receiver, Sequence) and len(receiver.items) == 2 and attr in ("values", "indices"):
             return receiver.items[attr == "indices"]  # `x.max(dim=1).values`: the named pair of a reduction
         if attr == "device":
-            if isinstance(receiver, TensorFacts):
-                # A tensor of unknown placement (from a caller, from numpy): on its device, maybe the CPU.
-                return DeviceValue(receiver.device if receiver.device is not Device.UNKNOWN else Device.INPUT)
-            if _DEVICE_HOLDERS.intersection(re.split(r"[^a-z0-9]+", self.ctx.code_for(node.value).lower())):
-                return DeviceValue(Device.TARGET)  # `args.device`, `accelerator.device`: the working device
-            return DeviceValue(Device.INPUT)
+            return self._device_held(node.value, receiver)
         if attr == "dtype":
             return DtypeValue(receiver.dtype if isinstance(receiver, TensorFacts) else None)
         if not isinstance(receiver, TensorFacts):
@@ -1007,6 +1002,9 @@ class Interpreter:
         if isinstance(func, cst.Attribute) and qualified is None:
             receiver = self.eval(func.value, env)
         args = [(arg, self.eval(arg.value, env)) for arg in call.args]
+        device = self._device_helper(call, qualified, args)
+        if device is not None:
+            return device
         if qualified is not None and not (isinstance(func, cst.Name) and func.value in env):
             return self._qualified(call, qualified, args)
         if isinstance(func, cst.Attribute):
@@ -1015,6 +1013,26 @@ class Interpreter:
             return self._named_call(call, func.value, args, env)
         callee = self.eval(func, env)
         return self._call_value(call, callee, args)
+
+    def _device_helper(self, call: cst.Call, qualified: str | None, args) -> DeviceValue | None:
+        """`get_device(wav)`, `utils.device_of(x)`: a helper of the project or a library, named for
+        the device and given a tensor first, answers where that tensor is, as `wav.device` does."""
+        written = qualified or dotted_name(call.func)
+        if not written or written.startswith("torch.") or isinstance(call.func, cst.Attribute) and qualified is None:
+            return None
+        if "device" not in written.rsplit(".", 1)[-1].lower() or not args or args[0][0].keyword is not None:
+            return None
+        holder, value = args[0][0].value, args[0][1]
+        return self._device_held(holder, value) if isinstance(value, TensorFacts) else None
+
+    def _device_held(self, holder: cst.BaseExpression, value: Value) -> DeviceValue:
+        """The device of `holder` (`holder.device`), whose value is `value`."""
+        if isinstance(value, TensorFacts):
+            # A tensor of unknown placement (from a caller, from numpy): on its device, maybe the CPU.
+            return DeviceValue(value.device if value.device is not Device.UNKNOWN else Device.INPUT)
+        if _DEVICE_HOLDERS.intersection(re.split(r"[^a-z0-9]+", self.ctx.code_for(holder).lower())):
+            return DeviceValue(Device.TARGET)  # `args.device`, `accelerator.device`: the working device
+        return DeviceValue(Device.INPUT)
 
     def _typed_call(self, call: cst.Call, env: Env) -> Value:
         """A call's value, with the call as where its dtype came from when it set one (a factory,
