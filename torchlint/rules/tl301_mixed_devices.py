@@ -75,7 +75,8 @@ class MixedDevices(Rule):
     The finding is reported at the call that created the tensor, where `device=` belongs. 0-dim
     tensors (`torch.tensor(2.0)`), Python scalars, tensors moved later (`torch.arange(n).to(x.device)`),
     factories given `device=x.device`, indexing with a CPU index and tensors whose device is
-    unknown are not reported, nor a probe of the module in its own `__init__`
+    unknown are not reported (so is the result of a helper whose `device=None` parameter the call
+    leaves out, `change_basis(l)`: None stands for what the helper makes of it), nor a probe of the module in its own `__init__`
     (`self.forward(torch.zeros(1, 3, s, s))` to measure strides) or in a method that `__init__`
     calls through `self`, directly or not, and `forward` does not (`self.append(layer)` sizing the
     next layer by a dummy pass): its parameters are still on the default device there. Nor is the

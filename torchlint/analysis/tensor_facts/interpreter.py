@@ -33,8 +33,8 @@ from torchlint.analysis.layouts import Layout, arg_code, int_value, shape_args, 
 from torchlint.analysis.module_attributes import registration_of
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import (
-    argument, assigned_once, assigns_name, dotted_name, has_parameter, integer, is_constant_false, isinstance_check,
-    keyword_arg, parameter_named, positional_args, suite_statements, torch_keyword,
+    argument, assigned_once, assigns_name, dotted_name, has_parameter, integer, is_constant_false, is_constant_none,
+    isinstance_check, keyword_arg, parameter_named, positional_args, suite_statements, torch_keyword,
 )
 from torchlint.analysis.op_shapes import interpolated, narrowed, one_hot, padded, repeated, squeezed, stft_sizes
 from torchlint.analysis.tensor_facts.domain import (
@@ -1102,7 +1102,11 @@ class Interpreter:
         if not isinstance(summary, TensorFacts):
             return summary
         placed = self._device_passed(call, function) if summary.device is Device.TARGET else None
-        if placed not in (None, Device.TARGET, Device.UNKNOWN):
+        if summary.device is Device.TARGET and _device_left_to_none(call, function):
+            # `change_basis(l)` of `def change_basis(l, device=None)`: what None stands for is the
+            # helper's choice (the default device, or the GPU when there is one).
+            summary = replace(summary, device=Device.UNKNOWN)
+        elif placed not in (None, Device.TARGET, Device.UNKNOWN):
             # `sample(n, k, device="cpu")`: the helper made it on the device its parameter named.
             summary = replace(summary, device=placed, origin=call)
         if summary.device in (Device.DEFAULT, Device.CPU) and summary.origin is not None:
@@ -2619,3 +2623,13 @@ def _agreed(sizes: tuple[str | None, ...]) -> str | None:
     if len(literals) == 1:
         return literals.pop()
     return sizes[0] if not literals and len(set(sizes)) == 1 else None
+
+
+def _device_left_to_none(call: cst.Call, function: cst.FunctionDef | None) -> bool:
+    """The call passes nothing for the helper's `device=None` parameter."""
+    params = function.params.params if function is not None else ()
+    names = [param.name.value for param in params]
+    if "device" not in names or any(arg.star for arg in call.args):
+        return False
+    param = params[names.index("device")]
+    return is_constant_none(param.default) and argument(call, names.index("device"), "device") is None
