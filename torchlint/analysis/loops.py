@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from torchlint.analysis.dataflow import assigned_names
 from torchlint.analysis.imports import ImportTable
 from torchlint.analysis.names import (
     argument, dotted_name, nested_statement_lists, positional_args, suite_statements,
@@ -81,6 +82,9 @@ class Condition:
     node: cst.CSTNode
     branch: int
     throttle: bool
+    # What the branch requires of flags of the function it is in: parameters the function never
+    # assigns (`if train:` of `def run_epoch(self, epoch, train=True)`), as (id of the function, name, value).
+    requires: tuple[tuple[int, str, bool], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -452,6 +456,7 @@ class LoopAnalysis:
         self._index: _Index | None = None
         self._loop_events: dict[int, tuple[Event, ...]] = {}
         self._function_events: dict[int, tuple[Event, ...]] = {}
+        self._fixed_flags: dict[int, frozenset[str]] = {}
         self._in_progress: set[int] = set()
         self._iterations: dict[int, Iteration] = {}
         self._function_iterations: dict[int, Iteration] = {}
@@ -606,6 +611,28 @@ class LoopAnalysis:
         self._function_events[key] = result
         return result
 
+    def fixed_flags(self, function: cst.FunctionDef) -> frozenset[str]:
+        """The parameters `function` never assigns: one value for the whole of a call."""
+        found = self._fixed_flags.get(id(function))
+        if found is None:
+            names = {param.name.value for param in (*function.params.params, *function.params.kwonly_params)}
+            found = self._fixed_flags[id(function)] = frozenset(names - assigned_names(suite_statements(function.body)))
+        return found
+
+    def never_together(self, iteration: Iteration, first: Event, second: Event) -> bool:
+        """The two events need opposite values of a flag of the function the iteration runs in
+        (`if not train:` and `if train:` of `def run_epoch(..., train=True)`), fixed for the
+        whole call: no call runs both."""
+        owner = iteration.owner if isinstance(iteration.owner, cst.FunctionDef) else \
+            getattr(self.index.scope_of_loop.get(id(iteration.owner)), "node", None)
+        if not isinstance(owner, cst.FunctionDef):
+            return False
+        needed = {(name, value) for condition in first.conditions for key, name, value in condition.requires if key == id(owner)}
+        return any(
+            key == id(owner) and (name, not value) in needed
+            for condition in second.conditions for key, name, value in condition.requires
+        )
+
     def function_called(self, call: cst.Call, within: Loop | cst.FunctionDef) -> cst.FunctionDef | None:
         """The function of this file that `call`, written in the loop or function `within`, runs."""
         if isinstance(within, cst.FunctionDef):
@@ -691,9 +718,9 @@ class _Scanner:
         if isinstance(node, cst.If):
             self.expression(node.test)
             throttle = is_throttle(node.test)
-            self.under(Condition(node, 0, throttle), node.body)
+            self.under(Condition(node, 0, throttle, self._flags_required(node.test, True)), node.body)
             if node.orelse is not None:
-                self.under(Condition(node, 1, False), node.orelse)
+                self.under(Condition(node, 1, False, self._flags_required(node.test, False)), node.orelse)
             return
         if isinstance(node, (cst.For, cst.While)):
             if isinstance(node, cst.For):
@@ -731,6 +758,14 @@ class _Scanner:
             self.node(child)
 
     expression = node
+
+    def _flags_required(self, test: cst.BaseExpression, holds: bool) -> tuple[tuple[int, str, bool], ...]:
+        """The values of the function's fixed flags under which `test` is `holds`."""
+        function = self.scope.node
+        if not isinstance(function, cst.FunctionDef):
+            return ()
+        flags = self.analysis.fixed_flags(function)
+        return tuple((id(function), name, value) for name, value in _flag_values(test, holds) if name in flags)
 
     def _assigned(self, target: cst.BaseExpression, assignment: cst.Assign, value: cst.BaseExpression) -> None:
         if _is_grad_attribute(target):
@@ -773,7 +808,9 @@ class _Scanner:
         if self.depth < MAX_CALL_DEPTH:
             function = analysis.resolve_call(call, self.scope)
             if function is not None:
-                self.extend(analysis._events_of_function(function, self.depth + 1), via=(call,))
+                passed = _flags_passed(call, function)
+                events = analysis._events_of_function(function, self.depth + 1)
+                self.extend(tuple(event for event in events if not _ruled_out(event, id(function), passed)), via=(call,))
 
     def _project_events(self, call: cst.Call, qualified: str, method: bool = False) -> None:
         """The events of a function imported from another file of the project (a method of an
@@ -1034,3 +1071,44 @@ def _sized(expr: cst.BaseExpression) -> cst.BaseExpression | None:
     if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape":
         return expr.value.value
     return None
+
+
+def _flag_values(test: cst.BaseExpression, holds: bool) -> list[tuple[str, bool]]:
+    """The plain names `test` fixes when it is `holds`: `train` True for `if train:`, False for
+    `if not train and valid:`; nothing for what it does not fix (`if a or b:` that holds)."""
+    if isinstance(test, cst.Name) and test.value not in ("True", "False", "None"):
+        return [(test.value, holds)]
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _flag_values(test.expression, not holds)
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And if holds else cst.Or):
+        return _flag_values(test.left, holds) + _flag_values(test.right, holds)
+    return []
+
+
+def _flags_passed(call: cst.Call, function: cst.FunctionDef) -> dict[str, bool]:
+    """The flags (`True` / `False`) the call gives the function's parameters, written or by default."""
+    if any(arg.star for arg in call.args):
+        return {}
+    params = list(function.params.params)
+    if isinstance(call.func, cst.Attribute) and params and params[0].name.value in ("self", "cls"):
+        params = params[1:]  # `self.run_epoch(...)`: the receiver fills the first parameter
+    passed: dict[str, bool] = {}
+    for index, param in enumerate([*params, *function.params.kwonly_params]):
+        name = param.name.value
+        given = argument(call, index, name) if index < len(params) else _keyword(call, name)
+        value = given if given is not None else param.default
+        if isinstance(value, cst.Name) and value.value in ("True", "False"):
+            passed[name] = value.value == "True"
+    return passed
+
+
+def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    return next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == name), None)
+
+
+def _ruled_out(event: Event, function: int, passed: dict[str, bool]) -> bool:
+    """The event sits under a branch of `function` that the flags this call passes rule out."""
+    return any(
+        key == function and passed.get(name, value) != value
+        for condition in event.conditions for key, name, value in condition.requires
+    )

@@ -22,7 +22,10 @@ class EvalModeNotRestored(Rule):
     Flags `model.eval()` (or `model.train(False)`), called directly or through a validation helper
     (defined in the same file, or imported from another file of the project), inside a training loop (one that calls `backward()` or an optimizer
     `step()`), when nothing calls `model.train()` between it and the loop's next training step,
-    in the same iteration or at the top of the next one.
+    in the same iteration or at the top of the next one. A function that runs an epoch or a
+    validation pass by a flag it never reassigns (`def run_epoch(self, epoch, train=True)`, the
+    evaluation under `if not train:`, the step under `if train:`) never does both in one call, and
+    a call passing `train=False` runs no step.
 
     Only modules that the file trains are considered: one it calls `.train()` on somewhere, or
     whose `.parameters()` it hands to an optimizer, directly or as the parameter groups a helper
@@ -96,10 +99,11 @@ class EvalModeNotRestored(Rule):
         """A `train()` of `module` lies between the eval at `position` and the next training step,
         following the loop round to the start of the next iteration when needed."""
         events = iteration.events
+        loops = self.ctx.loops
         for event in [*events[position + 1:], *events[:position]]:
             if event.kind is Kind.TRAIN_MODE and self._module_text(iteration, event) == module:
                 return True
-            if event.kind in _TRAINING_STEPS:
+            if event.kind in _TRAINING_STEPS and not loops.never_together(iteration, events[position], event):
                 return False
         return True  # no training step at all in the cycle (never the case in a training loop)
 
