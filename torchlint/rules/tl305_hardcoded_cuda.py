@@ -18,6 +18,10 @@ _GUARD_WORDS = (
 # What a function that measures the GPU itself uses: CUDA profiling, CUDA timings. It needs
 # CUDA whatever device it names (`def profile():` of a benchmark script).
 _MEASURES_CUDA = re.compile(r"ProfilerActivity\.CUDA|cuda_time|cuda\.Event\(")
+# Code that runs only when several processes take part: a machine without CUDA (a laptop, CPU-only
+# CI) runs one. `if world_size > 1:`, or after `if world_size == 1: return` in the function.
+_MANY_PROCESSES = re.compile(r"world_size(?:\(\))?\s*(?:>\s*1|!=\s*1|>=\s*2)")
+_ONE_PROCESS_RETURNS = re.compile(r"if\s+[\w.]*world_size(?:\(\))?\s*(?:==|<=)\s*1\s*:\s*return\b")
 # A statement at the top of a test module that skips the whole module.
 _MODULE_SKIP = re.compile(r"allow_module_level\s*=\s*True|\bSkipTest\b")
 # Libraries that run only on NVIDIA GPUs (TensorRT, CuPy, GPUDirect Storage, the CUDA bindings), by
@@ -77,9 +81,11 @@ class HardcodedCuda(Rule):
     itself (CUDA profiler activity, `torch.cuda.Event` timings), and a file whose processes talk
     through NCCL, which runs only on CUDA (`dist.init_process_group("nccl")`, `backend="nccl"`),
     or that imports `setGPU` (which picks an NVIDIA GPU, and fails without one): choosing its
-    device at run time would not make it run on a CPU. Nor is a device object only compared or
-    asked its `type` (`self.device.type == torch.device("cuda").type`): it is made on any
-    machine, and places nothing on the GPU.
+    device at run time would not make it run on a CPU. Nor is code that runs only when several
+    processes take part (under `if world_size > 1:`, or in a function that returns first `if
+    world_size == 1:`): a machine without CUDA, a laptop or CPU-only CI, runs one. Nor is a
+    device object only compared or asked its `type` (`self.device.type ==
+    torch.device("cuda").type`): it is made on any machine, and places nothing on the GPU.
 
     ## Why is this bad?
     The script crashes on machines without CUDA (laptops, Apple silicon, CPU-only CI) with
@@ -203,7 +209,7 @@ class HardcodedCuda(Rule):
 
     def _mentions_guard(self, node: cst.CSTNode) -> bool:
         text = self.ctx.code_for(node).lower()
-        return any(word in text for word in _GUARD_WORDS)
+        return any(word in text for word in _GUARD_WORDS) or _MANY_PROCESSES.search(text) is not None
 
     def _function_guarded(self, function: cst.FunctionDef) -> bool:
         """A decorator (`@skipif(not torch.cuda.is_available())`, `@require_torch_gpu`) or a check in the body."""
@@ -212,7 +218,8 @@ class HardcodedCuda(Rule):
             guarded = any(self._mentions_guard(decorator) for decorator in function.decorators)
             if not guarded:
                 body = self.ctx.code_for(function.body)
-                guarded = "is_available" in body or "device_count" in body or _MEASURES_CUDA.search(body) is not None
+                guarded = "is_available" in body or "device_count" in body or _MEASURES_CUDA.search(body) is not None \
+                    or _ONE_PROCESS_RETURNS.search(re.sub(r"\s+", " ", body)) is not None
             self._guarded_functions[key] = guarded
         return self._guarded_functions[key]
 
