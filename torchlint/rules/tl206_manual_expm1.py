@@ -10,6 +10,8 @@ from torchlint.reports import FixSpec
 from torchlint.rule import Rule
 
 _CONSTANT_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
+# Factories whose every element is one known number, whatever the sizes: `torch.ones(1)` is 1.
+_FILLED_FACTORIES = frozenset({"torch.ones", "torch.ones_like"})
 
 
 # Rounding to a whole number: the cancellation's error (one ulp of 1) cannot change the result.
@@ -24,9 +26,10 @@ def _is_minus_one(expr: cst.BaseExpression) -> bool:
 class ManualExpm1(Rule):
     """
     ## What it does
-    Flags `torch.exp(x) - 1` (also `- 1.0`), `-1 + torch.exp(x)` and `x.exp() - 1`. An exponent written as a number
-    (`torch.exp(torch.tensor(10.0)) - 1`) is not flagged: its size is known. Nor is a result
-    rounded at once to a whole number (`torch.round(torch.exp(x) - 1)`, `(x.exp() - 1).long()`):
+    Flags `torch.exp(x) - 1` (also `- 1.0`), `-1 + torch.exp(x)` and `x.exp() - 1`. An exponent
+    written as a number (`torch.exp(torch.tensor(10.0)) - 1`, or ones: `torch.exp(torch.ones(1)) -
+    1`, the softplus inverse of 1 that initialises a weight) is not flagged: its size is known. Nor
+    is a result rounded at once to a whole number (`torch.round(torch.exp(x) - 1)`, `(x.exp() - 1).long()`):
     the cancellation's error, one unit in the last place of 1, cannot change it.
 
     ## Why is this bad?
@@ -79,7 +82,10 @@ class ManualExpm1(Rule):
         )
 
     def _is_constant(self, exponent: cst.BaseExpression) -> bool:
-        """A number written in the code (`5.0`, `torch.tensor(10.0)`): its size is known."""
+        """A number written in the code (`5.0`, `torch.tensor(10.0)`, the ones of
+        `torch.ones(1)`): its size is known."""
+        if isinstance(exponent, cst.Call) and self.ctx.callee(exponent) in _FILLED_FACTORIES:
+            return True
         if isinstance(exponent, cst.Call) and self.ctx.callee(exponent) in _CONSTANT_FACTORIES:
             positional = positional_args(exponent)
             return bool(positional) and is_number(positional[0].value)
