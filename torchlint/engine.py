@@ -32,8 +32,9 @@ from torchlint.suppressions import NO_SUPPRESSIONS, Suppressions, may_hold_torch
 from torchlint.walker import Walker
 from torchlint.workers import map_bounded, report_progress
 
-# Rules only look at files that mention torch at all: a cheap textual pre-filter.
-_RELEVANT = re.compile(r"torch|backward|zero_grad")
+# Rules only look at files that mention torch at all (its environment variables count: a package's
+# `__init__.py` may set one without importing torch): a cheap textual pre-filter.
+_RELEVANT = re.compile(r"torch|backward|zero_grad|TORCH_")
 _KNOWN_CODES = frozenset(rule.code for rule in all_rules())
 
 # Seconds one file may take (its parse, rules and fixes); a file that takes longer is TL902.

@@ -9,11 +9,14 @@ from torchlint.analysis.call_edits import keyword, with_arguments
 from torchlint.analysis.names import argument, dotted_name, keyword_arg, parameter_named, positional_args
 from torchlint.analysis.tensor_facts.domain import ModuleValue
 from torchlint.analysis.torch_api import LOAD_FUNCTIONS
+from torchlint.analysis.values import string_value
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec, RelatedNode
 from torchlint.rule import Rule
 from torchlint.walker import nodes_in_order
 
+# The environment variable that makes every `torch.load` without `weights_only` use `weights_only=False`.
+_FORCE_UNSAFE_LOADS = "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"
 # From this version on, a missing `weights_only` means `weights_only=True`.
 _SAFE_DEFAULT_SINCE = (2, 6)
 _SAVE_FUNCTIONS = frozenset({"torch.save", "torch.serialization.save"})
@@ -45,6 +48,11 @@ class UnsafeTorchLoad(Rule):
     nor are the loads of test code (a test module, or a module of a test folder such as
     `tests/helpers.py`), which reads files the test suite controls. A whole pickled Module is
     reported there too: its load fails from torch 2.6 on.
+
+    Also flags `os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"` run on import (at the top of
+    a module, such as a package's `__init__.py`): from then on every `torch.load` without
+    `weights_only` in the process unpickles arbitrary code, those of the code that imports the
+    package too. Set inside a function around one load, or in test code, it is not flagged.
 
     ## Why is this bad?
     With `weights_only=False` (the default before torch 2.6), `torch.load` unpickles arbitrary
@@ -109,6 +117,24 @@ class UnsafeTorchLoad(Rule):
         # those without `weights_only` (with the fix).
         self._unsafe: list[tuple[cst.Call, _FilePlace | None]] = []
         self._unmarked: list[tuple[cst.Call, FixSpec | None, _FilePlace | None]] = []
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"` on import: every `torch.load` of
+        the process, those of code that imports this one too, then unpickles arbitrary code."""
+        if len(node.targets) != 1 or self.ctx.enclosing_function() is not None or self.ctx.serves_tests:
+            return
+        target = node.targets[0].target
+        if not (isinstance(target, cst.Subscript) and self.ctx.qualified_name(target.value) == "os.environ"
+                and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index)):
+            return
+        if string_value(target.slice[0].slice.value) == _FORCE_UNSAFE_LOADS \
+                and (string_value(node.value) or "0").lower() not in ("0", "false"):
+            self.report(
+                node,
+                f"`{_FORCE_UNSAFE_LOADS}` set on import makes every `torch.load` in the process, the loads of "
+                "code that imports this module too, unpickle arbitrary code; pass `weights_only=False` to the "
+                "loads of the files you trust instead",
+            )
 
     def visit_Call(self, node: cst.Call) -> None:
         callee = self.ctx.callee(node)
