@@ -15,9 +15,10 @@ _GUARD_WORDS = (
     "cuda", "gpu", "is_available", "device_count", "accelerator", "nccl",
     "is_sm", "sm_at_least", "capability", "hopper", "blackwell",  # GPU generations: `is_sm_at_least_90()`
 )
-# What a function that measures the GPU itself uses: CUDA profiling, CUDA timings. It needs
-# CUDA whatever device it names (`def profile():` of a benchmark script).
-_MEASURES_CUDA = re.compile(r"ProfilerActivity\.CUDA|cuda_time|cuda\.Event\(")
+# What a function that works the GPU itself uses: CUDA profiling, CUDA timings, CUDA streams. It
+# needs CUDA whatever device it names (`def profile():` of a benchmark script, a loader that copies
+# batches on a side stream).
+_WORKS_CUDA = re.compile(r"ProfilerActivity\.CUDA|cuda_time|cuda\.Event\(|cuda\.Stream\(|cuda\.stream\(")
 # Code that runs only when several processes take part: a machine without CUDA (a laptop, CPU-only
 # CI) runs one. `if world_size > 1:`, or after `if world_size == 1: return` in the function.
 _MANY_PROCESSES = re.compile(r"world_size(?:\(\))?\s*(?:>\s*1|!=\s*1|>=\s*2)")
@@ -77,8 +78,8 @@ class HardcodedCuda(Rule):
     that needs CUDA whatever device it names: a function or class that uses a library running
     only on NVIDIA GPUs (TensorRT, CuPy, kvikio, pycuda, the CUDA bindings, an NCCL
     communicator), imported or loaded by name (`cp, _ = optional_import("cupy")`), code
-    under a condition about NCCL (`if backend == "nccl":`), a function that measures the GPU
-    itself (CUDA profiler activity, `torch.cuda.Event` timings), and a file whose processes talk
+    under a condition about NCCL (`if backend == "nccl":`), a function that measures or drives the
+    GPU itself (CUDA profiler activity, `torch.cuda.Event` timings, `torch.cuda.Stream`), and a file whose processes talk
     through NCCL, which runs only on CUDA (`dist.init_process_group("nccl")`, `backend="nccl"`),
     or that imports `setGPU` (which picks an NVIDIA GPU, and fails without one): choosing its
     device at run time would not make it run on a CPU. Nor is code that runs only when several
@@ -218,7 +219,7 @@ class HardcodedCuda(Rule):
             guarded = any(self._mentions_guard(decorator) for decorator in function.decorators)
             if not guarded:
                 body = self.ctx.code_for(function.body)
-                guarded = "is_available" in body or "device_count" in body or _MEASURES_CUDA.search(body) is not None \
+                guarded = "is_available" in body or "device_count" in body or _WORKS_CUDA.search(body) is not None \
                     or _ONE_PROCESS_RETURNS.search(re.sub(r"\s+", " ", body)) is not None
             self._guarded_functions[key] = guarded
         return self._guarded_functions[key]
