@@ -8,6 +8,7 @@ from pathlib import Path
 from torchlint import engine
 from torchlint.config import Options, resolve_settings
 from torchlint.project.index import ProjectView
+from torchlint.project.layout import Layout
 from torchlint.project.summary import summarize, summarize_lazily
 
 MODEL = """\
@@ -628,6 +629,27 @@ def test_names_from_star_imports_through_packages(project):
         ("ssd.py", "TL401", 10)]
     assert ProjectView(str(project / "ssd.py"), "").lookup("PriorBox.forward").kind == "tensor"
     assert ProjectView(str(project / "plain.py"), "").lookup("PriorBox.forward") is None
+
+
+def test_a_name_is_not_sought_through_every_chain_of_outside_stars(project, monkeypatch):
+    """tsai's `imports.py` star-imports a dozen libraries outside the project: a name none of them
+    is known to hold was sought again through the other stars (`fastcore.all.fastai.basics.name`),
+    a search that grew with the power of their number and ran past the 30 s limit. The name the
+    project's own star-imported module defines is still found."""
+    outside = "".join(f"from outside{index}.all import *\n" for index in range(12))
+    _write(project, {"pkg/__init__.py": "", "pkg/imports.py": outside + "from pkg.layers import *\n",
+                     "pkg/layers.py": PRIOR_BOX, "pkg/model.py": "from pkg.imports import *\n"})
+    resolve = Layout.resolve
+    calls = []
+
+    def counted(self, *args):
+        calls.append(args)
+        assert len(calls) < 5_000, "the search through star imports does not end"
+        return resolve(self, *args)
+
+    monkeypatch.setattr(Layout, "resolve", counted)
+    assert ProjectView(str(project / "pkg" / "model.py"), "").lookup("unknown_helper") is None
+    assert ProjectView(str(project / "pkg" / "model.py"), "").lookup("PriorBox.forward").kind == "tensor"
 
 
 HEAD = '''\

@@ -403,18 +403,29 @@ class _Resolver:
         found = self.layout.resolve(qualified, importer, self.used)
         if found is None:
             return self.through_stars(qualified, importer, depth, seen)
+        return self._named_in(found, qualified, importer, depth, seen)
+
+    def _named_in(self, found: tuple[str, list[str]], qualified: str, importer: str, depth: int,
+                  seen: frozenset) -> Fact | None:
         module, names = found
         if not names:
             return None  # a module object: its attributes are asked by their full names
         return self.symbol(module, names, depth + 1, seen | {(qualified, importer)})
 
     def through_stars(self, qualified: str, importer: str, depth: int, seen: frozenset) -> Fact | None:
-        """`qualified` as a name the importer has from one of its `from <module> import *`."""
+        """`qualified` as a name the importer has from one of its `from <module> import *`. A
+        starred module outside the project tells nothing: the name is not sought again through
+        the importer's other stars (`tsai.imports.fastai.imports.name`), a search that grows with
+        the power of their number."""
         summary = self.summary(importer)
         for star in summary.stars if summary is not None else ():
-            found = self.imported(f"{star}{'' if star.endswith('.') else '.'}{qualified}", importer, depth + 1, seen)
-            if found is not None:
-                return found
+            target = f"{star}{'' if star.endswith('.') else '.'}{qualified}"
+            if depth + 1 > MAX_DEPTH or (target, importer) in seen:
+                continue
+            found = self.layout.resolve(target, importer, self.used)
+            fact = self._named_in(found, target, importer, depth + 1, seen) if found is not None else None
+            if fact is not None:
+                return fact
         return None
 
     def symbol(self, module: str, names: list[str], depth: int, seen: frozenset) -> Fact | None:
