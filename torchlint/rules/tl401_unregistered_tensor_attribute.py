@@ -137,8 +137,9 @@ def _moved_by_hand(classdef: cst.ClassDef, vectors: frozenset[str]) -> set[str]:
     (`torch.empty(1).uniform_(low[0], low[1])`), as the index of another tensor (`w[self.idx]`,
     `w[self.idx] = v`: indices on the CPU index tensors on any device), in `len()`, for its `shape`, or as
     the truth value of an `if` or `while` (`if self.active[0][d]:`), walked for such truth values
-    (`for i, flag in enumerate(self.mask): if flag:`), or, for the 1-D `vectors`, one element at a
-    whole-number index (`self.schedule[epoch]` of `epoch: int`)."""
+    (`for i, flag in enumerate(self.mask): if flag:`), one element read as a number
+    (`self.dilations[i].item()`), or, for the 1-D `vectors`, one element at a whole-number index
+    (`self.schedule[epoch]` of `epoch: int`)."""
     found: set[str] = set()
     placed_reads: set[str] = set()
     other_reads: set[str] = set()
@@ -171,7 +172,8 @@ def _moved_by_hand(classdef: cst.ClassDef, vectors: frozenset[str]) -> set[str]:
                 consumed.update(id(read) for read in _reshaped_in_place(node, receiver))
             elif receiver is not None and (
                     read := _index_or_length(node, receiver) or _truth_test(node, receiver) or _metadata(node, receiver)
-                    or _element(node, receiver, method, vectors) or _walked_for_truth(node, receiver)):
+                    or _element(node, receiver, method, vectors) or _walked_for_truth(node, receiver)
+                    or _element_as_number(node, receiver)):
                 consumed.add(id(read))
                 placed_reads.add(read.attr.value)
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _RANDOM_FILLS:
@@ -218,6 +220,18 @@ def _element(node: cst.CSTNode, receiver: str, method: cst.FunctionDef, vectors:
     index = node.slice[0].slice.value
     whole = isinstance(index, cst.Integer) or (isinstance(index, cst.Name) and _number_argument(method, index.value))
     return node.value if whole and self_attribute(node.value, receiver) in vectors else None
+
+
+def _element_as_number(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
+    """The `self.x` of `self.x[i].item()`: one element read as a Python number, which the tensor's
+    device does not change (tsai's `d = self.dilations[i].item()` for a convolution's dilation)."""
+    if not (isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "item" and isinstance(node.func.value, cst.Subscript)):
+        return None
+    element = node.func.value
+    if len(element.slice) != 1 or not isinstance(element.slice[0].slice, cst.Index):
+        return None
+    return element.value if self_attribute(element.value, receiver) is not None else None
 
 
 def _metadata(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
@@ -346,7 +360,8 @@ class UnregisteredTensorAttribute(Rule):
     which takes numbers, or only as the index of another tensor (`w[self.observed]`,
     `w[self.missing] = v`: CPU indices index a tensor on any device), in `len()`, for its `shape`, as
     the truth value of an `if` or `while` (`if self.active[0][d]:`), walked for such truth values
-    (`for i, flag in enumerate(self.mask): if flag:`), or, made 1-D (`torch.linspace(...)`),
+    (`for i, flag in enumerate(self.mask): if flag:`), one element read as a number
+    (`self.dilations[i].item()`), or, made 1-D (`torch.linspace(...)`),
     one element at a time at a whole-number index (`self.schedule[epoch]` of `epoch: int`: a
     0-dim tensor; a tensor index such as diffusion's `self.betas[t]` is reported); nor one that a
     method `__init__` calls afterwards assigns anew (`self.set_timesteps(n)`): it never outlives
