@@ -7,7 +7,7 @@ import libcst as cst
 
 from torchlint.analysis.dataflow import assigned_names, bound_by_comprehension, comprehension_targets, target_names
 from torchlint.analysis.loops import ElementWalk, Loop, element_walk, is_limited, is_throttle
-from torchlint.analysis.names import dotted_name, isinstance_check, positional_args
+from torchlint.analysis.names import dotted_name, isinstance_check, positional_args, suite_statements
 from torchlint.analysis.tensor_evidence import TensorEvidence, places_on_accelerator
 from torchlint.diagnostics import Severity
 from torchlint.positions import StatementPositions
@@ -91,7 +91,8 @@ class SyncInLoop(Rule):
     for k, v in model.state_dict().items()}` for a checkpoint, a dict of stats converted with
     `.numpy()`, a per-task list under `if isinstance(scores, list):`): the copy is the point. A value Python needs every iteration (`if token.item() == eos: break`,
     `env.step(action.item())`, an index), a sync in the branch for one element of a loop
-    (`if key == "batch":`), a sync under a throttle (`if step % log_every == 0:`)
+    (`if key == "batch":`) or in a branch that ends the loop (`if step >= max_steps: ...; break`,
+    or `return`), a sync under a throttle (`if step % log_every == 0:`)
     or a limit (`if shown < 3: shown += 1; print(...)`),
     once per epoch after the inner batch loop or in the loop's `else`, a loop over a `DataLoader`
     or dataset (it walks over batches, even of tensors moved to the device), tensors known to be on the
@@ -253,6 +254,7 @@ class SyncInLoop(Rule):
         found: list[_Repetition] = []
         throttled = False
         selected: set[str] = set()  # names an enclosing `if key == "batch":` compares to a constant
+        leaves: type | None = None  # a branch around the sync ends with `break` (this loop) or `return` (all)
         child = node
         for parent in reversed(chain):
             if isinstance(parent, _SCOPES):
@@ -261,12 +263,16 @@ class SyncInLoop(Rule):
                 throttled = True
             elif isinstance(parent, cst.If) and child is parent.body:
                 selected |= _compared_to_a_constant(parent.test)
+                leaves = leaves or _last_exit(parent.body)
             elif isinstance(parent, (cst.For, cst.While)):
                 if child is parent.body or (isinstance(parent, cst.While) and child is parent.test):
                     walk = element_walk(parent.target, parent.iter) if isinstance(parent, cst.For) else None
-                    # A branch for one element (`if key == "batch":`) runs once per loop, not per element.
+                    # A branch for one element (`if key == "batch":`) runs once per loop, not per element,
+                    # and so does one that leaves the loop (`if done: ...; break`).
                     once = isinstance(parent, cst.For) and not selected.isdisjoint(target_names(parent.target))
-                    found.append(_Repetition(parent, walk, throttled or once))
+                    found.append(_Repetition(parent, walk, throttled or once or leaves is not None))
+                    if leaves is cst.Break:
+                        leaves = None
             elif isinstance(parent, _COMPREHENSIONS) and child is not parent.for_in:
                 clause = parent.for_in
                 while clause is not None:
@@ -428,6 +434,16 @@ def _tests_tensor(test: cst.BaseExpression, name: str) -> bool:
 
 def _names(expression: cst.BaseExpression, name: str) -> bool:
     return isinstance(expression, cst.Name) and expression.value == name
+
+
+def _last_exit(body: cst.BaseSuite) -> type | None:
+    """`cst.Break` or `cst.Return` when the block's last statement leaves the loop that way."""
+    statements = suite_statements(body)
+    last = statements[-1] if statements else None
+    exit_statement = last.body[-1] if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else None
+    if isinstance(exit_statement, (cst.Break, cst.Return)):
+        return type(exit_statement)
+    return None
 
 
 def _throttled(node: cst.CSTNode, chain: list[cst.CSTNode]) -> bool:
