@@ -88,14 +88,14 @@ def _size_read(value) -> bool:
 
 
 def _empty_placeholder(ctx, factory: cst.Call) -> bool:
-    """`torch.Tensor()`, `torch.empty(0)`: an empty tensor that stands for "nothing yet", assigned
-    anew (by a method or a hook) before it holds data."""
+    """`torch.Tensor()`, `torch.empty(0)`, `torch.empty(0, 0)`: an empty tensor (a size of 0) that
+    stands for "nothing yet", assigned anew (by a method or a hook) before it holds data."""
     callee = ctx.callee(factory)
     if not factory.args:
         return callee in LEGACY_CONSTRUCTORS
     sizes = positional_args(factory)
-    return callee in _SIZED and len(sizes) == len(factory.args) == 1 \
-        and isinstance(sizes[0].value, cst.Integer) and sizes[0].value.value == "0"
+    return callee in _SIZED and len(sizes) == len(factory.args) \
+        and any(isinstance(size.value, cst.Integer) and size.value.value == "0" for size in sizes)
 
 
 def _number_argument(function: cst.FunctionDef | None, name: str) -> bool:
@@ -354,7 +354,7 @@ class UnregisteredTensorAttribute(Rule):
     `torch.tensor(float("inf"))`, `torch.sqrt(torch.tensor(attn_dim))` of a size the class gives a
     layer (`nn.Linear(d, attn_dim)`), `torch.as_tensor(threshold)` of an argument annotated as a
     number or a flag (`threshold: float`, `sort: bool`) or with a number for its default (`epsilon=1e-8`), or of a size read off a tensor (`n = K.shape[-1]`), nor an empty placeholder
-    (`self.cache = torch.Tensor()`, `torch.empty(0)`), assigned anew before it holds data; nor one moved where it is
+    (`self.cache = torch.Tensor()`, `torch.empty(0)`, `torch.empty(0, 0)`), assigned anew before it holds data; nor one moved where it is
     read under a condition: `(self.feats if feats is None else feats).type_as(x)`; nor one read only
     as the bounds of a random fill (`torch.empty(1).uniform_(self.log_ratio[0], self.log_ratio[1])`),
     which takes numbers, or only as the index of another tensor (`w[self.observed]`,
