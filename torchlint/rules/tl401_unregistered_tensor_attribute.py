@@ -138,8 +138,8 @@ def _moved_by_hand(classdef: cst.ClassDef, vectors: frozenset[str]) -> set[str]:
     `w[self.idx] = v`: indices on the CPU index tensors on any device), in `len()`, for its `shape`, or as
     the truth value of an `if` or `while` (`if self.active[0][d]:`), walked for such truth values
     (`for i, flag in enumerate(self.mask): if flag:`), one element read as a number
-    (`self.dilations[i].item()`), or, for the 1-D `vectors`, one element at a whole-number index
-    (`self.schedule[epoch]` of `epoch: int`)."""
+    (`self.dilations[i].item()`), shown in an f-string (an error message), or, for the 1-D
+    `vectors`, one element at a whole-number index (`self.schedule[epoch]` of `epoch: int`)."""
     found: set[str] = set()
     placed_reads: set[str] = set()
     other_reads: set[str] = set()
@@ -173,7 +173,7 @@ def _moved_by_hand(classdef: cst.ClassDef, vectors: frozenset[str]) -> set[str]:
             elif receiver is not None and (
                     read := _index_or_length(node, receiver) or _truth_test(node, receiver) or _metadata(node, receiver)
                     or _element(node, receiver, method, vectors) or _walked_for_truth(node, receiver)
-                    or _element_as_number(node, receiver)):
+                    or _element_as_number(node, receiver) or _formatted(node, receiver)):
                 consumed.add(id(read))
                 placed_reads.add(read.attr.value)
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _RANDOM_FILLS:
@@ -232,6 +232,13 @@ def _element_as_number(node: cst.CSTNode, receiver: str) -> cst.Attribute | None
     if len(element.slice) != 1 or not isinstance(element.slice[0].slice, cst.Index):
         return None
     return element.value if self_attribute(element.value, receiver) is not None else None
+
+
+def _formatted(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
+    """The `self.x` of `f"... {self.x}"`: text for a message, the same from any device."""
+    if isinstance(node, cst.FormattedStringExpression) and self_attribute(node.expression, receiver) is not None:
+        return node.expression
+    return None
 
 
 def _metadata(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
@@ -361,7 +368,8 @@ class UnregisteredTensorAttribute(Rule):
     `w[self.missing] = v`: CPU indices index a tensor on any device), in `len()`, for its `shape`, as
     the truth value of an `if` or `while` (`if self.active[0][d]:`), walked for such truth values
     (`for i, flag in enumerate(self.mask): if flag:`), one element read as a number
-    (`self.dilations[i].item()`), or, made 1-D (`torch.linspace(...)`),
+    (`self.dilations[i].item()`), shown in an f-string (`f"supported: {self.atomic_numbers}"`),
+    or, made 1-D (`torch.linspace(...)`),
     one element at a time at a whole-number index (`self.schedule[epoch]` of `epoch: int`: a
     0-dim tensor; a tensor index such as diffusion's `self.betas[t]` is reported); nor one that a
     method `__init__` calls afterwards assigns anew (`self.set_timesteps(n)`): it never outlives
