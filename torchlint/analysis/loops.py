@@ -34,7 +34,7 @@ import libcst as cst
 from torchlint.analysis.dataflow import assigned_names
 from torchlint.analysis.imports import ImportTable
 from torchlint.analysis.names import (
-    argument, dotted_name, nested_statement_lists, positional_args, suite_statements,
+    argument, dotted_name, keyword_arg, nested_statement_lists, positional_args, suite_statements,
 )
 from torchlint.walker import child_nodes
 
@@ -1095,15 +1095,15 @@ def _flags_passed(call: cst.Call, function: cst.FunctionDef) -> dict[str, bool]:
     passed: dict[str, bool] = {}
     for index, param in enumerate([*params, *function.params.kwonly_params]):
         name = param.name.value
-        given = argument(call, index, name) if index < len(params) else _keyword(call, name)
+        if index < len(params):
+            given = argument(call, index, name)
+        else:  # keyword-only
+            written = keyword_arg(call, name)
+            given = written.value if written is not None else None
         value = given if given is not None else param.default
         if isinstance(value, cst.Name) and value.value in ("True", "False"):
             passed[name] = value.value == "True"
     return passed
-
-
-def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
-    return next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == name), None)
 
 
 def _ruled_out(event: Event, function: int, passed: dict[str, bool]) -> bool:
