@@ -8,7 +8,7 @@ import libcst as cst
 from torchlint.analysis.layouts import Layout
 from torchlint.analysis.shape_checks import known_sizes
 from torchlint.analysis.tensor_facts.domain import (
-    NUMBER, UNKNOWN, Device, Iterable, ModuleValue, Sequence, TensorFacts, join, unpack,
+    NUMBER, UNKNOWN, Device, DeviceValue, Iterable, ModuleValue, Sequence, TensorFacts, join, unpack,
 )
 from torchlint.analysis.tensor_facts.ops import FUNCTION_OPS, METHOD_OPS, Rule
 from tests.analysis.helpers import walk_with_probe
@@ -669,3 +669,21 @@ def test_a_view_of_unknown_sizes_leaves_its_minus_one_unknown() -> None:
         probe(ys.view(-1).unsqueeze(1))
     """
     assert known_sizes(only(source)) == (None, "1")
+
+
+def test_a_helper_named_for_the_device_answers_where_its_tensor_is() -> None:
+    """asteroid's `get_device(wav)` is `wav.device`; `to_device(wav, d)` moves the tensor and
+    returns it, no device."""
+    source = """
+    import numpy as np
+    import torch
+    from audiolib.utils import get_device, to_device
+
+    def separate(wav: torch.Tensor, array: np.ndarray):
+        probe(get_device(wav))
+        probe(get_device(torch.from_numpy(array)))
+        probe(to_device(wav, "cuda"))
+    """
+    asked, from_numpy, moved = probed(source)
+    assert asked == DeviceValue(Device.INPUT) and from_numpy == DeviceValue(Device.DEFAULT)
+    assert not isinstance(moved, DeviceValue)

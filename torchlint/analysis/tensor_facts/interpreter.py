@@ -100,6 +100,9 @@ _DEVICE_HOLDERS = frozenset(
     "accelerator accelerate fabric trainer args opt opts options config conf cfg settings hparams params "
     "runner engine self model module net pipe pipeline".split()
 )
+# Helpers that answer where a value is (`get_device(x)`, `infer_device(x)`, `device_of(x)`), not
+# ones that move it (`to_device(x, d)`, which returns the tensor).
+_DEVICE_GETTER = re.compile(r"(?:get|find|infer|detect)_?\w*device|device_of\w*")
 # Ops whose output takes the memory format of their input: a channels-last input (an NHWC
 # tensor permuted to NCHW) gives a channels-last output, so a later permute can undo the input's.
 _KEEPS_MEMORY_FORMAT = frozenset(
@@ -1020,7 +1023,7 @@ class Interpreter:
         written = qualified or dotted_name(call.func)
         if not written or written.startswith("torch.") or isinstance(call.func, cst.Attribute) and qualified is None:
             return None
-        if "device" not in written.rsplit(".", 1)[-1].lower() or not args or args[0][0].keyword is not None:
+        if not _DEVICE_GETTER.fullmatch(written.rsplit(".", 1)[-1].lower()) or not args or args[0][0].keyword is not None:
             return None
         holder, value = args[0][0].value, args[0][1]
         return self._device_held(holder, value) if isinstance(value, TensorFacts) else None
