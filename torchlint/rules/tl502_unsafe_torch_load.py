@@ -88,9 +88,9 @@ class UnsafeTorchLoad(Rule):
     for the files this code writes, and runs any code in a file a user hands it from elsewhere.
     Still errors: a saved dict display (`torch.save({"docs": docs, "emb": emb}, path)`), plain
     data that `weights_only=True` would load (one holding what NumPy makes, such as
-    `np.random.get_state()` in a training loop's checkpoint, is not: `weights_only=True` rejects it); one function that saves a file and loads it on
-    another call (a cache, which an earlier run or another user may have filled); two
-    module-level functions that take a `path` each.
+    `np.random.get_state()` in a training loop's checkpoint, is not: `weights_only=True` rejects
+    it); one function that saves a file and loads it on another call (a cache, which an earlier
+    run or another user may have filled); two module-level functions that take a `path` each.
 
     ## Fix safety
     The fix adds `weights_only=True` and is unsafe: loading a file that holds objects other than
