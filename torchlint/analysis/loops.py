@@ -762,10 +762,11 @@ class _Scanner:
     def _flags_required(self, test: cst.BaseExpression, holds: bool) -> tuple[tuple[int, str, bool], ...]:
         """The values of the function's fixed flags under which `test` is `holds`."""
         function = self.scope.node
-        if not isinstance(function, cst.FunctionDef):
-            return ()
+        values = _flag_values(test, holds) if isinstance(function, cst.FunctionDef) else ()
+        if not values:
+            return ()  # most tests name no plain flag: the function's assignments are not read for them
         flags = self.analysis.fixed_flags(function)
-        return tuple((id(function), name, value) for name, value in _flag_values(test, holds) if name in flags)
+        return tuple((id(function), name, value) for name, value in values if name in flags)
 
     def _assigned(self, target: cst.BaseExpression, assignment: cst.Assign, value: cst.BaseExpression) -> None:
         if _is_grad_attribute(target):

@@ -140,6 +140,13 @@ def is_constant_true(expr: cst.BaseExpression | None) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "True"
 
 
+def single_index(subscript: cst.Subscript) -> cst.BaseExpression | None:
+    """The index of `x[i]`: one element, not a slice nor several indices; None otherwise."""
+    if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
+        return None
+    return subscript.slice[0].slice.value
+
+
 def is_constant_none(expr: cst.BaseExpression | None) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.layouts import int_value
-from torchlint.analysis.names import argument, positional_args, torch_keyword
+from torchlint.analysis.names import argument, positional_args, single_index, torch_keyword
 from torchlint.analysis.shape_checks import BROADCASTING_OPERATORS
 from torchlint.analysis.tensor_facts.domain import TensorFacts
 from torchlint.diagnostics import Applicability, Severity
@@ -30,8 +30,7 @@ def _reduction(expr: cst.BaseExpression) -> cst.Call | None:
         return expr
     if isinstance(expr, cst.Attribute) and expr.attr.value == "values":
         inner = expr.value
-    elif isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) \
-            and int_value(expr.slice[0].slice.value) == 0:
+    elif isinstance(expr, cst.Subscript) and (index := single_index(expr)) is not None and int_value(index) == 0:
         inner = expr.value
     else:
         return None

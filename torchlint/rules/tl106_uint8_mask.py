@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.literals import needs_parentheses
-from torchlint.analysis.names import argument, method_name, method_receiver, positional_args
+from torchlint.analysis.names import argument, method_name, method_receiver, positional_args, single_index
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec, RelatedNode
 from torchlint.rule import Rule
@@ -68,9 +68,10 @@ class Uint8Mask(Rule):
         self._may_hold_uint8 = any(word in ctx.source for word in _UINT8_WORDS)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if not self._may_hold_uint8 or len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        index = single_index(node) if self._may_hold_uint8 else None
+        if index is None:
             return
-        self._check_mask(node.slice[0].slice.value, "indexing with a uint8 mask is deprecated and warns on every call")
+        self._check_mask(index, "indexing with a uint8 mask is deprecated and warns on every call")
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self._may_hold_uint8:

@@ -29,8 +29,6 @@ _MODULE_SKIP = re.compile(r"allow_module_level\s*=\s*True|\bSkipTest\b")
 # their top-level package, and NCCL's bindings wherever they live (vLLM's `...pynccl`,
 # `...nccl_engine`): code that uses one needs CUDA whatever device it names.
 _CUDA_ONLY_PACKAGES = frozenset({"tensorrt", "torch_tensorrt", "cupy", "pycuda", "kvikio", "cuda", "nvidia"})
-
-
 # What a device object answers without touching a device.
 _DEVICE_FIELDS = frozenset({"type", "index"})
 
@@ -136,7 +134,7 @@ class HardcodedCuda(Rule):
         if device_arg is not None:
             candidates.append(device_arg.value)
         if isinstance(func, cst.Attribute) and func.attr.value == "to" or self.ctx.callee(node) == "torch.device" \
-                and not self._only_compared(node):
+                and not self._only_compared():
             candidates.extend(arg.value for arg in positional_args(node)[:1])
         for candidate in candidates:
             if _is_cuda_string(candidate) and self._unguarded(node):
@@ -146,9 +144,10 @@ class HardcodedCuda(Rule):
                     "`\"cuda\" if torch.cuda.is_available() else \"cpu\"`",
                 )
 
-    def _only_compared(self, device: cst.Call) -> bool:
-        """`self.device.type == torch.device("cuda").type`: a device object is made on any machine,
-        and one only compared or asked its `type` places nothing on the GPU."""
+    def _only_compared(self) -> bool:
+        """The device object being visited is only compared or asked its `type`
+        (`self.device.type == torch.device("cuda").type`): it is made on any machine and places
+        nothing on the GPU."""
         parent = self.ctx.ancestors[-1] if self.ctx.ancestors else None
         if isinstance(parent, cst.Attribute):
             return parent.attr.value in _DEVICE_FIELDS

@@ -5,7 +5,7 @@ import libcst as cst
 from torchlint.analysis.module_attributes import ClassFrames, first_parameter, self_attribute
 from torchlint.analysis.names import (
     SEQUENCE_TYPE_NAMES, annotation_words, dotted_name, method_named, method_receiver, parameter_named,
-    positional_args, suite_statements,
+    positional_args, single_index, suite_statements,
 )
 from torchlint.analysis.nn_layers import parameterized_layer
 from torchlint.analysis.tensor_facts.domain import TensorFacts
@@ -215,9 +215,9 @@ def _element(node: cst.CSTNode, receiver: str, method: cst.FunctionDef, vectors:
     """The `self.x` of `self.x[epoch]`, one element of a 1-D tensor (`vectors`) at a literal index
     or one that `method` takes as a number (`epoch: int`): a 0-dim tensor, which mixes with
     tensors on any device. A tensor index (diffusion's `self.betas[t]`) is not one."""
-    if not isinstance(node, cst.Subscript) or len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+    index = single_index(node) if isinstance(node, cst.Subscript) else None
+    if index is None:
         return None
-    index = node.slice[0].slice.value
     whole = isinstance(index, cst.Integer) or (isinstance(index, cst.Name) and _number_argument(method, index.value))
     return node.value if whole and self_attribute(node.value, receiver) in vectors else None
 
@@ -229,7 +229,7 @@ def _element_as_number(node: cst.CSTNode, receiver: str) -> cst.Attribute | None
             and node.func.attr.value == "item" and isinstance(node.func.value, cst.Subscript)):
         return None
     element = node.func.value
-    if len(element.slice) != 1 or not isinstance(element.slice[0].slice, cst.Index):
+    if single_index(element) is None:
         return None
     return element.value if self_attribute(element.value, receiver) is not None else None
 

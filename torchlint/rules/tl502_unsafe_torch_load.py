@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchlint.analysis.call_edits import keyword, with_arguments
-from torchlint.analysis.names import argument, dotted_name, keyword_arg, parameter_named, positional_args
+from torchlint.analysis.names import argument, dotted_name, keyword_arg, parameter_named, positional_args, single_index
 from torchlint.analysis.tensor_facts.domain import ModuleValue
 from torchlint.analysis.torch_api import LOAD_FUNCTIONS
 from torchlint.analysis.values import string_value
@@ -124,10 +124,10 @@ class UnsafeTorchLoad(Rule):
         if len(node.targets) != 1 or self.ctx.enclosing_function() is not None or self.ctx.serves_tests:
             return
         target = node.targets[0].target
-        if not (isinstance(target, cst.Subscript) and self.ctx.qualified_name(target.value) == "os.environ"
-                and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index)):
+        if not (isinstance(target, cst.Subscript) and self.ctx.qualified_name(target.value) == "os.environ"):
             return
-        if string_value(target.slice[0].slice.value) == _FORCE_UNSAFE_LOADS \
+        variable = single_index(target)
+        if variable is not None and string_value(variable) == _FORCE_UNSAFE_LOADS \
                 and (string_value(node.value) or "0").lower() not in ("0", "false"):
             self.report(
                 node,

@@ -34,7 +34,7 @@ from torchlint.analysis.module_attributes import registration_of
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import (
     argument, assigned_once, assigns_name, dotted_name, has_parameter, integer, is_constant_false, is_constant_none,
-    isinstance_check, keyword_arg, parameter_named, positional_args, suite_statements, torch_keyword,
+    isinstance_check, keyword_arg, parameter_named, positional_args, single_index, suite_statements, torch_keyword,
 )
 from torchlint.analysis.op_shapes import interpolated, narrowed, one_hot, padded, repeated, squeezed, stft_sizes
 from torchlint.analysis.tensor_facts.domain import (
@@ -811,13 +811,14 @@ class Interpreter:
                 given = (index.lower is None or lower is not None) and (index.upper is None or upper is not None)
                 window = self._window(index)
                 bounds.append(window if window is not None else (lower, upper) if given and index.step is None else None)
-        if isinstance(receiver, Sequence) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
-            position = int_value(node.slice[0].slice.value)
+        one_index = single_index(node)
+        if isinstance(receiver, Sequence) and one_index is not None:
+            position = int_value(one_index)
             if position is not None and -len(receiver.items) <= position < len(receiver.items):
                 return receiver.items[position]
             return element_of(receiver) if receiver.items else UNKNOWN
         if isinstance(receiver, Iterable):
-            return receiver.element if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) else receiver
+            return receiver.element if one_index is not None else receiver
         if isinstance(receiver, ModuleValue) and receiver.element is not None:
             return element_of(receiver) if isinstance(node.slice[0].slice, cst.Index) else receiver
         if not isinstance(receiver, TensorFacts):
@@ -1105,7 +1106,7 @@ class Interpreter:
         if not isinstance(summary, TensorFacts):
             return summary
         placed = self._device_passed(call, function) if summary.device is Device.TARGET else None
-        if summary.device is Device.TARGET and _device_left_to_none(call, function):
+        if summary.device is Device.TARGET and placed is None and _device_defaults_to_none(call, function):
             # `change_basis(l)` of `def change_basis(l, device=None)`: what None stands for is the
             # helper's choice (the default device, or the GPU when there is one).
             summary = replace(summary, device=Device.UNKNOWN)
@@ -2628,11 +2629,9 @@ def _agreed(sizes: tuple[str | None, ...]) -> str | None:
     return sizes[0] if not literals and len(set(sizes)) == 1 else None
 
 
-def _device_left_to_none(call: cst.Call, function: cst.FunctionDef | None) -> bool:
-    """The call passes nothing for the helper's `device=None` parameter."""
+def _device_defaults_to_none(call: cst.Call, function: cst.FunctionDef | None) -> bool:
+    """The helper's `device` parameter defaults to None, and the call, passing no device
+    (`_device_passed` found none), passes no `*args` that could hold one either."""
     params = function.params.params if function is not None else ()
-    names = [param.name.value for param in params]
-    if "device" not in names or any(arg.star for arg in call.args):
-        return False
-    param = params[names.index("device")]
-    return is_constant_none(param.default) and argument(call, names.index("device"), "device") is None
+    param = next((param for param in params if param.name.value == "device"), None)
+    return param is not None and is_constant_none(param.default) and not any(arg.star for arg in call.args)
