@@ -1,7 +1,7 @@
 """Precision of every rule on expert library code, from findings judged by reading them.
 
 Usage: python benchmarks/precision.py [--cache DIR] [--judged FILE] [--per-rule N] [--library NAME==VERSION ...]
-       python benchmarks/precision.py --held-out 1|...|13 [--cache DIR]
+       python benchmarks/precision.py --held-out 1|...|15 [--cache DIR]
 
 Downloads the pinned wheels (`pip download --no-deps`; needs a package index) into the cache
 directory, unpacks them, and runs `torchlint check --select ALL` on each. From each rule's
@@ -52,6 +52,8 @@ HELD_OUT = {
     "11": ("catalyst==22.4", "poutyne==1.19.0", "tsai==1.0.1", "lightning-bolts==0.7.0"),
     "12": ("composer==0.32.1", "torchtnt==0.2.4", "pytorch-accelerated==0.1.61", "torchani==2.9.0"),
     "13": ("tianshou==2.0.1", "ogb==1.3.6", "openunmix==1.3.0", "rl-games==1.6.5"),
+    "14": ("nnunetv2==2.8.1", "d3rlpy==2.8.1", "snntorch==1.0.0", "chemprop==2.3.1"),
+    "15": ("k-diffusion==0.1.1.post1", "torch-pruning==1.6.1", "torchio==1.2.1", "zuko==1.6.0"),
 }
 HELD_OUT_JUDGED = Path(__file__).with_name("precision_held_out_judgments.tsv")
 HELD_OUT_PER_RULE = 6
