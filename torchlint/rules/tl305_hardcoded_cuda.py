@@ -70,7 +70,9 @@ class HardcodedCuda(Rule):
     or handed to a call there (`mp.spawn(_run_rank, ...)` in a test that needs two GPUs,
     `self.run_subtests(..., self._run_subtest)`), the default of such a helper (or
     of one in a test folder) that every call in the project replaces (`def make_data(...,
-    device=torch.device("cuda"))`, always called with `device=`), and test modules that skip
+    device=torch.device("cuda"))`, always called with `device=`), the default of an override that
+    hands it on to the method it overrides (`super().__init__(plans, device)`: the base class's
+    default is reported once, where it is written), and test modules that skip
     themselves without CUDA (`pytestmark = pytest.mark.skipif(...)`, or `pytest.skip(...,
     allow_module_level=True)` under such a condition at their top) are not reported. Nor is code
     that needs CUDA whatever device it names: a function or class that uses a library running
@@ -172,7 +174,8 @@ class HardcodedCuda(Rule):
             elif isinstance(ancestor, cst.BooleanOperation) and isinstance(ancestor.operator, cst.Or):
                 return False  # `get_accelerator() or torch.device("cuda")`: a fallback
             elif isinstance(ancestor, cst.FunctionDef):
-                if self._definition_guarded(ancestor) or self._callers_guarded(ancestor) or self._default_replaced(ancestor, call):
+                if self._definition_guarded(ancestor) or self._callers_guarded(ancestor) \
+                        or self._default_replaced(ancestor, call) or self._default_passed_to_base(ancestor, call):
                     return False
             elif isinstance(ancestor, cst.ClassDef) and self._definition_guarded(ancestor):
                 # `class CUDAAccelerator`: CUDA-specific by design; a test class under
@@ -266,6 +269,22 @@ class HardcodedCuda(Rule):
             return False
         calls = self.ctx.project.calls(function.name.value)
         return bool(calls) and all(call.passed is None or param in call.passed for call in calls)
+
+    def _default_passed_to_base(self, function: cst.FunctionDef, call: cst.Call) -> bool:
+        """A default that an override repeats from the method it overrides and hands on to it
+        (`def __init__(self, plans, device=torch.device("cuda")): super().__init__(plans, device)`):
+        the base class decides the device, and its own default is reported where it is written."""
+        param = self._enclosing_default(function, call)
+        if param is None or self._class_holding(function) is None:
+            return False
+        name = function.name.value
+        return any(
+            isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == name
+            and isinstance(node.func.value, cst.Call) and isinstance(node.func.value.func, cst.Name)
+            and node.func.value.func.value == "super"
+            and any(isinstance(arg.value, cst.Name) and arg.value.value == param for arg in node.args)
+            for node in every_node(function.body)
+        )
 
     def _enclosing_default(self, function: cst.FunctionDef, call: cst.Call) -> str | None:
         """The parameter of `function` whose default holds `call`."""
