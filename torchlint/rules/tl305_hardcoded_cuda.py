@@ -20,9 +20,12 @@ _GUARD_WORDS = (
 # batches on a side stream).
 _WORKS_CUDA = re.compile(r"ProfilerActivity\.CUDA|cuda_time|cuda\.Event\(|cuda\.Stream\(|cuda\.stream\(")
 # Code that runs only when several processes take part: a machine without CUDA (a laptop, CPU-only
-# CI) runs one. `if world_size > 1:`, or after `if world_size == 1: return` in the function.
-_MANY_PROCESSES = re.compile(r"world_size(?:\(\))?\s*(?:>\s*1|!=\s*1|>=\s*2)")
-_ONE_PROCESS_RETURNS = re.compile(r"if\s+[\w.]*world_size(?:\(\))?\s*(?:==|<=)\s*1\s*:\s*return\b")
+# CI) runs one. `if world_size > 1:` or `if dist.is_initialized():`, or after `if world_size == 1:
+# return` or `if not is_dist_avail_and_initialized(): return` in the function.
+_PROCESS_GROUP = r"(?:\b(?:dist|distributed)\.is_initialized|_avail_and_initialized)\(\)"
+_MANY_PROCESSES = re.compile(r"world_size(?:\(\))?\s*(?:>\s*1|!=\s*1|>=\s*2)|" + _PROCESS_GROUP)
+_ONE_PROCESS_RETURNS = re.compile(
+    r"if\s+(?:[\w.]*world_size(?:\(\))?\s*(?:==|<=)\s*1|not\s+[\w.]*" + _PROCESS_GROUP + r")\s*:\s*return\b")
 # A statement at the top of a test module that skips the whole module.
 _MODULE_SKIP = re.compile(r"allow_module_level\s*=\s*True|\bSkipTest\b")
 # Libraries that run only on NVIDIA GPUs (TensorRT, CuPy, GPUDirect Storage, the CUDA bindings), by
@@ -83,8 +86,9 @@ class HardcodedCuda(Rule):
     through NCCL, which runs only on CUDA (`dist.init_process_group("nccl")`, `backend="nccl"`),
     or that imports `setGPU` (which picks an NVIDIA GPU, and fails without one): choosing its
     device at run time would not make it run on a CPU. Nor is code that runs only when several
-    processes take part (under `if world_size > 1:`, or in a function that returns first `if
-    world_size == 1:`): a machine without CUDA, a laptop or CPU-only CI, runs one. Nor is a
+    processes take part (under `if world_size > 1:` or `if dist.is_initialized():`, or in a
+    function that returns first `if world_size == 1:` or `if not is_dist_avail_and_initialized():`):
+    a machine without CUDA, a laptop or CPU-only CI, runs one. Nor is a
     device object only compared or asked its `type` (`self.device.type ==
     torch.device("cuda").type`): it is made on any machine, and places nothing on the GPU.
 
