@@ -1,7 +1,7 @@
 """Precision of every rule on expert library code, from findings judged by reading them.
 
 Usage: python benchmarks/precision.py [--cache DIR] [--judged FILE] [--per-rule N] [--library NAME==VERSION ...]
-       python benchmarks/precision.py --held-out 1|...|15 [--cache DIR]
+       python benchmarks/precision.py --held-out 1|...|17 [--cache DIR]
 
 Downloads the pinned wheels (`pip download --no-deps`; needs a package index) into the cache
 directory, unpacks them, and runs `torchlint check --select ALL` on each. From each rule's
@@ -54,6 +54,8 @@ HELD_OUT = {
     "13": ("tianshou==2.0.1", "ogb==1.3.6", "openunmix==1.3.0", "rl-games==1.6.5"),
     "14": ("nnunetv2==2.8.1", "d3rlpy==2.8.1", "snntorch==1.0.0", "chemprop==2.3.1"),
     "15": ("k-diffusion==0.1.1.post1", "torch-pruning==1.6.1", "torchio==1.2.1", "zuko==1.6.0"),
+    "16": ("torch-uncertainty==0.13.0", "pytorch-ood==0.4.0", "laplace-torch==0.3", "denoising-diffusion-pytorch==2.3.4"),
+    "17": ("fair-esm==2.0.0", "spikingjelly==2.0.0", "torchdyn==1.0.6", "x-transformers==2.31.10"),
 }
 HELD_OUT_JUDGED = Path(__file__).with_name("precision_held_out_judgments.tsv")
 HELD_OUT_PER_RULE = 6
