@@ -429,9 +429,11 @@ def _created_role(func: cst.BaseExpression, qualified: str | None, fact: Fact | 
 
 _CLIP_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
 _GRAD_FUNCTIONS = frozenset(
-    {"torch.autograd.grad", "torch.func.grad", "torch.func.vjp", "torch.func.jacrev", "torch.func.jacfwd",
-     "torch.func.grad_and_value", "torch.func.hessian", "torch.enable_grad", "torch.autograd.enable_grad",
-     "torch.autograd.functional.jacobian", "torch.autograd.functional.vjp", "torch.autograd.functional.hessian"}
+    {"torch.autograd.grad", "torch.func.grad", "torch.func.vjp", "torch.func.jvp", "torch.func.jacrev",
+     "torch.func.jacfwd", "torch.func.linearize", "torch.func.grad_and_value", "torch.func.hessian",
+     "torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.functional.jacobian",
+     "torch.autograd.functional.vjp", "torch.autograd.functional.jvp", "torch.autograd.functional.hessian",
+     "torch.autograd.functional.hvp", "torch.autograd.functional.vhp"}
 )
 _CLEARING_WORDS = ("zero_grad", "reset_grad", "clear_grad", "zero_grads")
 # `nn.Module` methods that return the module itself.

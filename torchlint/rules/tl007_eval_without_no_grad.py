@@ -50,8 +50,9 @@ class EvalWithoutNoGrad(Rule):
     (as a `with` block, a decorator of the function, or a `set_grad_enabled(False)` statement);
     a helper of the project or a library whose name says it switches grad mode
     (`@smart_inference_mode()`, `with maybe_no_grad():`) counts as one.
-    Loops that want gradients (they call `backward()`, `torch.autograd.grad`, `requires_grad_()`:
-    saliency maps, adversarial examples) are left alone, and so are functions that freeze the
+    Loops that want gradients (they call `backward()`, `torch.autograd.grad`, `requires_grad_()`,
+    Jacobian products such as `torch.func.jvp`: saliency maps, adversarial examples, Laplace
+    approximations) are left alone, and so are functions that freeze the
     parameters (`p.requires_grad = False`), where autograd records nothing anyway. Test functions
     (`def test_...` in a `test_*.py` or `*_test.py` file) are left alone too: a test's calibration
     or smoke loop over a toy model loses nothing to autograd.
