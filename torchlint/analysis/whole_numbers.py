@@ -4,8 +4,8 @@ Counts and indices are whole: a node degree, `torch.bincount`, `argmax`, `x.nonz
 inverse indices and counts `torch.unique(..., return_counts=True)` returns, the indices of
 `x.max(dim)`, `sort` or `topk`, a value given an integer dtype (`x.long()`, `.to(torch.int64)`,
 `torch.zeros(n, dtype=torch.long)`), `floor`/`round`, a comparison (a bool mask) and its `.sum()`,
-`torch.arange(n)`, `len(...)`; and so are the sums, products, concatenations, views and float
-conversions of those.
+`torch.arange(n)`, `len(...)`; and so are the sums, products, concatenations, views, layout
+changes (`einops.rearrange`), absolute values and float conversions of those.
 
 A name is followed to what the walk last assigned it (`ctx.values`). Where that is unknown (a
 tuple target, a value assigned in a branch or a loop, a list filled by `append`), every binding of
@@ -43,6 +43,12 @@ _WHOLE_NUMBER_PRESERVING = frozenset({
     "float", "double", "half", "to", "view", "reshape", "squeeze", "unsqueeze", "sum", "cumsum", "abs",
     "flatten", "repeat", "expand", "clone", "detach", "cpu", "cuda", "clamp", "clamp_min", "index_select",
     "gather", "max", "min", "contiguous", "transpose", "permute", "t", "unique", "unique_consecutive",
+})
+# Functions whose result holds whole numbers when their first argument does: a layout change
+# (`einops.rearrange(pos, "... -> ... 1")`), an absolute value, a clamp.
+_WHOLE_NUMBER_PRESERVING_FUNCTIONS = frozenset({
+    "einops.rearrange", "einops.repeat", "torch.abs", "torch.flatten", "torch.reshape", "torch.squeeze",
+    "torch.unsqueeze", "torch.clamp", "torch.flip",
 })
 # Functions that join their list argument's tensors: whole when every one of them is.
 _JOINING = frozenset({"torch.cat", "torch.concat", "torch.stack", "torch.hstack", "torch.vstack"})
@@ -208,6 +214,10 @@ class _Question:
             return joined is not None and self.holds(joined, scope, depth)
         if callee in ("torch.unique", "torch.unique_consecutive"):
             return self._input_holds(call, scope, depth)
+        if callee in _WHOLE_NUMBER_PRESERVING_FUNCTIONS:
+            given = argument(call, 0, "input")
+            return given is not None and not any(isinstance(arg.value, cst.Float) for arg in call.args) \
+                and self.holds(given, scope, depth)
         return callee in _WHOLE_NUMBER_CALLS
 
     def _integer_dtype(self, call: cst.Call) -> bool:

@@ -17,8 +17,9 @@ class ManualLog1p(Rule):
 
     Not reported where `x` holds whole numbers (a node degree, a count, `torch.arange(n)`,
     `x.long()`, `torch.bincount`, `argmax`, the `.sum()` of a mask, the counts that
-    `torch.unique_consecutive(..., return_counts=True)` returns), also converted to float, collected
-    in a list or returned by a helper of the file: `1 + x` is then exact and `log1p` gains nothing.
+    `torch.unique_consecutive(..., return_counts=True)` returns), also converted to float, laid
+    out anew (`einops.rearrange`), taken in absolute value, collected in a list or returned by a
+    helper of the file: `1 + x` is then exact and `log1p` gains nothing.
 
     ## Why is this bad?
     For `x` near 0, `1 + x` (or `1 - x`) rounds to 1 before the log is taken: in float32, `torch.log(1 + x)` is
