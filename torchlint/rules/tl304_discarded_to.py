@@ -31,8 +31,9 @@ class DiscardedTo(Rule):
     nothing: the tensor stays on its old device or in its old dtype, which surfaces later as a
     device mismatch, a dtype error, or silently lower precision.
 
-    Receivers that are modules, or whose kind is unknown, are not reported; neither are top-level
-    expressions in notebooks (a cell displays them).
+    Receivers that are modules (also a value under `if isinstance(value, nn.Module):`, which
+    other branches use as a tensor), or whose kind is unknown, are not reported; neither are
+    top-level expressions in notebooks (a cell displays them).
 
     ## Example
     ```python

@@ -94,6 +94,9 @@ _KEEPS_VALUES = frozenset(
 )
 _TENSOR_TESTS = frozenset({"torch.is_tensor"})
 _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+# Types no tensor is an instance of: inside `if isinstance(x, nn.Module):` x is a module.
+_MODULE_TYPES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+_BUILTIN_TYPES = frozenset({"int", "float", "bool", "str", "bytes", "list", "tuple", "dict", "set"})
 _MODEL_FACTORIES = ("torchvision.models.", "timm.create_model", "timm.models.")
 # Objects whose `.device` names the working device (settings, launchers, models), not a tensor's.
 _DEVICE_HOLDERS = frozenset(
@@ -335,13 +338,19 @@ class Interpreter:
 
     def _narrowed(self, test: cst.BaseExpression, env: Env) -> Env:
         """The state inside `if test:`: names that `torch.is_tensor(x)` or `isinstance(x,
-        torch.Tensor)` (alone or joined by `and`) proves to hold tensors are tensors there."""
+        torch.Tensor)` (alone or joined by `and`) proves to hold tensors are tensors there, and
+        names `isinstance(x, nn.Module)` or `isinstance(x, int)` proves to hold something else
+        are no tensors there."""
         narrowed = dict(env)
         tests = [test]
         while tests:
             current = tests.pop()
             if isinstance(current, cst.BooleanOperation) and isinstance(current.operator, cst.And):
                 tests += [current.left, current.right]
+                continue
+            other = self._proven_other(current)
+            if other is not None:
+                narrowed[other] = UNKNOWN
                 continue
             name = self._proven_tensor(current)
             if name is None:
@@ -358,6 +367,21 @@ class Interpreter:
         if name is None or not isinstance(env.get(name), TensorFacts):
             return env
         return {**env, name: UNKNOWN}
+
+    def _proven_other(self, test: cst.BaseExpression) -> str | None:
+        """The name `isinstance(x, nn.Module)` (or a builtin type, or a tuple of these) proves
+        to hold no tensor."""
+        checked = isinstance_check(test)
+        if checked is None:
+            return None
+        types = [element.value for element in checked[1].elements] if isinstance(checked[1], cst.Tuple) else [checked[1]]
+        return checked[0] if types and all(self._other_type(kind) for kind in types) else None
+
+    def _other_type(self, kind: cst.BaseExpression) -> bool:
+        qualified = self.ctx.qualified_name(kind)
+        if qualified is None:
+            return isinstance(kind, cst.Name) and kind.value in _BUILTIN_TYPES
+        return qualified in _MODULE_TYPES
 
     def _proven_tensor(self, test: cst.BaseExpression) -> str | None:
         """The name `torch.is_tensor(x)` or `isinstance(x, torch.Tensor)` proves a tensor."""
