@@ -373,7 +373,8 @@ class UnregisteredTensorAttribute(Rule):
     one element at a time at a whole-number index (`self.schedule[epoch]` of `epoch: int`: a
     0-dim tensor; a tensor index such as diffusion's `self.betas[t]` is reported); nor one that a
     method `__init__` calls afterwards assigns anew (`self.set_timesteps(n)`): it never outlives
-    `__init__`; nor one whose name an `_apply()` override somewhere in the project moves on
+    `__init__`; nor a placeholder that every method using it assigns anew before reading it
+    (`self.weight = w.reshape(out, in)` at the top of `forward`); nor one whose name an `_apply()` override somewhere in the project moves on
     another object (`m.stride = fn(m.stride)`, as YOLO's model does for its Detect head). Test
     code (a test module, or a module of a test folder such as `mylib/testing/mocks.py`) is not
     checked: a test that moves such a Module fails there and then, and none is saved for later.
@@ -424,7 +425,8 @@ class UnregisteredTensorAttribute(Rule):
         moved = _moved_by_hand(node, vectors) if unregistered else set()
         batching = _batching_methods(node) if unregistered else frozenset()
         for assignment, name, message in unregistered:
-            if name in moved or _EVERY_ATTRIBUTE in moved or _replaced_before_init_returns(node, assignment, name):
+            if name in moved or _EVERY_ATTRIBUTE in moved or _replaced_before_init_returns(node, assignment, name) \
+                    or _assigned_before_every_read(node, name):
                 continue
             used = _first_read(node, name, batching)
             if batching and not used and _first_read(node, name):
@@ -592,6 +594,30 @@ def _replaced_before_init_returns(classdef: cst.ClassDef, assignment: cst.Assign
         if called is not None and _assigns_attribute(called, name):
             return True
     return False
+
+
+def _assigned_before_every_read(classdef: cst.ClassDef, name: str) -> bool:
+    """Every method but `__init__` that mentions `self.<name>` first assigns it anew, in a
+    statement of its own body that does not read it (`self.weight = w.reshape(out, in)` at the top
+    of `forward`): the tensor `__init__` made is a placeholder no method reads."""
+    mentioning = 0
+    for method in classdef.body.body:
+        if not isinstance(method, cst.FunctionDef) or method.name.value == "__init__":
+            continue
+        receiver = first_parameter(method)
+        first = next((line for line in suite_statements(method.body) if _mentions_attribute(line, receiver, name)), None)
+        if first is None:
+            continue
+        mentioning += 1
+        assignment = first.body[0] if isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1 else None
+        if not isinstance(assignment, cst.Assign) or _mentions_attribute(assignment.value, receiver, name) \
+                or not any(self_attribute(target.target, receiver) == name for target in assignment.targets):
+            return False
+    return mentioning > 0
+
+
+def _mentions_attribute(node: cst.CSTNode, receiver: str | None, name: str) -> bool:
+    return receiver is not None and any(self_attribute(inner, receiver) == name for inner in (node, *nodes_in_order(node)))
 
 
 def _assigns_attribute(method: cst.FunctionDef, name: str) -> bool:
