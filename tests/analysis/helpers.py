@@ -12,9 +12,9 @@ from torchlint.engine import _collect_top_level_imports
 from torchlint.walker import Walker
 
 
-def context_for(source: str) -> FileContext:
+def context_for(source: str, path: str = "snippet.py") -> FileContext:
     source = textwrap.dedent(source)
-    ctx = FileContext("snippet.py", source, cst.parse_module(source), Settings(rules=()))
+    ctx = FileContext(path, source, cst.parse_module(source), Settings(rules=()))
     _collect_top_level_imports(ctx)
     return ctx
 
@@ -31,7 +31,7 @@ class _Probe:
             self._on_call(self._ctx, node)
 
 
-def walk_with_probe(source: str, on_call) -> FileContext:
-    ctx = context_for(source)
+def walk_with_probe(source: str, on_call, path: str = "snippet.py") -> FileContext:
+    ctx = context_for(source, path)
     Walker([ctx.values, _Probe(ctx, on_call)], ctx.ancestors).walk(ctx.module)
     return ctx

@@ -687,3 +687,21 @@ def test_a_helper_named_for_the_device_answers_where_its_tensor_is() -> None:
     asked, from_numpy, moved = probed(source)
     assert asked == DeviceValue(Device.INPUT) and from_numpy == DeviceValue(Device.DEFAULT)
     assert not isinstance(moved, DeviceValue)
+
+
+def test_a_data_transform_module_takes_samples_on_no_known_device() -> None:
+    # A Module in a folder of transforms runs on samples where the data pipeline has them.
+    source = """
+        import torch.nn as nn
+
+        class ZoomBlur(nn.Module):
+            def forward(self, img):
+                probe(img)
+                return img
+    """
+    found = []
+    walk_with_probe(source, lambda ctx, call: found.append(ctx.tensors.facts(call.args[0].value)),
+                    path="mylib/transforms/corruption.py")
+    [in_transforms] = found
+    assert not (isinstance(in_transforms, TensorFacts) and in_transforms.device is Device.MODULE)
+    assert only(source).device is Device.MODULE

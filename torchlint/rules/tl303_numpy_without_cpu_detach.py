@@ -55,12 +55,14 @@ class NumpyWithoutCpuDetach(Rule):
     convert; those of a model's output do not. Tensors moved back to the CPU earlier
     (also through local variables and branches, and by a CPU tensor type:
     `.type(torch.FloatTensor)`), tensors whose device or grad state is unknown,
-    and tensors on the device of an input of unknown placement (`device=x.device` for an `x`
-    that may come from numpy, or `.to(get_device(x))`: a helper named for the device and given a
-    tensor answers where that tensor is) are not reported. Notebooks are checked like scripts. In a file
-    that never moves a model or tensor to an accelerator, a model's output is on the CPU: its
-    `.numpy()` fails only for requiring grad, and otherwise is a warning about portability (it
-    fails once the model runs on a GPU).
+    the inputs of a Module written as a data transform (defined in a `transforms/` folder, or
+    built into a `Compose([...])`: it runs on samples in the data pipeline, on the CPU in
+    DataLoader workers), and tensors on the device of an input of unknown placement
+    (`device=x.device` for an `x` that may come from numpy, or `.to(get_device(x))`: a helper
+    named for the device and given a tensor answers where that tensor is) are not reported.
+    Notebooks are checked like scripts. In a file that never moves a model or tensor to an
+    accelerator, a model's output is on the CPU: its `.numpy()` fails only for requiring grad,
+    and otherwise is a warning about portability (it fails once the model runs on a GPU).
 
     ## Why is this bad?
     `.numpy()` shares memory with the tensor, so it only works for CPU tensors outside autograd:

@@ -27,8 +27,8 @@ from torchlint.analysis.layouts import Layout, arg_code
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.module_values import construction
 from torchlint.analysis.names import (
-    argument, assigned_once, is_constant_none, keyword_arg, method_named, nested_statement_lists, suite_statements,
-    top_level_functions,
+    argument, assigned_once, dotted_name, is_constant_none, keyword_arg, method_named, nested_statement_lists,
+    suite_statements, top_level_functions,
 )
 from torchlint.analysis.shape_annotations import annotated_shape
 from torchlint.analysis.shape_checks import known_sizes, literal
@@ -39,7 +39,7 @@ from torchlint.analysis.tensor_facts.example_calls import ExampleCalls
 from torchlint.analysis.tensor_facts.interpreter import Env, Interpreter
 from torchlint.analysis.top_level import DEFINITION, top_level_pieces
 from torchlint.analysis.module_attributes import registration_of
-from torchlint.walker import child_nodes
+from torchlint.walker import child_nodes, every_node
 
 if TYPE_CHECKING:
     from torchlint.analysis.checked_file import CheckedFile
@@ -66,6 +66,9 @@ _TENSOR_EVIDENCE = frozenset(
      "flatten", "expand", "matmul", "bmm", "argmax", "new_zeros", "new_ones", "new_full", "chunk", "ndim"}
 )
 _MOVING_METHODS = frozenset({"_apply", "to", "cuda", "state_dict", "_load_from_state_dict"})
+# Folders of data transforms: a Module defined there transforms samples where the data pipeline
+# has them (in DataLoader workers, on the CPU), not inputs on a model's device.
+_TRANSFORM_FOLDERS = frozenset({"transforms", "transform", "augmentation", "augmentations"})
 _NO_GRAD_DECORATORS = frozenset({"torch.no_grad", "torch.inference_mode"})
 # Bounds on the readings of constructions (`construction_forward`): how deep one class's reading
 # may start another's, and how many a file gets.
@@ -134,6 +137,7 @@ class TensorModel:
         # id(origin call) -> [(operand node, its device)] it was combined with.
         self._conflicts: dict[int, list[tuple[cst.CSTNode, Device]]] = {}
         self._scopes: dict[int, Scope] = {}
+        self._composed: frozenset[str] | None = None  # the classes built inside a `Compose([...])`
         self._classes: dict[int, _ClassFacts | None] = {}
         # A question that reaches a scope still being interpreted (A reads B, whose answer needs A)
         # gets a partial answer. The scopes between them are provisional: they are interpreted
@@ -520,6 +524,16 @@ class TensorModel:
         self._scopes[id(function)] = scope
         return scope
 
+    def _data_transform(self, classdef: cst.ClassDef) -> bool:
+        """A Module written as a data transform: defined in a folder of transforms
+        (`mylib/transforms/corruption.py`), or built inside a `Compose([...])` of its file. Its
+        inputs are samples from the data pipeline, on no known device."""
+        if _TRANSFORM_FOLDERS.intersection(re.split(r"[\\/]", self.ctx.path)[:-1]):
+            return True
+        if self._composed is None:
+            self._composed = _composed_classes(self.ctx.module) if "Compose(" in self.ctx.source else frozenset()
+        return classdef.name.value in self._composed
+
     def _is_no_grad(self, decorator: cst.BaseExpression) -> bool:
         target = decorator.func if isinstance(decorator, cst.Call) else decorator
         return self.ctx.qualified_name(target) in _NO_GRAD_DECORATORS
@@ -645,8 +659,8 @@ class TensorModel:
             written = param.annotation.annotation if param.annotation is not None else None
             # Other methods get the module's device through their calls from `forward()` only: one
             # called from `__init__` sees CPU tensors.
-            device = Device.MODULE if on_module and name == "forward" else (
-                Device.INPUT if _is_loss_function(scope) else Device.UNKNOWN)
+            device = Device.MODULE if on_module and name == "forward" and not self._data_transform(scope.classdef) \
+                else (Device.INPUT if _is_loss_function(scope) else Device.UNKNOWN)
             sizes = annotated_shape(self.ctx, written)
             if sizes is not None:
                 env[param_name] = TensorFacts(device=device, layout=Layout(len(sizes), sizes, ()))
@@ -1110,3 +1124,22 @@ def _method_kind(function: cst.FunctionDef) -> str | None:
         if isinstance(decorator.decorator, cst.Name) and decorator.decorator.value in ("staticmethod", "classmethod"):
             return decorator.decorator.value
     return None
+
+
+def _composed_classes(module: cst.Module) -> frozenset[str]:
+    """The names of the classes built inside a `Compose([...])` call (`transforms.Compose`), or
+    built into a name that such a call lists (`melscale = MelScaleDelta(...)`)."""
+    built: dict[str, str] = {}  # local name -> the class it was built from
+    composed: set[str] = set()
+    for node in every_node(module):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+                and isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name):
+            built[node.targets[0].target.value] = node.value.func.value
+        elif isinstance(node, cst.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] == "Compose":
+            for inner in every_node(node):
+                if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name):
+                    composed.add(inner.func.value)
+                elif isinstance(inner, cst.Name):
+                    composed.add(inner.value)
+    return frozenset(composed | {built[name] for name in composed if name in built})
+
