@@ -63,6 +63,9 @@ _COUNT_NAME = re.compile(r"(?:^|_)(?:deg|degree|degrees|count|counts)$|^num_")
 _WHOLE_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply)
 _WHOLE_AUGMENTED = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.FloorDivideAssign)
 _MAX_DEPTH = 24
+# What rounds a value to a whole number: `torch.round(v)`, `v.round()`, `v.long()`.
+_ROUNDING_FUNCTIONS = frozenset({"torch.round", "torch.floor", "torch.ceil", "torch.trunc"})
+_ROUNDING_METHODS = frozenset({"round", "floor", "ceil", "trunc", "long", "int"})
 
 _Scope = cst.FunctionDef | cst.Module
 
@@ -74,6 +77,23 @@ class _Binding:
 
     value: cst.BaseExpression | cst.Param | None
     position: int | None = None
+
+
+def rounded_to_whole(ctx) -> bool:
+    """The node being visited is rounded to a whole number at once, or after other terms are added
+    or subtracted (`torch.round(torch.exp(x) - 1)`, `(T - 1 - torch.log(a * x + 1)).round()`):
+    an error of a unit in the last place of 1 cannot change the whole number that comes out."""
+    ancestors = ctx.ancestors
+    above = len(ancestors) - 1
+    while above >= 0 and isinstance(ancestors[above], cst.BinaryOperation) \
+            and isinstance(ancestors[above].operator, (cst.Add, cst.Subtract)):
+        above -= 1
+    if above < 1 or not isinstance(ancestors[above - 1], cst.Call):
+        return False
+    parent, call = ancestors[above], ancestors[above - 1]
+    if isinstance(parent, cst.Arg):
+        return ctx.callee(call) in _ROUNDING_FUNCTIONS and len(call.args) == 1
+    return isinstance(parent, cst.Attribute) and call.func is parent and parent.attr.value in _ROUNDING_METHODS
 
 
 class WholeNumbers:

@@ -5,6 +5,7 @@ import libcst as cst
 from torchlint.analysis.literals import is_literal_one, is_number, needs_parentheses
 from torchlint.analysis.names import positional_args
 from torchlint.analysis.torch_api import EXP_FUNCTIONS, torch_module_name, unary_operand
+from torchlint.analysis.whole_numbers import rounded_to_whole
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
@@ -15,8 +16,6 @@ _FILLED_FACTORIES = frozenset({"torch.ones", "torch.ones_like"})
 
 
 # Rounding to a whole number: the cancellation's error (one ulp of 1) cannot change the result.
-_ROUNDING_FUNCTIONS = frozenset({"torch.round", "torch.floor", "torch.ceil", "torch.trunc"})
-_ROUNDING_METHODS = frozenset({"round", "floor", "ceil", "trunc", "long", "int"})
 
 
 def _is_minus_one(expr: cst.BaseExpression) -> bool:
@@ -29,7 +28,8 @@ class ManualExpm1(Rule):
     Flags `torch.exp(x) - 1` (also `- 1.0`), `-1 + torch.exp(x)` and `x.exp() - 1`. An exponent
     written as a number (`torch.exp(torch.tensor(10.0)) - 1`, or ones: `torch.exp(torch.ones(1)) -
     1`, the softplus inverse of 1 that initialises a weight) is not flagged: its size is known. Nor
-    is a result rounded at once to a whole number (`torch.round(torch.exp(x) - 1)`, `(x.exp() - 1).long()`):
+    is a result rounded to a whole number, at once or after other terms are added
+    (`torch.round(torch.exp(x) - 1)`, `(x.exp() - 1).long()`, `(n + (x.exp() - 1)).round()`):
     the cancellation's error, one unit in the last place of 1, cannot change it.
 
     ## Why is this bad?
@@ -72,7 +72,7 @@ class ManualExpm1(Rule):
         if not isinstance(left, cst.Call) or left.lpar:
             return
         exponent = unary_operand(self.ctx, left, EXP_FUNCTIONS, "exp")
-        if exponent is None or self._is_constant(exponent) or self._rounded():
+        if exponent is None or self._is_constant(exponent) or rounded_to_whole(self.ctx):
             return
         is_method = self.ctx.callee(left) is None
         self.report(
@@ -90,16 +90,6 @@ class ManualExpm1(Rule):
             positional = positional_args(exponent)
             return bool(positional) and is_number(positional[0].value)
         return is_number(exponent)
-
-    def _rounded(self) -> bool:
-        """`torch.round(torch.exp(x) - 1)`, `(x.exp() - 1).long()`: a whole number comes out."""
-        ancestors = self.ctx.ancestors
-        if len(ancestors) < 2 or not isinstance(ancestors[-2], cst.Call):
-            return False
-        parent, call = ancestors[-1], ancestors[-2]
-        if isinstance(parent, cst.Arg):
-            return self.ctx.callee(call) in _ROUNDING_FUNCTIONS and len(call.args) == 1
-        return isinstance(parent, cst.Attribute) and call.func is parent and parent.attr.value in _ROUNDING_METHODS
 
     def _fix(self, node: cst.BinaryOperation, exponent: cst.BaseExpression, is_method: bool) -> FixSpec | None:
         operand = self.ctx.code_for(exponent)

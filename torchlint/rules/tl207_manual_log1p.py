@@ -4,6 +4,7 @@ import libcst as cst
 
 from torchlint.analysis.literals import is_literal_one, is_number, needs_parentheses
 from torchlint.analysis.torch_api import EXP_FUNCTIONS, LOG_FUNCTIONS, torch_module_name, unary_operand
+from torchlint.analysis.whole_numbers import rounded_to_whole
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
@@ -19,7 +20,9 @@ class ManualLog1p(Rule):
     `x.long()`, `torch.bincount`, `argmax`, the `.sum()` of a mask, the counts that
     `torch.unique_consecutive(..., return_counts=True)` returns), also converted to float, laid
     out anew (`einops.rearrange`), taken in absolute value, collected in a list or returned by a
-    helper of the file: `1 + x` is then exact and `log1p` gains nothing.
+    helper of the file: `1 + x` is then exact and `log1p` gains nothing. Nor is a result rounded
+    to a whole number, at once or after other terms are added (`(T - 1 - torch.log(a * x +
+    1)).round()`, a spike time): the error, a unit in the last place of 1, cannot change it.
 
     ## Why is this bad?
     For `x` near 0, `1 + x` (or `1 - x`) rounds to 1 before the log is taken: in float32, `torch.log(1 + x)` is
@@ -64,8 +67,8 @@ class ManualLog1p(Rule):
             operand = logged.left
         else:
             return
-        if is_number(operand) or self.ctx.kinds.holds_whole_numbers(operand):
-            return  # `log(deg + 1)` of a degree: exact, nothing to gain
+        if is_number(operand) or self.ctx.kinds.holds_whole_numbers(operand) or rounded_to_whole(self.ctx):
+            return  # `log(deg + 1)` of a degree: exact; a rounded result: the error cannot change it
         if not negated and isinstance(operand, cst.Call) and unary_operand(self.ctx, operand, EXP_FUNCTIONS, "exp") is not None:
             self.report(node, "`log(1 + exp(x))` overflows and loses precision; use `F.softplus(x)`")
             return
