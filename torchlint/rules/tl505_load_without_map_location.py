@@ -31,8 +31,9 @@ class LoadWithoutMapLocation(Rule):
     `load_state_dict(...)` or is used as a model (`.eval()`, `.to(...)`); a data cache is not.
     A call with `**kwargs` (which may carry `map_location`) is not flagged, nor is a load under
     `if torch.cuda.is_available():` (its `else` picks the device), a load of what the same
-    function has just saved with `torch.save`, a file that never falls back to the CPU, or one
-    whose every `torch.save` saves `x.cpu()` (the files it loads back hold CPU tensors).
+    function saves with `torch.save` (or a helper named for saving: `utils.save_on_master(...)`,
+    a dataset cache), a file that never falls back to the CPU, or one whose every `torch.save`
+    saves `x.cpu()` (the files it loads back hold CPU tensors).
 
     ## Why is this bad?
     `torch.load` puts every tensor back on the device it was saved from. A checkpoint saved
@@ -111,13 +112,13 @@ class LoadWithoutMapLocation(Rule):
         return re.search(rf"load_state_dict\(\s*{name}\b|\b{name}\.(?:eval|to|cuda|state_dict|parameters)\(", scope) is not None
 
     def _reads_back(self, load: cst.Call) -> bool:
-        """`torch.save(model, PATH)` then `torch.load(PATH)` in one function: what this machine
-        has just written, it can read."""
+        """`torch.save(model, PATH)` (or a helper named for saving: `utils.save_on_master(data,
+        PATH)`) and `torch.load(PATH)` in one function: what this machine has written, it can read."""
         source = argument(load, 0, "f")
         if source is None:
             return False
         scope = self.ctx.code_for(self.ctx.enclosing_function() or self.ctx.module)
-        return re.search(rf"torch\.save\([^\n]*,\s*{re.escape(self.ctx.code_for(source))}\s*[,)]", scope) is not None
+        return re.search(rf"\w*save\w*\([^\n]*,\s*{re.escape(self.ctx.code_for(source))}\s*[,)]", scope) is not None
 
     def _only_with_cuda(self) -> bool:
         """In the body of `if torch.cuda.is_available():` (or of `if args.cuda and ...`): the load
