@@ -24,7 +24,9 @@ class Uint8Mask(Rule):
     `torch.where(mask, a, b)`. The dtype comes from the tensor facts: `torch.ByteTensor(...)`,
     `dtype=torch.uint8`, `.byte()`, `.to(torch.uint8)`, also through local names and what
     helpers of this file return. The finding names the call that made the mask uint8 as a
-    related place: that is the line to change.
+    related place: that is the line to change. A Python list, tuple or dict indexed with an
+    element of a uint8 tensor (`PRIMITIVES[arch[1]]`) is not reported: it takes the number the
+    element holds.
 
     ## Why is this bad?
     Masks were uint8 before torch 1.2; they are bool now. `masked_fill`, `masked_select` and
@@ -69,8 +71,8 @@ class Uint8Mask(Rule):
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         index = single_index(node) if self._may_hold_uint8 else None
-        if index is None:
-            return
+        if index is None or isinstance(self.ctx.kinds.resolve(node.value), (cst.List, cst.Tuple, cst.Dict)):
+            return  # `PRIMITIVES[x[1]]`: a Python list takes a tensor index as the number it holds
         self._check_mask(index, "indexing with a uint8 mask is deprecated and warns on every call")
 
     def visit_Call(self, node: cst.Call) -> None:
