@@ -47,8 +47,9 @@ class DiscardedTensorOp(Rule):
 
     Not flagged: in-place methods (`x.clamp_(0, 1)`), conversions (`x.to(...)`, `x.float()`:
     those are TL304's), calls with `out=` or `inplace=True`, methods on receivers whose kind is unknown,
-    functions with effects (`torch.manual_seed(...)`), and top-level expressions of a notebook
-    cell (the cell displays them).
+    functions with effects (`torch.manual_seed(...)`), warm-up work on a side stream (under `with
+    torch.cuda.stream(s):`, as CUDA graphs want before a capture), and top-level expressions of a
+    notebook cell (the cell displays them).
 
     ## Why is this bad?
     These operations return a new tensor and leave their input as it was. As a statement, the
@@ -115,7 +116,18 @@ class DiscardedTensorOp(Rule):
                 return
         if self.ctx.path.endswith(".ipynb") and self.ctx.enclosing_function() is None:
             return  # a notebook cell's top-level expression is displayed, not discarded
+        if self._on_side_stream():
+            return
         self._report(call, written, tensor, method, rest)
+
+    def _on_side_stream(self) -> bool:
+        """Under `with torch.cuda.stream(s):`: work launched on a side stream and thrown away warms
+        kernels up, as CUDA graphs want before a capture."""
+        return any(
+            isinstance(node, cst.With) and any(
+                isinstance(item.item, cst.Call) and self.ctx.callee(item.item) == "torch.cuda.stream" for item in node.items)
+            for node in self.ctx.ancestors
+        )
 
     def _report(self, call: cst.Call, written: str, tensor: cst.BaseExpression, method: str | None, rest) -> None:
         name = dotted_name(tensor)
