@@ -7,7 +7,7 @@ import libcst as cst
 
 from torchlint.analysis.dataflow import assigned_names, bound_by_comprehension, comprehension_targets, target_names
 from torchlint.analysis.loops import ElementWalk, Loop, element_walk, is_limited, is_throttle
-from torchlint.analysis.names import dotted_name, isinstance_check, positional_args, suite_statements
+from torchlint.analysis.names import dotted_name, isinstance_check, method_name, positional_args, suite_statements
 from torchlint.analysis.tensor_evidence import TensorEvidence, places_on_accelerator
 from torchlint.diagnostics import Severity
 from torchlint.positions import StatementPositions
@@ -79,7 +79,9 @@ class SyncInLoop(Rule):
     once, at its first read: the second waits for nothing. So is one whose truth the iteration
     tested before (`if not torch.isfinite(loss): raise ...`, `assert not loss.isnan().any()`,
     `if loss > limit:`): that test waited for it, and a later read for a progress bar copies a
-    number (a test that reads nothing off the device, `if loss is None:`, does not count).
+    number (a test that reads nothing off the device, `if loss is None:`, does not count). Nor is
+    a read after the iteration waited for the whole device (`torch.cuda.synchronize()` before
+    reading the clock in a timing loop): the CPU stops there anyway.
 
     The sync happens where it is called, not where its result is used: a value synced every
     iteration and stored in a local that is only logged, accumulated or printed under
@@ -152,7 +154,8 @@ class SyncInLoop(Rule):
         if found is None or _moves_each_tensor(node, found, chain):
             return
         body = found.node if isinstance(found.node, cst.BaseComp) else found.node.body
-        if self._read_before(operand, chain, found.node) or not self._synced_tensor(node, operand, known) \
+        if self._read_before(operand, chain, found.node) or self._device_synced_before(chain, found.node) \
+                or not self._synced_tensor(node, operand, known) \
                 or not self._only_recorded(node, chain, body, 0):
             return
         self.report(
@@ -198,17 +201,21 @@ class SyncInLoop(Rule):
         call are searched out to the body of `repeated`, the loop or comprehension."""
         if not isinstance(operand, cst.Name) or bound_by_comprehension(chain, operand.value):
             return False  # a comprehension's variable is another tensor each time round
-        for index in range(len(chain) - 1, chain.index(repeated), -1):
-            block = chain[index - 1]
-            if not isinstance(block, cst.IndentedBlock):
-                continue
-            statements = list(block.body)
-            for statement in reversed(statements[:statements.index(chain[index])]):
-                if operand.value in assigned_names([statement]):
-                    return False
-                if self._syncs(statement, operand.value):
-                    return True
+        for statement in _earlier_statements(chain, repeated):
+            if operand.value in assigned_names([statement]):
+                return False
+            if self._syncs(statement, operand.value):
+                return True
         return False
+
+    def _device_synced_before(self, chain: list[cst.CSTNode], repeated: cst.CSTNode) -> bool:
+        """An earlier statement of the iteration waits for the whole device (`torch.cuda.synchronize()`,
+        `stream.synchronize()`): the iteration stops the CPU there anyway, as a timing loop does."""
+        return any(
+            isinstance(node, cst.Call) and (self.ctx.callee(node) in _DEVICE_SYNCHRONIZE
+                                            or self.ctx.callee(node) is None and method_name(node) == "synchronize")
+            for statement in _earlier_statements(chain, repeated) for node in nodes_in_order(statement)
+        )
 
     def _syncs(self, statement: cst.CSTNode, name: str) -> bool:
         """`statement` reads tensor `name` on the host: `name.item()`, or `if` / `assert` on its truth."""
@@ -410,6 +417,9 @@ def _compared_to_a_constant(test: cst.BaseExpression) -> set[str]:
     return names if constant else set()
 
 
+# What waits for all the work queued on the device.
+_DEVICE_SYNCHRONIZE = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.mps.synchronize",
+                                 "torch.xpu.synchronize"})
 # Predicates whose truth Python can only know by reading the tensor from the device.
 _TRUTH_TESTS = frozenset({"isfinite", "isnan", "isinf", "any", "all"})
 
@@ -434,6 +444,16 @@ def _tests_tensor(test: cst.BaseExpression, name: str) -> bool:
 
 def _names(expression: cst.BaseExpression, name: str) -> bool:
     return isinstance(expression, cst.Name) and expression.value == name
+
+
+def _earlier_statements(chain: list[cst.CSTNode], repeated: cst.CSTNode):
+    """The statements before the node `chain` leads to, nearest first, in the blocks around it
+    out to the body of `repeated` (the loop or comprehension)."""
+    for index in range(len(chain) - 1, chain.index(repeated), -1):
+        block = chain[index - 1]
+        if isinstance(block, cst.IndentedBlock):
+            statements = list(block.body)
+            yield from reversed(statements[:statements.index(chain[index])])
 
 
 def _last_exit(body: cst.BaseSuite) -> type | None:
