@@ -1,7 +1,7 @@
 """Precision of every rule on expert library code, from findings judged by reading them.
 
 Usage: python benchmarks/precision.py [--cache DIR] [--judged FILE] [--per-rule N] [--library NAME==VERSION ...]
-       python benchmarks/precision.py --held-out 1|...|17 [--cache DIR]
+       python benchmarks/precision.py --held-out 1|...|19 [--cache DIR]
 
 Downloads the pinned wheels (`pip download --no-deps`; needs a package index) into the cache
 directory, unpacks them, and runs `torchlint check --select ALL` on each. From each rule's
@@ -56,6 +56,8 @@ HELD_OUT = {
     "15": ("k-diffusion==0.1.1.post1", "torch-pruning==1.6.1", "torchio==1.2.1", "zuko==1.6.0"),
     "16": ("torch-uncertainty==0.13.0", "pytorch-ood==0.4.0", "laplace-torch==0.3", "denoising-diffusion-pytorch==2.3.4"),
     "17": ("fair-esm==2.0.0", "spikingjelly==2.0.0", "torchdyn==1.0.6", "x-transformers==2.31.10"),
+    "18": ("sb3-contrib==2.9.2", "imitation==1.0.1", "torchensemble==0.2.0", "recbole==1.2.1"),
+    "19": ("yolov5==7.0.14", "libauc==2.0.1", "allennlp==2.10.1", "vector-quantize-pytorch==1.32.0"),
 }
 HELD_OUT_JUDGED = Path(__file__).with_name("precision_held_out_judgments.tsv")
 HELD_OUT_PER_RULE = 6
