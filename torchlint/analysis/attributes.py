@@ -5,6 +5,8 @@ calls in `forward` or `training_step`. Asked via `ctx.self_attributes.value_of(a
 the `self.<name>` expression at the current point of the walk. The class's methods are scanned
 once, lazily, by reading their statements (no traversal of expressions). An attribute assigned
 more than once, under different values, or also assigned by a tuple target is unknown (None).
+A method that ends its set-up with `self.__dict__.update(locals())` (YOLOv5's model loaders) makes
+each of its local names an attribute: `net = cv2.dnn.readNetFromONNX(w)` is `self.net`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.module_attributes import first_parameter
-from torchlint.analysis.names import nested_statement_lists, suite_statements
+from torchlint.analysis.names import dotted_name, nested_statement_lists, suite_statements
 
 _AMBIGUOUS = object()
 
@@ -62,20 +64,21 @@ class SelfAttributes:
             if isinstance(statement, cst.FunctionDef):
                 name = first_parameter(statement)
                 if name is not None:
-                    self._scan(suite_statements(statement.body), name, table)
+                    statements = suite_statements(statement.body)
+                    self._scan(statements, name, table, _stores_locals(statements, name))
         return table
 
-    def _scan(self, statements, self_name: str, table: dict[str, object]) -> None:
+    def _scan(self, statements, self_name: str, table: dict[str, object], locals_stored: bool = False) -> None:
         for statement in statements:
             if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
                 for small in statement.body:
-                    self._record(small, self_name, table)
+                    self._record(small, self_name, table, locals_stored)
             elif isinstance(statement, (cst.If, cst.For, cst.While, cst.Try, cst.With)):
                 for nested in nested_statement_lists(statement):
-                    self._scan(nested, self_name, table)
+                    self._scan(nested, self_name, table, locals_stored)
 
     @staticmethod
-    def _record(small: cst.BaseSmallStatement, self_name: str, table: dict[str, object]) -> None:
+    def _record(small: cst.BaseSmallStatement, self_name: str, table: dict[str, object], locals_stored: bool) -> None:
         if isinstance(small, cst.Assign):
             targets = [(target.target, small.value) for target in small.targets]
         elif isinstance(small, cst.AnnAssign) and small.value is not None:
@@ -87,17 +90,26 @@ class SelfAttributes:
         for target, value in targets:
             if isinstance(target, (cst.Tuple, cst.List)):
                 for element in target.elements:
-                    SelfAttributes._store(element.value, None, self_name, table)
+                    SelfAttributes._store(element.value, None, self_name, table, locals_stored)
             else:
-                SelfAttributes._store(target, value, self_name, table)
+                SelfAttributes._store(target, value, self_name, table, locals_stored)
 
     @staticmethod
-    def _store(target, value, self_name: str, table: dict[str, object]) -> None:
-        if not (
-            isinstance(target, cst.Attribute)
-            and isinstance(target.value, cst.Name)
-            and target.value.value == self_name
-        ):
+    def _store(target, value, self_name: str, table: dict[str, object], locals_stored: bool) -> None:
+        if isinstance(target, cst.Name) and locals_stored:
+            name = target.value  # a local that `self.__dict__.update(locals())` makes an attribute
+        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == self_name:
+            name = target.attr.value
+        else:
             return
-        name = target.attr.value
         table[name] = value if name not in table and value is not None else _AMBIGUOUS
+
+
+def _stores_locals(statements, self_name: str) -> bool:
+    """The method's own statements hold `self.__dict__.update(locals())`."""
+    return any(
+        isinstance(line, cst.SimpleStatementLine) and isinstance(line.body[0], cst.Expr)
+        and isinstance(call := line.body[0].value, cst.Call) and dotted_name(call.func) == f"{self_name}.__dict__.update"
+        and len(call.args) == 1 and isinstance(call.args[0].value, cst.Call) and dotted_name(call.args[0].value.func) == "locals"
+        for line in statements
+    )

@@ -36,8 +36,8 @@ class ForwardCalledDirectly(Rule):
     for a name whose word (`net`) also names a class of the project that is no Module but has a
     `forward` of its own (`class NeuralNet:` of plain tensors, skorch's scikit-learn estimator
     `NeuralNet`): there `def evaluate(net, x)` may be given one. A model of
-    another runtime named like a module (`self.net = cv2.dnn.readNetFromONNX(path)`) is no
-    Module either. Nor is a call in a class whose Module base replaces `__call__` (gpytorch's
+    another runtime named like a module (`self.net = cv2.dnn.readNetFromONNX(path)`, also a local
+    `net` made an attribute by `self.__dict__.update(locals())`) is no Module either. Nor is a call in a class whose Module base replaces `__call__` (gpytorch's
     `Module`, or a base of the project that defines `__call__`), or on a parameter annotated
     with a gpytorch model type (`model: GPyTorchModel`): there calling a model means something
     else (a GP's posterior, a kernel's lazy tensor) and `.forward` is chosen. Inside a
