@@ -31,7 +31,8 @@ class NonLeafParameter(Rule):
     the dtype the tensor already has returns the tensor itself: `nn.Parameter(t).to(D)` and
     `.float()` are not reported when `D` is float32 and `t` is not known to have another dtype,
     also when `D` is held in a local, a module constant or an attribute its class sets once
-    (`self.compute_dtype = torch.float32`).
+    (`self.compute_dtype = torch.float32`). So does a move to the device the tensor was created
+    on, as written: `torch.zeros(n, device=self.device, requires_grad=True).to(self.device)`.
 
     ## Why is this bad?
     `.cuda()`, `.to(...)` and dtype casts return a *copy* computed from the leaf: the result is a
@@ -154,6 +155,8 @@ class NonLeafParameter(Rule):
         device = keyword_arg(node, "device")
         if first is not None and _is_cpu(first) or device is not None and _is_cpu(device.value):
             return False
+        if len(node.args) == 1 and self._same_device(source, device.value if device is not None else first):
+            return False  # `torch.zeros(n, device=d, requires_grad=True).to(d)`: the tensor itself
         dtype = keyword_arg(node, "dtype")
         only_dtype = dtype.value if dtype is not None and len(node.args) == 1 else first if len(node.args) == 1 else None
         if only_dtype is not None and self._names_float32(only_dtype):
@@ -162,6 +165,12 @@ class NonLeafParameter(Rule):
                 return self._data_not_float32(source)
             return keyword_arg(source, "dtype") is not None and not self._float32(source)
         return True
+
+    def _same_device(self, source: cst.Call, target: cst.BaseExpression | None) -> bool:
+        """`.to(target)` names the device the tensor was created on, as written (`device=self.device`)."""
+        created_on = keyword_arg(source, "device")
+        return target is not None and created_on is not None \
+            and self.ctx.code_for(created_on.value) == self.ctx.code_for(target)
 
     def _float32(self, source: cst.Call) -> bool:
         dtype = keyword_arg(source, "dtype")
