@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.module_values import output_activation
-from torchlint.analysis.names import method_receiver, positional_args
+from torchlint.analysis.names import method_name, method_receiver, positional_args
 from torchlint.analysis.torch_api import (
     LOG_FUNCTIONS, SIGMOID_FUNCTIONS, SOFTMAX_FUNCTIONS, call_matches, functional_module_name, holds_activation,
     taken_here, unary_operand,
@@ -11,6 +11,9 @@ from torchlint.analysis.torch_api import (
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
+
+# Functions and methods whose result is never below 0: the sigmoid of it is at least 0.5.
+_NONNEGATIVE = frozenset({"abs", "relu", "exp", "square", "softplus", "sqrt"})
 
 
 class LogOfSoftmax(Rule):
@@ -23,7 +26,8 @@ class LogOfSoftmax(Rule):
     Module class of the file whose `forward` returns `torch.sigmoid(...)` (`torch.log(model(x))`).
     Probabilities made out of sight count too: what a helper or a method of an object of this
     file returns, unpacked or indexed (`_, pmfs = q_network.get_action(obs)`; `pmfs.log()`,
-    `torch.log(probs[i, a])`).
+    `torch.log(probs[i, a])`). The sigmoid of a value never below 0 (`torch.abs(d)`, `d ** 2`,
+    `F.relu(d)`) is at least 0.5, and its log finite: not reported.
 
     ## Why is this bad?
     Softmax and sigmoid outputs underflow to exactly 0 for very negative logits, and the log of 0
@@ -69,6 +73,8 @@ class LogOfSoftmax(Rule):
             message = "log of `softmax` underflows to -inf; use `log_softmax(...)` with the same `dim`"
             fix = None if through_variable else self._log_softmax_fix(node, inner)
         elif call_matches(self.ctx, inner, SIGMOID_FUNCTIONS, "sigmoid"):
+            if self._nonnegative(self._sigmoid_operand(inner)):
+                return  # `sigmoid(|x|)` is at least 0.5: its log is finite
             message = "log of `sigmoid` underflows to -inf; use `F.logsigmoid(...)`"
             fix = None if through_variable else self._logsigmoid_fix(node, inner)
         else:
@@ -109,17 +115,31 @@ class LogOfSoftmax(Rule):
         renamed = softmax.with_changes(func=softmax.func.with_changes(attr=cst.Name("log_softmax")))
         return FixSpec("Replace with `log_softmax(...)`", ((log_call, self.ctx.code_for(renamed)),))
 
-    def _logsigmoid_fix(self, log_call: cst.Call, sigmoid: cst.Call) -> FixSpec | None:
-        functional = functional_module_name(self.ctx)
+    def _sigmoid_operand(self, sigmoid: cst.Call) -> cst.BaseExpression | None:
+        """`x` of `torch.sigmoid(x)` or `x.sigmoid()`."""
         receiver = method_receiver(sigmoid) if self.ctx.callee(sigmoid) is None else None
         positional = positional_args(sigmoid)
         if receiver is not None and not sigmoid.args:
-            operand = receiver
-        elif receiver is None and len(sigmoid.args) == 1 and len(positional) == 1:
-            operand = positional[0].value
-        else:
-            return None
-        if functional is None:
+            return receiver
+        if receiver is None and len(sigmoid.args) == 1 and len(positional) == 1:
+            return positional[0].value
+        return None
+
+    def _nonnegative(self, operand: cst.BaseExpression | None) -> bool:
+        """`torch.abs(d)`, `d.abs()`, `F.relu(d)`, `d.exp()`, `d ** 2`: never below 0."""
+        if isinstance(operand, cst.BinaryOperation):
+            return isinstance(operand.operator, cst.Power) and isinstance(operand.right, cst.Integer) \
+                and int(operand.right.value, 0) % 2 == 0
+        if not isinstance(operand, cst.Call):
+            return False
+        callee = self.ctx.callee(operand)
+        name = callee.rsplit(".", 1)[-1] if callee is not None else method_name(operand)
+        return name in _NONNEGATIVE
+
+    def _logsigmoid_fix(self, log_call: cst.Call, sigmoid: cst.Call) -> FixSpec | None:
+        functional = functional_module_name(self.ctx)
+        operand = self._sigmoid_operand(sigmoid)
+        if operand is None or functional is None:
             return None
         replacement = f"{functional}.logsigmoid({self.ctx.code_for(operand)})"
         return FixSpec("Replace with `F.logsigmoid(...)`", ((log_call, replacement),))
