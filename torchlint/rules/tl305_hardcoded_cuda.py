@@ -26,6 +26,9 @@ _PROCESS_GROUP = r"(?:\b(?:dist|distributed)\.is_initialized|_avail_and_initiali
 _MANY_PROCESSES = re.compile(r"world_size(?:\(\))?\s*(?:>\s*1|!=\s*1|>=\s*2)|" + _PROCESS_GROUP)
 _ONE_PROCESS_RETURNS = re.compile(
     r"if\s+(?:[\w.]*world_size(?:\(\))?\s*(?:==|<=)\s*1|not\s+[\w.]*" + _PROCESS_GROUP + r")\s*:\s*return\b")
+# A device index compared with -1 or 0 (`if device != -1:`, `if args.gpu >= 0:`): the pre-0.4 way
+# to choose between a GPU and the CPU.
+_DEVICE_INDEX_TEST = re.compile(r"(?:device|gpu|cuda)\w*\s*(?:!=|==|>=|<=|<|>)\s*-?[01]\b")
 # A statement at the top of a test module that skips the whole module.
 _MODULE_SKIP = re.compile(r"allow_module_level\s*=\s*True|\bSkipTest\b")
 # Libraries that run only on NVIDIA GPUs (TensorRT, CuPy, GPUDirect Storage, the CUDA bindings), by
@@ -65,7 +68,8 @@ class HardcodedCuda(Rule):
     projects only ever run on NVIDIA GPUs.
 
     Code under `if torch.cuda.is_available():` (or any condition, decorator or guard about CUDA,
-    GPUs or a GPU generation: `@skipif(not is_sm_at_least_90())`), `"cuda" if
+    GPUs or a GPU generation: `@skipif(not is_sm_at_least_90())`, or a device index compared
+    with -1 or 0: `if device != -1:`, `if args.gpu >= 0:`), `"cuda" if
     torch.cuda.is_available() else "cpu"`, code in functions or classes named for CUDA or GPUs
     (`class CUDAAccelerator`, `def to_gpu`), test classes under such a decorator
     (`@unittest.skipIf(not torch.cuda.is_available(), ...)`), private helpers (or helpers in a
@@ -216,7 +220,8 @@ class HardcodedCuda(Rule):
 
     def _mentions_guard(self, node: cst.CSTNode) -> bool:
         text = self.ctx.code_for(node).lower()
-        return any(word in text for word in _GUARD_WORDS) or _MANY_PROCESSES.search(text) is not None
+        return any(word in text for word in _GUARD_WORDS) or _MANY_PROCESSES.search(text) is not None \
+            or _DEVICE_INDEX_TEST.search(text) is not None
 
     def _function_guarded(self, function: cst.FunctionDef) -> bool:
         """A decorator (`@skipif(not torch.cuda.is_available())`, `@require_torch_gpu`) or a check in the body."""
