@@ -162,6 +162,9 @@ def _moved_by_hand(classdef: cst.ClassDef, vectors: frozenset[str]) -> set[str]:
                 return {_EVERY_ATTRIBUTE}  # `setattr(self, name, ...)` over its attributes: all of them
             elif isinstance(node, cst.Assign) and len(node.targets) == 1:
                 consumed.add(id(node.targets[0].target))
+                if (bank := _cpu_rows_stored(node, receiver)) is not None:
+                    consumed.add(id(bank))
+                    placed_reads.add(bank.attr.value)
                 if _alias_of(node, receiver) is not None:
                     consumed.add(id(node.value))  # read through the local name, judged there
                 moved = _moved_in_place(node, receiver) if receiver is not None else None
@@ -189,6 +192,8 @@ def _moved_by_hand(classdef: cst.ClassDef, vectors: frozenset[str]) -> set[str]:
             elif isinstance(node, cst.Call) and (moved := _moved_by_call(node)) is not None:
                 # `(self.feats if feats is None else feats).type_as(x)`: either branch is moved.
                 for moved_object in (moved.body, moved.orelse) if isinstance(moved, cst.IfExp) else (moved,):
+                    if isinstance(moved_object, cst.Subscript):
+                        moved_object = moved_object.value  # `self.bank[ids].to(device)`: rows moved where read
                     name = self_attribute(moved_object, receiver) if receiver is not None else None
                     if name is not None:
                         consumed.add(id(moved_object))
@@ -311,6 +316,16 @@ def _moved_in_place(assignment: cst.Assign, receiver: str | None) -> str | None:
     return None
 
 
+def _cpu_rows_stored(assignment: cst.Assign, receiver: str | None) -> cst.Attribute | None:
+    """`self.bank[ids] = u.detach().cpu()`: rows brought back to the CPU and stored into a tensor
+    kept there on purpose (a memory bank of per-sample state); the `self.bank` written to."""
+    target, value = assignment.targets[0].target, assignment.value
+    if receiver is None or not isinstance(target, cst.Subscript) or self_attribute(target.value, receiver) is None:
+        return None
+    moved_to_cpu = isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "cpu"
+    return target.value if moved_to_cpu else None
+
+
 def _moved_by_call(call: cst.Call) -> cst.BaseExpression | None:
     """What the call moves: `x` in `x.to(device)`, `x.type_as(y)`, and in a helper named for it,
     `to_device(x, labels)`."""
@@ -374,7 +389,9 @@ class UnregisteredTensorAttribute(Rule):
     0-dim tensor; a tensor index such as diffusion's `self.betas[t]` is reported); nor one that a
     method `__init__` calls afterwards assigns anew (`self.set_timesteps(n)`): it never outlives
     `__init__`; nor a placeholder that every method using it assigns anew before reading it
-    (`self.weight = w.reshape(out, in)` at the top of `forward`); nor one whose name an `_apply()` override somewhere in the project moves on
+    (`self.weight = w.reshape(out, in)` at the top of `forward`); nor a bank of per-sample
+    state kept on the CPU on purpose, whose rows are moved where they are read
+    (`self.u[ids].to(device)`) and stored back from the CPU (`self.u[ids] = u.cpu()`); nor one whose name an `_apply()` override somewhere in the project moves on
     another object (`m.stride = fn(m.stride)`, as YOLO's model does for its Detect head). Test
     code (a test module, or a module of a test folder such as `mylib/testing/mocks.py`) is not
     checked: a test that moves such a Module fails there and then, and none is saved for later.
