@@ -18,8 +18,8 @@ class ManualLogsumexp(Rule):
     Flags `log(sum(exp(x), dim))` written out: `torch.log(torch.sum(torch.exp(x), dim=1))`,
     `x.exp().sum(-1).log()` and their mixes, also when the intermediate results pass through
     local variables. A sum without `dim` and an exponent that is already shifted
-    (`exp(x - x.max())`, the hand-stabilised form, also as `x -= x.max(dim=1, keepdim=True)[0]`
-    before) are not flagged.
+    (`exp(x - x.max())`, the hand-stabilised form, also through a name every branch assigns a
+    difference, or as `x -= x.max(dim=1, keepdim=True)[0]` before) are not flagged.
 
     ## Why is this bad?
     `exp` overflows to `inf` for inputs above about 88 in float32 (11 in float16), and every term
@@ -77,15 +77,21 @@ class ManualLogsumexp(Rule):
         self.report(node, "`log(sum(exp(x), dim))` overflows for large `x`; use `torch.logsumexp(x, dim)`", fix=fix)
 
     def _already_shifted(self, exponent: cst.BaseExpression) -> bool:
-        """`exp(x - x.max())`, also through a name assigned so, or shifted in place before:
+        """`exp(x - x.max())`, also through a name assigned so (on every branch: `stable = x - m`
+        and `stable = x - m.unsqueeze(dim)`), or shifted in place before:
         `x -= x.max(dim=1, keepdim=True)[0]`."""
         value = self.ctx.values.resolve(exponent)
-        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Subtract):
+        if _is_difference(value):
             return True
         function = self.ctx.enclosing_function()
-        return isinstance(exponent, cst.Name) and function is not None and any(
+        if not isinstance(exponent, cst.Name) or function is None:
+            return False
+        name = exponent.value
+        assigned = [node.value for node in nodes_in_order(function.body) if isinstance(node, cst.Assign)
+                    and any(isinstance(target.target, cst.Name) and target.target.value == name for target in node.targets)]
+        return bool(assigned) and all(_is_difference(value) for value in assigned) or any(
             isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.SubtractAssign)
-            and isinstance(node.target, cst.Name) and node.target.value == exponent.value
+            and isinstance(node.target, cst.Name) and node.target.value == name
             for node in nodes_in_order(function.body))
 
     def _fix(
@@ -106,3 +112,7 @@ class ManualLogsumexp(Rule):
         extra = f", keepdim={code(keepdim.value)}" if keepdim is not None else ""
         replacement = f"{torch_name}.logsumexp({code(exponent)}, {code(dim)}{extra})"
         return FixSpec("Replace with `torch.logsumexp(...)`", ((log_call, replacement),))
+
+
+def _is_difference(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Subtract)
