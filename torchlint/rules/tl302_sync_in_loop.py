@@ -78,8 +78,9 @@ class SyncInLoop(Rule):
     the same iteration (`state.output = loss.item()` then `losses.append(loss.item())`) is reported
     once, at its first read: the second waits for nothing. So is one whose truth the iteration
     tested before (`if not torch.isfinite(loss): raise ...`, `assert not loss.isnan().any()`,
-    `if loss > limit:`): that test waited for it, and a later read for a progress bar copies a
-    number (a test that reads nothing off the device, `if loss is None:`, does not count). Nor is
+    `if loss > limit:`), also scaled by a number since (`loss = loss / len(batch_group)`): that
+    test waited for it, and a later read for a progress bar copies a number (a test that reads
+    nothing off the device, `if loss is None:`, does not count). Nor is
     a read after the iteration waited for the whole device (`torch.cuda.synchronize()` before
     reading the clock in a timing loop): the CPU stops there anyway.
 
@@ -202,7 +203,7 @@ class SyncInLoop(Rule):
         if not isinstance(operand, cst.Name) or bound_by_comprehension(chain, operand.value):
             return False  # a comprehension's variable is another tensor each time round
         for statement in _earlier_statements(chain, repeated):
-            if operand.value in assigned_names([statement]):
+            if operand.value in assigned_names([statement]) and not _scaled_by_a_number(statement, operand.value):
                 return False
             if self._syncs(statement, operand.value):
                 return True
@@ -444,6 +445,22 @@ def _tests_tensor(test: cst.BaseExpression, name: str) -> bool:
 
 def _names(expression: cst.BaseExpression, name: str) -> bool:
     return isinstance(expression, cst.Name) and expression.value == name
+
+
+def _scaled_by_a_number(statement: cst.CSTNode, name: str) -> bool:
+    """`loss = loss / len(batch_group)` (or `loss /= 4`): the tensor read before, scaled by a
+    number on the host; reading it again waits for that one small kernel only."""
+    small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.BinaryOperation):
+        target, value = small.targets[0].target, small.value
+        scaled, by = value.left, value.right
+    elif isinstance(small, cst.AugAssign):
+        target, scaled, by = small.target, small.target, small.value
+    else:
+        return False
+    is_number = isinstance(by, (cst.Integer, cst.Float)) or isinstance(by, cst.Call) and dotted_name(by.func) == "len"
+    return isinstance(target, cst.Name) and target.value == name and isinstance(scaled, cst.Name) \
+        and scaled.value == name and is_number
 
 
 def _earlier_statements(chain: list[cst.CSTNode], repeated: cst.CSTNode):
