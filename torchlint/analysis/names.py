@@ -44,6 +44,13 @@ def method_name(call: cst.Call) -> str | None:
     return None
 
 
+def called_name(call: cst.Call) -> str | None:
+    """`evaluate` for `evaluate(...)`, `self.evaluate(...)` and `trainer.evaluate(...)`."""
+    if isinstance(call.func, cst.Attribute):
+        return call.func.attr.value
+    return call.func.value if isinstance(call.func, cst.Name) else None
+
+
 def method_receiver(call: cst.Call) -> cst.BaseExpression | None:
     """`x` for `x.view(...)`."""
     if isinstance(call.func, cst.Attribute):

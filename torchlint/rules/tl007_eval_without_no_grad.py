@@ -6,7 +6,7 @@ import libcst as cst
 
 from torchlint.analysis.grad_mode import GradState
 from torchlint.analysis.loops import Loop, enclosing_loops
-from torchlint.analysis.names import argument, dotted_name, is_constant_false, is_constant_true
+from torchlint.analysis.names import argument, called_name, dotted_name, is_constant_false, is_constant_true
 from torchlint.diagnostics import Severity
 from torchlint.reports import RelatedNode
 from torchlint.rule import Rule
@@ -49,7 +49,9 @@ class EvalWithoutNoGrad(Rule):
     `torch.no_grad()`, `torch.inference_mode()` or `torch.set_grad_enabled(False)` is in effect
     (as a `with` block, a decorator of the function, or a `set_grad_enabled(False)` statement);
     a helper of the project or a library whose name says it switches grad mode
-    (`@smart_inference_mode()`, `with maybe_no_grad():`) counts as one.
+    (`@smart_inference_mode()`, `with maybe_no_grad():`) counts as one, and so does a function
+    every call of which in the file runs under one (a trainer's `_validation_loss()`, called
+    only inside `with torch.no_grad():`).
     Loops that want gradients (they call `backward()`, `torch.autograd.grad`, `requires_grad_()`,
     Jacobian products such as `torch.func.jvp`: saliency maps, adversarial examples, Laplace
     approximations) are left alone, and so are functions that freeze the
@@ -95,6 +97,7 @@ class EvalWithoutNoGrad(Rule):
         super().__init__(ctx)
         self._frames = [_Frame()]
         self._reported: set[int] = set()
+        self._without_grad: dict[int, bool] = {}  # by function: every call in the file runs without autograd
         self._test_file = ctx.is_test_file
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -170,10 +173,39 @@ class EvalWithoutNoGrad(Rule):
         loop = self._loop_after_eval(eval_loops)
         if loop is None or id(loop) in self._reported:
             return None
-        if self.ctx.grad_mode.state() is not GradState.DEFAULT or self.ctx.loops.iteration(loop).needs_grad:
+        if self.ctx.grad_mode.state() is not GradState.DEFAULT or self.ctx.loops.iteration(loop).needs_grad \
+                or self._called_without_grad(self.ctx.enclosing_function()):
             return None
         self._reported.add(id(loop))
         return loop
+
+    def _called_without_grad(self, function: cst.FunctionDef | None) -> bool:
+        """Every call of `function` in this file (by name, or as a method) runs with autograd
+        switched off: under `with torch.no_grad():`, or in a function decorated so (a trainer
+        calls its `_validation_loss()` only inside `with torch.no_grad():`)."""
+        if function is None:
+            return False
+        key = id(function)
+        if key not in self._without_grad:
+            modes: list[bool] = []
+            self._call_modes(self.ctx.module, function.name.value, False, modes)
+            self._without_grad[key] = bool(modes) and all(modes)
+        return self._without_grad[key]
+
+    def _call_modes(self, node: cst.CSTNode, name: str, off: bool, modes: list[bool]) -> None:
+        """Whether autograd is off at each call of `name` below `node` (`off`: it is at `node`)."""
+        for child in child_nodes(node):
+            inner = off
+            if isinstance(child, cst.FunctionDef):
+                inner = any(self._switches_off(decorator.decorator) for decorator in child.decorators)
+            elif isinstance(child, cst.With) and any(self._switches_off(item.item) for item in child.items):
+                inner = True
+            elif isinstance(child, cst.Call) and called_name(child) == name:
+                modes.append(off)
+            self._call_modes(child, name, inner, modes)
+
+    def _switches_off(self, expr: cst.BaseExpression) -> bool:
+        return self.ctx.grad_mode.switch_effect(expr) in (GradState.DISABLED, GradState.UNKNOWN)
 
     def _model_call_in(
         self, function: cst.FunctionDef, models: dict[str, str], depth: int,

@@ -7,7 +7,9 @@ import libcst as cst
 
 from torchlint.analysis.dataflow import assigned_names, bound_by_comprehension, comprehension_targets, target_names
 from torchlint.analysis.loops import ElementWalk, Loop, element_walk, is_limited, is_throttle
-from torchlint.analysis.names import dotted_name, isinstance_check, method_name, positional_args, suite_statements
+from torchlint.analysis.names import (
+    called_name, dotted_name, isinstance_check, method_name, positional_args, suite_statements,
+)
 from torchlint.analysis.tensor_evidence import TensorEvidence, places_on_accelerator
 from torchlint.diagnostics import Severity
 from torchlint.positions import StatementPositions
@@ -181,7 +183,7 @@ class SyncInLoop(Rule):
         self.report(
             node,
             f"`{_shown(node)}` synchronises with the device on every step of the training loop at row "
-            f"{self._row(loop)}, which calls `{_callee_word(call)}(...)` each iteration; return the tensor "
+            f"{self._row(loop)}, which calls `{called_name(call)}(...)` each iteration; return the tensor "
             "(`.detach()`) and read it once after the loop or every N steps",
             related=(RelatedNode(call, "called here, once per step of the training loop"),),
         )
@@ -370,7 +372,7 @@ class SyncInLoop(Rule):
                 child = parent
                 continue
             if isinstance(parent, cst.Call):
-                name = _callee_word(parent)
+                name = called_name(parent)
                 if name in _SINKS:
                     return True
                 if name in _TRANSPARENT_CALLS:
@@ -534,13 +536,6 @@ def _describe(repetition: _Repetition) -> str:
         what = "parameters" if walk is not None and walk.over_parameters else "tensor elements"
         return f"{'comprehension' if isinstance(node, cst.BaseComp) else 'loop'} over {what}"
     return "training loop"
-
-
-def _callee_word(call: cst.Call) -> str | None:
-    callee = call.func
-    if isinstance(callee, cst.Attribute):
-        return callee.attr.value
-    return callee.value if isinstance(callee, cst.Name) else None
 
 
 def _is_element_of(parent: cst.CSTNode, child: cst.CSTNode) -> bool:
