@@ -20,6 +20,9 @@ _MODE_LAYER_WORDS = ("Dropout", "dropout", "BatchNorm", "batch_norm")
 # Models built by a library (their layers are out of sight): torchvision, timm, Hugging Face.
 _LIBRARY_MODELS = re.compile(r"torchvision\.models|models\.\w+\(|timm\.create_model|from_pretrained|torch\.hub\.load")
 _MODEL_WORDS = re.compile(r"(model|net|network|classifier|encoder|decoder|backbone)$", re.I)
+# How many helpers between the `.eval()` and the evaluation are followed (`train` switching to
+# eval mode, then calling `evaluate_loop`, which calls `evaluate`).
+_CALLER_DEPTH = 2
 
 
 class EvaluationInTrainingMode(Rule):
@@ -30,7 +33,8 @@ class EvaluationInTrainingMode(Rule):
     `self.net(x)`), with no `backward()` or `step()` (it does not train), no `.eval()` or
     `.train(...)` of its own, and every call of it in the file reached with no `.eval()` before
     it in the calling function (or with a `.train()` after the last one: the usual
-    `for epoch: train(...); validate(...)`). A script's own evaluation block at the top level
+    `for epoch: train(...); validate(...)`), nor before every call of that function when it is a
+    helper in between (`model.eval()`, then `evaluate_loop(model)`, which calls `evaluate`). A script's own evaluation block at the top level
     is flagged too: a loop that calls the model after the training loop, with no `.eval()` since
     (the tutorial's `# Test the model` block). The file must train a model (a training loop), and
     its models must have a layer that behaves differently in training: a `Dropout` or
@@ -93,7 +97,7 @@ class EvaluationInTrainingMode(Rule):
             model_call = self._model_call_in_loop(function)
             if model_call is None:
                 continue
-            calls = [mode for caller in functions + [node] for mode in _calls_in_mode(caller, name)]
+            calls = _modes_at_calls(functions + [node], name)
             if calls and not any(calls):
                 model = self.ctx.code_for(model_call.func)
                 self.report(
@@ -165,6 +169,22 @@ def _every_function(module: cst.Module) -> list[cst.FunctionDef]:
         inner = [node for node in nodes_in_order(scope) if isinstance(node, (cst.FunctionDef, cst.ClassDef))]
         found += [node for node in inner if isinstance(node, cst.FunctionDef)]
         pending += inner
+    return found
+
+
+def _modes_at_calls(scopes: list, name: str, depth: int = 0) -> list[bool]:
+    """For each call of `name` in the scopes: whether the model is in evaluation mode there, an
+    `.eval()` before it in its function, or, for a helper that switches nothing itself
+    (`evaluate_loop` calling `evaluate`), before every call of that helper."""
+    found: list[bool] = []
+    for scope in scopes:
+        modes = _calls_in_mode(scope, name)
+        if modes and not all(modes) and isinstance(scope, cst.FunctionDef) and depth < _CALLER_DEPTH \
+                and scope.name.value != name:
+            outer = _modes_at_calls(scopes, scope.name.value, depth + 1)
+            if outer and all(outer):
+                modes = [True] * len(modes)
+        found += modes
     return found
 
 
