@@ -19,6 +19,10 @@ _OWN_CALL_LIBRARIES = ("gpytorch.",)
 # Module methods whose iteration yields submodules (`for m in self.children():`).
 _SUBMODULE_ITERATORS = frozenset({"children", "modules"})
 _NAMED_SUBMODULE_ITERATORS = frozenset({"named_children", "named_modules"})
+# The parameters of a forward hook after the module: `(module, input, output)`,
+# `(module, module_in, module_out)`, `(m, inputs, outputs)`.
+_HOOK_INPUT = re.compile(r"_?(?:module_)?(?:in|inp|input|inputs|args)")
+_HOOK_OUTPUT = re.compile(r"_?(?:module_)?(?:out|output|outputs|result)")
 
 
 class ForwardCalledDirectly(Rule):
@@ -41,8 +45,10 @@ class ForwardCalledDirectly(Rule):
     `Module`, or a base of the project that defines `__call__`), or on a parameter annotated
     with a gpytorch model type (`model: GPyTorchModel`): there calling a model means something
     else (a GP's posterior, a kernel's lazy tensor) and `.forward` is chosen. Inside a
-    function the file registers as a forward hook (`register_forward_pre_hook(fn)`), `.forward`
-    is right: calling the module there would run the hook again. A module the function has just
+    function the file registers as a forward hook (`register_forward_pre_hook(fn)`), or one written
+    as a forward hook of the module it calls (`def __call__(self, module, module_in, module_out)`
+    calling `module.forward(...)`, registered elsewhere), `.forward` is right: calling the module
+    there would run the hook again. A module the function has just
     built and uses nowhere else (`loss = NMILoss(ref)` then `return loss.forward(x)`), or only to
     read and set its attributes (`m.weight.data = q`), has no hooks to skip: no other code could
     register one.
@@ -104,7 +110,7 @@ class ForwardCalledDirectly(Rule):
         receiver = func.value
         if self._is_self_super_or_class(receiver, node) or not self._is_module(receiver):
             return
-        if self.ctx.guards.in_version_gate(node) or self._in_forward_hook() or self._replaces_call() \
+        if self.ctx.guards.in_version_gate(node) or self._in_forward_hook(receiver) or self._replaces_call() \
                 or self._annotated_gp(receiver) or self._unseen_local(receiver):
             return
         written = self.ctx.code_for(receiver)
@@ -189,13 +195,15 @@ class ForwardCalledDirectly(Rule):
                 return True
         return False
 
-    def _in_forward_hook(self) -> bool:
-        """Inside a function the file registers as a forward (pre-)hook: calling the module there
-        would run the hook again, so `.forward` is what it must call."""
+    def _in_forward_hook(self, receiver: cst.BaseExpression) -> bool:
+        """Inside a function the file registers as a forward (pre-)hook, or one written as a
+        forward hook of the receiver (`def __call__(self, module, module_in, module_out)` calling
+        `module.forward`, registered by another file): calling the module there would run the hook
+        again, so `.forward` is what it must call."""
         for function in self.ctx.ancestors:
-            if isinstance(function, cst.FunctionDef) and re.search(
+            if isinstance(function, cst.FunctionDef) and (re.search(
                 rf"register_(?:module_)?forward_(?:pre_)?hook\(\s*{re.escape(function.name.value)}\b", self.ctx.source
-            ):
+            ) or _hooks_receiver(function, receiver)):
                 return True
         return False
 
@@ -264,3 +272,13 @@ class ForwardCalledDirectly(Rule):
 
 def _classes_of(module: cst.Module) -> list[cst.ClassDef]:
     return [statement for statement in module.body if isinstance(statement, cst.ClassDef)]
+
+
+def _hooks_receiver(function: cst.FunctionDef, receiver: cst.BaseExpression) -> bool:
+    """`function` has a forward hook's signature, `(module, input, output)` after any `self`, and
+    `receiver` is its module parameter."""
+    names = [param.name.value for param in function.params.params]
+    if names[:1] == ["self"]:
+        names = names[1:]
+    return len(names) == 3 and isinstance(receiver, cst.Name) and receiver.value == names[0] \
+        and _HOOK_INPUT.fullmatch(names[1]) is not None and _HOOK_OUTPUT.fullmatch(names[2]) is not None
