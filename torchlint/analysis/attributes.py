@@ -98,7 +98,8 @@ class SelfAttributes:
     def _store(target, value, self_name: str, table: dict[str, object], locals_stored: bool) -> None:
         if isinstance(target, cst.Name) and locals_stored:
             name = target.value  # a local that `self.__dict__.update(locals())` makes an attribute
-        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == self_name:
+        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                and target.value.value == self_name:
             name = target.attr.value
         else:
             return
@@ -107,9 +108,11 @@ class SelfAttributes:
 
 def _stores_locals(statements, self_name: str) -> bool:
     """The method's own statements hold `self.__dict__.update(locals())`."""
-    return any(
-        isinstance(line, cst.SimpleStatementLine) and isinstance(line.body[0], cst.Expr)
-        and isinstance(call := line.body[0].value, cst.Call) and dotted_name(call.func) == f"{self_name}.__dict__.update"
-        and len(call.args) == 1 and isinstance(call.args[0].value, cst.Call) and dotted_name(call.args[0].value.func) == "locals"
-        for line in statements
-    )
+    for line in statements:
+        small = line.body[0] if isinstance(line, cst.SimpleStatementLine) else None
+        call = small.value if isinstance(small, cst.Expr) else None
+        if isinstance(call, cst.Call) and dotted_name(call.func) == f"{self_name}.__dict__.update" \
+                and len(call.args) == 1 and isinstance(given := call.args[0].value, cst.Call) \
+                and dotted_name(given.func) == "locals":
+            return True
+    return False
