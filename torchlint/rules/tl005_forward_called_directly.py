@@ -48,10 +48,11 @@ class ForwardCalledDirectly(Rule):
     function the file registers as a forward hook (`register_forward_pre_hook(fn)`), or one written
     as a forward hook of the module it calls (`def __call__(self, module, module_in, module_out)`
     calling `module.forward(...)`, registered elsewhere), `.forward` is right: calling the module
-    there would run the hook again. A module the function has just
-    built and uses nowhere else (`loss = NMILoss(ref)` then `return loss.forward(x)`), or only to
-    read and set its attributes (`m.weight.data = q`), has no hooks to skip: no other code could
-    register one.
+    there would run the hook again. A module the function has just built and uses nowhere else
+    (`loss = NMILoss(ref)` then `return loss.forward(x)`), or only to read and set its attributes
+    (`m.weight.data = q`), has no hooks to skip: no other code could register one. Nor has a
+    module in test code (a test module, or a module of a test folder), which builds what it calls,
+    in the test or its `setUp`, often to test `forward` itself: it is not checked.
 
     ## Why is this bad?
     `nn.Module.__call__` runs the forward pre-hooks and hooks, backward hooks, and the machinery
@@ -105,8 +106,8 @@ class ForwardCalledDirectly(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value != "forward":
-            return
+        if not isinstance(func, cst.Attribute) or func.attr.value != "forward" or self.ctx.serves_tests:
+            return  # a test builds the module it calls, with no hooks, often to test `forward` itself
         receiver = func.value
         if self._is_self_super_or_class(receiver, node) or not self._is_module(receiver):
             return
