@@ -132,8 +132,11 @@ def test_a_terminated_torchlint_stops_the_script_and_leaves_nothing(tmp_path, st
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.dirname(__file__))), TMPDIR=str(scratch))
+    # torchlint ends as the signal's default has it, which a suite run under `nohup` inherits as
+    # "ignore SIGHUP": the run is given the default, as a terminal gives it.
     torchlint = subprocess.Popen([sys.executable, "-m", "torchlint", "check", "--runtime", "--device", "cpu", "train.py"],
-                                 cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                 cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 preexec_fn=lambda: signal.signal(stop, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not (tmp_path / "pid").exists() or not (tmp_path / "pid").read_text():
         assert time.monotonic() < deadline and torchlint.poll() is None
