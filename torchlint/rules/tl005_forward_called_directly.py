@@ -30,29 +30,29 @@ class ForwardCalledDirectly(Rule):
     ## What it does
     Flags `m.forward(x)` on a module where `m(x)` was meant: a `torch.nn` layer, an instance of a
     Module class of this file, a model built by a function of this file or by a model library
-    (`torchvision.models.resnet18()`, `timm.create_model(...)`, `torch.hub.load(...)`), an
-    attribute the class assigns a module (`self.backbone.forward(x)`), an element of a container
-    of modules (`for layer in self.layers:`, `self.blocks[i]`, `self.children()`), and a name
-    people give to modules (`model`, `encoder`, `netD`). Calls on `super()`, on a class
-    (`Base.forward(self, x)`) and `self.forward(...)` are fine, and so is
-    `torch.distributed.nn.RemoteModule`, whose `forward` is its documented remote call: in a file
-    that uses `RemoteModule`, only a value known to be built as a module is reported. So it is
-    for a name whose word (`net`) also names a class of the project that is no Module but has a
-    `forward` of its own (`class NeuralNet:` of plain tensors, skorch's scikit-learn estimator
-    `NeuralNet`): there `def evaluate(net, x)` may be given one. A model of
-    another runtime named like a module (`self.net = cv2.dnn.readNetFromONNX(path)`, also a local
-    `net` made an attribute by `self.__dict__.update(locals())`) is no Module either. Nor is a call in a class whose Module base replaces `__call__` (gpytorch's
-    `Module`, or a base of the project that defines `__call__`), or on a parameter annotated
-    with a gpytorch model type (`model: GPyTorchModel`): there calling a model means something
-    else (a GP's posterior, a kernel's lazy tensor) and `.forward` is chosen. Inside a
-    function the file registers as a forward hook (`register_forward_pre_hook(fn)`), or one written
-    as a forward hook of the module it calls (`def __call__(self, module, module_in, module_out)`
-    calling `module.forward(...)`, registered elsewhere), `.forward` is right: calling the module
-    there would run the hook again. A module the function has just built and uses nowhere else
-    (`loss = NMILoss(ref)` then `return loss.forward(x)`), or only to read and set its attributes
-    (`m.weight.data = q`), has no hooks to skip: no other code could register one. Nor has a
-    module in test code (a test module, or a module of a test folder), which builds what it calls,
-    in the test or its `setUp`, often to test `forward` itself: it is not checked.
+    (`torchvision.models.resnet18()`, `timm.create_model(...)`, `torch.hub.load(...)`), an attribute
+    the class assigns a module (`self.backbone.forward(x)`), an element of a container of modules
+    (`for layer in self.layers:`, `self.blocks[i]`, `self.children()`), and a name people give to
+    modules (`model`, `encoder`, `netD`). Calls on `super()`, on a class (`Base.forward(self, x)`)
+    and `self.forward(...)` are fine, and so is `torch.distributed.nn.RemoteModule`, whose `forward`
+    is its documented remote call: in a file that uses `RemoteModule`, only a value known to be
+    built as a module is reported. So it is for a name whose word (`net`) also names a class of the
+    project that is no Module but has a `forward` of its own (`class NeuralNet:` of plain tensors,
+    skorch's scikit-learn estimator `NeuralNet`): there `def evaluate(net, x)` may be given one. A
+    model of another runtime named like a module (`self.net = cv2.dnn.readNetFromONNX(path)`, also a
+    local `net` made an attribute by `self.__dict__.update(locals())`) is no Module either. Nor is a
+    call in a class whose Module base replaces `__call__` (gpytorch's `Module`, or a base of the
+    project that defines `__call__`), or on a parameter annotated with a gpytorch model type
+    (`model: GPyTorchModel`): there calling a model means something else (a GP's posterior, a
+    kernel's lazy tensor) and `.forward` is chosen. Inside a function the file registers as a
+    forward hook (`register_forward_pre_hook(fn)`), or one written as a forward hook of the module
+    it calls (`def __call__(self, module, module_in, module_out)` calling `module.forward(...)`,
+    registered elsewhere), `.forward` is right: calling the module there would run the hook again. A
+    module the function has just built and uses nowhere else (`loss = NMILoss(ref)` then `return
+    loss.forward(x)`), or only to read and set its attributes (`m.weight.data = q`), has no hooks to
+    skip: no other code could register one. Nor has a module in test code (a test module, or a
+    module of a test folder), which builds what it calls, in the test or its `setUp`, often to test
+    `forward` itself: it is not checked.
 
     ## Why is this bad?
     `nn.Module.__call__` runs the forward pre-hooks and hooks, backward hooks, and the machinery

@@ -31,16 +31,16 @@ class EvaluationInTrainingMode(Rule):
     Flags an evaluation function that runs a model in training mode: a function named like
     `evaluate`, `validate`, `val_epoch` or `test_model` whose loop calls a model (`model(x)`,
     `self.net(x)`), with no `backward()` or `step()` (it does not train), no `.eval()` or
-    `.train(...)` of its own, and every call of it in the file reached with no `.eval()` before
-    it in the calling function (or with a `.train()` after the last one: the usual
-    `for epoch: train(...); validate(...)`), nor before every call of that function when it is a
-    helper in between (`model.eval()`, then `evaluate_loop(model)`, which calls `evaluate`). A script's own evaluation block at the top level
-    is flagged too: a loop that calls the model after the training loop, with no `.eval()` since
-    (the tutorial's `# Test the model` block). The file must train a model (a training loop), and
-    its models must have a layer that behaves differently in training: a `Dropout` or
-    `BatchNorm` in a Module class of the file, or a model from a library (torchvision, timm,
-    `from_pretrained`). Functions never called in the file, `test_*` functions of test files, and
-    files that do not import torch are left alone.
+    `.train(...)` of its own, and every call of it in the file reached with no `.eval()` before it
+    in the calling function (or with a `.train()` after the last one: the usual `for epoch:
+    train(...); validate(...)`), nor before every call of that function when it is a helper in
+    between (`model.eval()`, then `evaluate_loop(model)`, which calls `evaluate`). A script's own
+    evaluation block at the top level is flagged too: a loop that calls the model after the training
+    loop, with no `.eval()` since (the tutorial's `# Test the model` block). The file must train a
+    model (a training loop), and its models must have a layer that behaves differently in training:
+    a `Dropout` or `BatchNorm` in a Module class of the file, or a model from a library
+    (torchvision, timm, `from_pretrained`). Functions never called in the file, `test_*` functions
+    of test files, and files that do not import torch are left alone.
 
     The counterpart of TL015 (eval mode never undone) and TL007 (eval without `no_grad`).
 

@@ -215,10 +215,13 @@ class SyncInLoop(Rule):
         """An earlier statement of the iteration waits for the whole device (`torch.cuda.synchronize()`,
         `stream.synchronize()`): the iteration stops the CPU there anyway, as a timing loop does."""
         return any(
-            isinstance(node, cst.Call) and (self.ctx.callee(node) in _DEVICE_SYNCHRONIZE
-                                            or self.ctx.callee(node) is None and method_name(node) == "synchronize")
+            isinstance(node, cst.Call) and self._waits_for_device(node)
             for statement in _earlier_statements(chain, repeated) for node in nodes_in_order(statement)
         )
+
+    def _waits_for_device(self, call: cst.Call) -> bool:
+        callee = self.ctx.callee(call)
+        return callee in _DEVICE_SYNCHRONIZE or callee is None and method_name(call) == "synchronize"
 
     def _syncs(self, statement: cst.CSTNode, name: str) -> bool:
         """`statement` reads tensor `name` on the host: `name.item()`, or `if` / `assert` on its truth."""

@@ -358,43 +358,46 @@ class UnregisteredTensorAttribute(Rule):
     ## What it does
     Flags `self.x = <tensor>` in the `__init__` of an `nn.Module` when the tensor comes from a
     `torch.<factory>(...)` or a legacy constructor such as `torch.FloatTensor(...)` (also through
-    methods, indexing and torch functions of it: `torch.triu(torch.ones(n, n), diagonal=1)`, `torch.tensor(mean).view(-1, 1, 1) if mean else None`,
-    from another such attribute: `self.grid.repeat(batch, 1, 1)`, through `Variable(t)`, and from
-    a function or method of another project file that returns a tensor it made on the default
-    device: `self.priors = self.priorbox.forward()`), the class never registers
-    `x` (`register_buffer("x", ...)`, `nn.Parameter`), and `x` is read after `__init__`: by a
-    method of the class (the finding names where), a subclass, or other code of the file. A
-    tensor read only in `__init__`, to build a buffer or a parameter, is not reported, nor one the
-    class moves itself: named in its own `to()` / `cuda()` / `_apply()` override (the others still
-    are), or moved where it is used (`self.mean = self.mean.to(x.device)`, or every read outside
-    `__init__` moving it: `conv(x, self.kernel.to(x.device))` or `to_device(self.kernel, x)`, reshaping it in place aside:
-    `self.kernel = self.kernel.repeat(c, 1, 1)`, also under a local name: `keep = self.keep`
-    then `keep = keep.to(x.device)`), nor one read only where a DataLoader builds batches (the
-    method given as its `collate_fn`, and the methods that calls), on CPU data. Nor is a 0-dim value from a full
-    reduction (`self.dim = torch.prod(torch.tensor(shape))`): it mixes with tensors on any device
-    and `__init__` computes it again when a checkpoint is loaded, nor a 0-dim constant:
+    methods, indexing and torch functions of it: `torch.triu(torch.ones(n, n), diagonal=1)`,
+    `torch.tensor(mean).view(-1, 1, 1) if mean else None`, from another such attribute:
+    `self.grid.repeat(batch, 1, 1)`, through `Variable(t)`, and from a function or method of another
+    project file that returns a tensor it made on the default device: `self.priors =
+    self.priorbox.forward()`), the class never registers `x` (`register_buffer("x", ...)`,
+    `nn.Parameter`), and `x` is read after `__init__`: by a method of the class (the finding names
+    where), a subclass, or other code of the file. A tensor read only in `__init__`, to build a
+    buffer or a parameter, is not reported, nor one the class moves itself: named in its own `to()`
+    / `cuda()` / `_apply()` override (the others still are), or moved where it is used (`self.mean =
+    self.mean.to(x.device)`, or every read outside `__init__` moving it: `conv(x,
+    self.kernel.to(x.device))` or `to_device(self.kernel, x)`, reshaping it in place aside:
+    `self.kernel = self.kernel.repeat(c, 1, 1)`, also under a local name: `keep = self.keep` then
+    `keep = keep.to(x.device)`), nor one read only where a DataLoader builds batches (the method
+    given as its `collate_fn`, and the methods that calls), on CPU data. Nor is a 0-dim value from a
+    full reduction (`self.dim = torch.prod(torch.tensor(shape))`): it mixes with tensors on any
+    device and `__init__` computes it again when a checkpoint is loaded, nor a 0-dim constant:
     `torch.tensor(float("inf"))`, `torch.sqrt(torch.tensor(attn_dim))` of a size the class gives a
     layer (`nn.Linear(d, attn_dim)`), `torch.as_tensor(threshold)` of an argument annotated as a
-    number or a flag (`threshold: float`, `sort: bool`) or with a number for its default (`epsilon=1e-8`), or of a size read off a tensor (`n = K.shape[-1]`), nor an empty placeholder
-    (`self.cache = torch.Tensor()`, `torch.empty(0)`, `torch.empty(0, 0)`), assigned anew before it holds data; nor one moved where it is
-    read under a condition: `(self.feats if feats is None else feats).type_as(x)`; nor one read only
-    as the bounds of a random fill (`torch.empty(1).uniform_(self.log_ratio[0], self.log_ratio[1])`),
-    which takes numbers, or only as the index of another tensor (`w[self.observed]`,
-    `w[self.missing] = v`: CPU indices index a tensor on any device), in `len()`, for its `shape`, as
-    the truth value of an `if` or `while` (`if self.active[0][d]:`), walked for such truth values
-    (`for i, flag in enumerate(self.mask): if flag:`), one element read as a number
-    (`self.dilations[i].item()`), shown in an f-string (`f"supported: {self.atomic_numbers}"`),
-    or, made 1-D (`torch.linspace(...)`),
-    one element at a time at a whole-number index (`self.schedule[epoch]` of `epoch: int`: a
-    0-dim tensor; a tensor index such as diffusion's `self.betas[t]` is reported); nor one that a
-    method `__init__` calls afterwards assigns anew (`self.set_timesteps(n)`): it never outlives
-    `__init__`; nor a placeholder that every method using it assigns anew before reading it
-    (`self.weight = w.reshape(out, in)` at the top of `forward`); nor a bank of per-sample
-    state kept on the CPU on purpose, whose rows are moved where they are read
-    (`self.u[ids].to(device)`) and stored back from the CPU (`self.u[ids] = u.cpu()`); nor one whose name an `_apply()` override somewhere in the project moves on
-    another object (`m.stride = fn(m.stride)`, as YOLO's model does for its Detect head). Test
-    code (a test module, or a module of a test folder such as `mylib/testing/mocks.py`) is not
-    checked: a test that moves such a Module fails there and then, and none is saved for later.
+    number or a flag (`threshold: float`, `sort: bool`) or with a number for its default
+    (`epsilon=1e-8`), or of a size read off a tensor (`n = K.shape[-1]`), nor an empty placeholder
+    (`self.cache = torch.Tensor()`, `torch.empty(0)`, `torch.empty(0, 0)`), assigned anew before it
+    holds data; nor one moved where it is read under a condition: `(self.feats if feats is None else
+    feats).type_as(x)`; nor one read only as the bounds of a random fill
+    (`torch.empty(1).uniform_(self.log_ratio[0], self.log_ratio[1])`), which takes numbers, or only
+    as the index of another tensor (`w[self.observed]`, `w[self.missing] = v`: CPU indices index a
+    tensor on any device), in `len()`, for its `shape`, as the truth value of an `if` or `while`
+    (`if self.active[0][d]:`), walked for such truth values (`for i, flag in enumerate(self.mask):
+    if flag:`), one element read as a number (`self.dilations[i].item()`), shown in an f-string
+    (`f"supported: {self.atomic_numbers}"`), or, made 1-D (`torch.linspace(...)`), one element at a
+    time at a whole-number index (`self.schedule[epoch]` of `epoch: int`: a 0-dim tensor; a tensor
+    index such as diffusion's `self.betas[t]` is reported); nor one that a method `__init__` calls
+    afterwards assigns anew (`self.set_timesteps(n)`): it never outlives `__init__`; nor a
+    placeholder that every method using it assigns anew before reading it (`self.weight =
+    w.reshape(out, in)` at the top of `forward`); nor a bank of per-sample state kept on the CPU on
+    purpose, whose rows are moved where they are read (`self.u[ids].to(device)`) and stored back
+    from the CPU (`self.u[ids] = u.cpu()`); nor one whose name an `_apply()` override somewhere in
+    the project moves on another object (`m.stride = fn(m.stride)`, as YOLO's model does for its
+    Detect head). Test code (a test module, or a module of a test folder such as
+    `mylib/testing/mocks.py`) is not checked: a test that moves such a Module fails there and then,
+    and none is saved for later.
 
     ## Why is this bad?
     A plain tensor attribute is invisible to the Module machinery: `model.to(device)`,

@@ -635,6 +635,8 @@ class TensorModel:
                 env[star.name.value] = UNKNOWN
         name = function.name.value
         on_module = scope.in_module_class and name != "__init__"
+        # A Module's `forward` takes inputs on the module's device, unless it transforms data samples.
+        forward_inputs_placed = on_module and name == "forward" and not self._data_transform(scope.classdef)
         evidence = None
         # A `forward()` takes its first input as a tensor (or a batch of them), whatever it does with it.
         first_input = next((p.name.value for p in every if p.name.value != scope.self_name), None) if (
@@ -659,8 +661,8 @@ class TensorModel:
             written = param.annotation.annotation if param.annotation is not None else None
             # Other methods get the module's device through their calls from `forward()` only: one
             # called from `__init__` sees CPU tensors.
-            device = Device.MODULE if on_module and name == "forward" and not self._data_transform(scope.classdef) \
-                else (Device.INPUT if _is_loss_function(scope) else Device.UNKNOWN)
+            device = Device.MODULE if forward_inputs_placed else (
+                Device.INPUT if _is_loss_function(scope) else Device.UNKNOWN)
             sizes = annotated_shape(self.ctx, written)
             if sizes is not None:
                 env[param_name] = TensorFacts(device=device, layout=Layout(len(sizes), sizes, ()))
@@ -1142,4 +1144,3 @@ def _composed_classes(module: cst.Module) -> frozenset[str]:
                 elif isinstance(inner, cst.Name):
                     composed.add(inner.value)
     return frozenset(composed | {built[name] for name in composed if name in built})
-
