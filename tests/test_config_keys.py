@@ -54,6 +54,43 @@ def test_target_torch_version_is_inferred_from_the_declared_requirement(tmp_path
     assert resolve_settings(Options(), tmp_path).target_torch_version == expected
 
 
+@pytest.mark.parametrize("pyproject, expected", [
+    ('[project]\ndependencies = ["torch>=1.10,<1.13"]\n', (1, 13)),
+    ('[project]\ndependencies = ["torch>=1.10,<1.13.1"]\n', (1, 14)),  # admits 1.13.0
+    ('[project]\ndependencies = ["torch<=1.12.1"]\n', (1, 13)),
+    ('[project]\ndependencies = ["torch==2.3.*"]\n', (2, 4)),
+    ('[project]\ndependencies = ["torch~=2.3"]\n', (3, 0)),
+    ('[tool.poetry.dependencies]\ntorch = "^1.12"\n', (2, 0)),
+    # The project's versions lie below the highest bound; one unbounded requirement lifts it.
+    ('[project]\ndependencies = ["torch<1.13"]\n[project.optional-dependencies]\nnew = ["torch>=2,<2.2"]\n', (2, 2)),
+    ('[project]\ndependencies = ["torch<1.13"]\n[project.optional-dependencies]\nnew = ["torch>=2"]\n', None),
+    ('[project]\ndependencies = ["torch>=2.6"]\n', None),
+])
+def test_torch_ceiling_is_inferred_from_the_declared_requirement(tmp_path: Path, pyproject, expected) -> None:
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    assert resolve_settings(Options(), tmp_path).torch_ceiling == expected
+
+
+AMP = "import torch\n\ndef step(model, x):\n    with torch.cuda.amp.autocast():\n        return model(x)\n"
+
+
+def test_an_api_deprecated_after_the_declared_torch_is_not_reported(tmp_path: Path) -> None:
+    """allennlp declares `torch (<1.13.0,>=1.10.0)`: there `torch.cuda.amp.autocast` is the current
+    API (deprecated from 2.4), so its use is no TL501; the same code without the metadata is."""
+    wheel = tmp_path / "nlplib-2.10"
+    (wheel / "nlplib-2.10.dist-info").mkdir(parents=True)
+    (wheel / "nlplib-2.10.dist-info" / "METADATA").write_text("Name: nlplib\nRequires-Dist: torch (<1.13.0,>=1.10.0)\n")
+    (wheel / "nlplib").mkdir()
+    (wheel / "nlplib" / "trainer.py").write_text(AMP)
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "trainer.py").write_text(AMP)
+    shown = run_torchlint("check", "--show-settings", ".", cwd=wheel)
+    assert "torch below = 1.13  # inferred from `torch (<1.13.0,>=1.10.0)` in nlplib-2.10.dist-info/METADATA" \
+        in shown.stdout
+    result = run_torchlint("check", "--select", "TL501", "--output-format", "json", str(wheel), "plain", cwd=tmp_path)
+    assert [d["filename"].split(f"{tmp_path.name}/")[-1] for d in json.loads(result.stdout)] == ["plain/trainer.py"]
+
+
 def test_requirements_files_beside_pyproject_count_and_show_settings_says_so(project: Path) -> None:
     (project / "requirements-dev.txt").write_text("# tools\ntorch>=2.6.0 ; python_version >= '3.9'\n")
     (project / "a.py").write_text(BAD)

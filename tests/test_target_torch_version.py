@@ -26,8 +26,8 @@ SOURCE = textwrap.dedent(
 )
 
 
-def rows(code: str, target: tuple[int, int] | None) -> list[int]:
-    settings = Settings(rules=(get_rule(code),), target_torch_version=target)
+def rows(code: str, target: tuple[int, int] | None, ceiling: tuple[int, int] | None = None) -> list[int]:
+    settings = Settings(rules=(get_rule(code),), target_torch_version=target, torch_ceiling=ceiling)
     return [d.location.row for d in check_source(SOURCE, "t.py", settings)]
 
 
@@ -54,6 +54,16 @@ def test_amp_replacements_need_their_torch_version() -> None:
     assert rows("TL501", (2, 2)) == [9]
     assert rows("TL501", (1, 9)) == []
     assert rows("TL501", (2, 4)) == [8, 9]
+
+
+def test_apis_deprecated_after_every_supported_torch_are_not_reported() -> None:
+    # torch.cuda.amp is deprecated from 2.4, functorch from 2.0, sdp_kernel from 2.3.
+    assert rows("TL501", (1, 10), ceiling=(1, 13)) == []
+    assert rows("TL501", (2, 3), ceiling=(2, 4)) == []
+    assert rows("TL501", (2, 3), ceiling=(2, 5)) == [8, 9]
+    assert rows("TL504", (2, 3), ceiling=(2, 0)) == []
+    assert rows("TL504", (2, 3), ceiling=(2, 3)) == [3, 10]
+    assert rows("TL504", (2, 3), ceiling=(2, 4)) == [3, 10, 11]  # 2.3 is supported: deprecated there
 
 
 def test_deprecated_api_replacements_need_their_torch_version() -> None:

@@ -17,7 +17,9 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 from torchlint.diagnostics import Applicability, Diagnostic, Severity
 from torchlint.rules import RuleInfo, all_rules
-from torchlint.torch_requirement import MalformedTable, declared_torch_version, metadata_files, metadata_torch_version
+from torchlint.torch_requirement import (
+    MalformedTable, SupportedTorch, declared_torch_requirements, metadata_files, metadata_torch_requirements, supported,
+)
 from torchlint.sources import MAX_AUXILIARY_BYTES, UnreadableFile, read_regular_file
 
 DEFAULT_EXCLUDES = (
@@ -79,6 +81,8 @@ class Settings:
     exclude: tuple[str, ...] = DEFAULT_EXCLUDES
     per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
     target_torch_version: tuple[int, ...] | None = None
+    # The (major, minor) below which every torch version the project declares lies (None: no bound).
+    torch_ceiling: tuple[int, int] | None = None
     # Where relative `exclude` and `per-file-ignores` patterns are anchored.
     root: str = field(default_factory=os.getcwd)
     fix: bool = False
@@ -269,12 +273,16 @@ def resolve_settings(options: Options, cwd: Path | None = None) -> Settings:
         for pattern, codes in table.get("per-file-ignores", {}).items()
     )
     exclude = tuple(table.get("exclude", DEFAULT_EXCLUDES)) + tuple(table.get("extend-exclude", ()))
-    version = _target_version(table.get("target-torch-version"), project, cwd, options.isolated, origins)
+    declared = SupportedTorch() if options.isolated else _supported_torch(project, cwd)
+    version = _target_version(table.get("target-torch-version"), declared, origins)
+    if declared.ceiling is not None:
+        origins["torch-ceiling"] = f"inferred from {declared.ceiling[1]}"
     return Settings(
         rules=tuple(rule for rule in all_rules() if rule.code in enabled),
         exclude=exclude,
         per_file_ignores=per_file_ignores,
         target_torch_version=version,
+        torch_ceiling=declared.ceiling[0] if declared.ceiling else None,
         root=root,
         fix=table.get("fix", False),
         unsafe_fixes=table.get("unsafe-fixes", False),
@@ -285,26 +293,27 @@ def resolve_settings(options: Options, cwd: Path | None = None) -> Settings:
     )
 
 
-def _target_version(
-    configured: str | None, project: Path | None, cwd: Path, isolated: bool, origins: dict[str, str]
-) -> tuple[int, ...] | None:
-    """`target-torch-version` when set, else the lowest torch the project declares (in its
-    pyproject.toml and requirements files, else in its package metadata)."""
+def _target_version(configured: str | None, declared: SupportedTorch, origins: dict[str, str]) -> tuple[int, ...] | None:
+    """`target-torch-version` when set, else the lowest torch the project declares."""
     if configured is not None:
         return _parse_version(configured)
-    if isolated:
+    if declared.floor is None:
         return None
+    origins["target-torch-version"] = f"inferred from {declared.floor[1]}"
+    return declared.floor[0]
+
+
+def _supported_torch(project: Path | None, cwd: Path) -> SupportedTorch:
+    """The torch versions the project declares (in its pyproject.toml and requirements files, else
+    in its package metadata)."""
     try:
-        declared = declared_torch_version(project, _read_toml(project)) if project is not None else None
+        requirements = declared_torch_requirements(project, _read_toml(project)) if project is not None else []
     except MalformedTable as error:
         raise ConfigError(f"'{error.key}' in {project} must be {error.expected}, not {error.value!r}") from None
-    if declared is None:
+    if not any(requirement.floor or requirement.ceiling for requirement in requirements):
         metadata = project.parent if project is not None else find_package_metadata(cwd)
-        declared = metadata_torch_version(metadata) if metadata is not None else None
-    if declared is None:
-        return None
-    origins["target-torch-version"] = f"inferred from {declared[1]}"
-    return declared[0]
+        requirements = metadata_torch_requirements(metadata) if metadata is not None else []
+    return supported(requirements)
 
 
 @lru_cache(maxsize=None)
@@ -343,7 +352,7 @@ class SettingsResolver:
 def describe(settings: Settings) -> str:
     """`--show-settings`: the resolved settings, each with where it came from."""
     origins = dict(settings.origins)
-    version = settings.target_torch_version
+    version, ceiling = settings.target_torch_version, settings.torch_ceiling
     lines = [
         f"root = {settings.root}",
         f"rules = {', '.join(rule.code for rule in settings.rules)}",
@@ -351,6 +360,8 @@ def describe(settings: Settings) -> str:
         f"per-file-ignores = {[(p, sorted(c)) for p, c in settings.per_file_ignores]}",
         f"target-torch-version = {'.'.join(map(str, version)) if version else 'none'}"
         f"  # {origins.get('target-torch-version', 'not set')}",
+        f"torch below = {'.'.join(map(str, ceiling)) if ceiling else 'any'}"
+        f"  # {origins.get('torch-ceiling', 'no upper bound declared')}",
         f"fix = {str(settings.fix).lower()}  # {origins.get('fix', 'defaults')}",
         f"unsafe-fixes = {str(settings.unsafe_fixes).lower()}  # {origins.get('unsafe-fixes', 'defaults')}",
         f'fail-on = "{settings.fail_on.value}"  # {origins.get("fail-on", "defaults")}',

@@ -33,9 +33,10 @@ _TEST_FOLDERS = frozenset({"test", "tests", "testing"})
 
 
 class TargetSettings(Protocol):
-    """What rules read of the settings: the torch version the checked code targets."""
+    """What rules read of the settings: the torch versions the checked code targets."""
 
     target_torch_version: tuple[int, ...] | None
+    torch_ceiling: tuple[int, int] | None
 
 
 @dataclass

@@ -219,10 +219,14 @@ def replacement_unavailable(replacement_since: Version | None, target: tuple[int
     return replacement_since is not None and target is not None and tuple(target[:2]) < replacement_since
 
 
-def old_api_reportable(ctx, replacement_since: Version | None, node) -> bool:
-    """A use of an old API (`node`, at the current point of the walk) is worth reporting: its
+def old_api_reportable(ctx, api: DeprecatedApi | DeprecatedAmpApi, node) -> bool:
+    """A use of an old API (`node`, at the current point of the walk) is worth reporting: it is
+    deprecated in a torch the project supports (not `torch.cuda.amp` under `torch<1.13`), its
     replacement exists in the configured minimum torch, and the code is not version-gated or a
     try/except fallback."""
-    if replacement_unavailable(replacement_since, ctx.settings.target_torch_version):
+    ceiling = ctx.settings.torch_ceiling
+    if api.since is not None and ceiling is not None and api.since >= ceiling:
+        return False
+    if replacement_unavailable(api.replacement_since, ctx.settings.target_torch_version):
         return False
     return not ctx.guards.in_compat_code(node)

@@ -28,7 +28,9 @@ class DeprecatedCudaAmp(Rule):
     `torch.cpu.amp.GradScaler(...)` and the `torch.cuda.amp.custom_fwd` / `custom_bwd` decorators.
     Import lines are not reported, each call is. Version-gated fallbacks
     (`if _TORCH_GREATER_EQUAL_2_4: ... else: torch.cuda.amp...`), `try`/`except` fallbacks and
-    code for a configured `target-torch-version` older than the replacement are not flagged.
+    code for a configured `target-torch-version` older than the replacement are not flagged, nor
+    is code of a project whose declared torch requirement stops below 2.4 (`torch>=1.10,<1.13`):
+    there these APIs are the current ones and warn nothing.
 
     ## Why is this bad?
     Each call emits a `FutureWarning`, and these aliases will be removed. The device-generic
@@ -70,7 +72,7 @@ class DeprecatedCudaAmp(Rule):
         if _last_name(node.func) not in AMP_LAST_SEGMENTS and not isinstance(node.func, cst.Name):
             return
         api = AMP_BY_NAME.get(self.ctx.callee(node) or "")
-        if api is None or not old_api_reportable(self.ctx, api.replacement_since, node):
+        if api is None or not old_api_reportable(self.ctx, api, node):
             return
         self.report(node, self._message(api), fix=self._call_fix(node, api))
 
@@ -82,7 +84,7 @@ class DeprecatedCudaAmp(Rule):
         if _last_name(decorator) not in AMP_LAST_SEGMENTS and not isinstance(decorator, cst.Name):
             return
         api = AMP_BY_NAME.get(self.ctx.qualified_name(decorator) or "")
-        if api is None or not api.bare_decorator or not old_api_reportable(self.ctx, api.replacement_since, node):
+        if api is None or not api.bare_decorator or not old_api_reportable(self.ctx, api, node):
             return
         torch_name = torch_module_name(self.ctx)
         fix = None

@@ -40,7 +40,9 @@ class DeprecatedApiUse(Rule):
     reported where they are used. Each use is reported once, and an
     import statement of deprecated names once. Version-gated fallbacks, `try`/`except ImportError`
     fallbacks and code for a configured `target-torch-version` older than the replacement are not
-    flagged. The AMP APIs are TL501's.
+    flagged, nor is an API deprecated only in torch versions newer than every one the project's
+    requirement admits (`torch.backends.cuda.sdp_kernel`, deprecated in 2.3, under
+    `torch>=2.0,<2.3`). The AMP APIs are TL501's.
 
     ## Why is this bad?
     Deprecated APIs warn, behave inconsistently with their replacements (`torch.range` includes
@@ -230,7 +232,7 @@ class DeprecatedApiUse(Rule):
                 if imported in DEPRECATED_BY_NAME:
                     self._aliases.add(local.value)
             api = DEPRECATED_BY_NAME.get(imported)
-            if api is not None and old_api_reportable(self.ctx, api.replacement_since, node):
+            if api is not None and old_api_reportable(self.ctx, api, node):
                 found.append(api)
         if not found:
             return
@@ -248,7 +250,7 @@ class DeprecatedApiUse(Rule):
         if not isinstance(parent, _USE_PARENTS) or not self._is_value_of(parent, node):
             return
         api = DEPRECATED_BY_NAME.get(self.ctx.qualified_name(node) or "")
-        if api is None or not old_api_reportable(self.ctx, api.replacement_since, node):
+        if api is None or not old_api_reportable(self.ctx, api, node):
             return
         call = parent if isinstance(parent, cst.Call) else None
         for (name, keyword), advice in DEPRECATED_KEYWORDS.items():
