@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchlint.analysis.literals import is_number
 from torchlint.analysis.module_attributes import ClassFrames, first_parameter, self_attribute
 from torchlint.analysis.names import (
     SEQUENCE_TYPE_NAMES, annotation_words, dotted_name, method_named, method_receiver, parameter_named,
@@ -43,6 +44,8 @@ _VECTOR_FACTORIES = frozenset({"torch.linspace", "torch.logspace", "torch.arange
 _METADATA = frozenset({"shape", "ndim", "dtype"})
 # Reductions that give a 0-dim tensor when no dimension is named.
 _FULL_REDUCTIONS = frozenset({"prod", "sum", "mean", "max", "min", "amax", "amin", "norm", "numel"})
+# Methods that keep a tensor's rows where they are, taking numbers as arguments.
+_ROW_WISE = frozenset({"clamp", "clamp_", "clip", "clip_", "detach", "abs", "exp", "log", "sqrt", "float"})
 
 
 def _scalar(expr: cst.BaseExpression) -> bool:
@@ -162,7 +165,7 @@ def _moved_by_hand(classdef: cst.ClassDef, vectors: frozenset[str]) -> set[str]:
                 return {_EVERY_ATTRIBUTE}  # `setattr(self, name, ...)` over its attributes: all of them
             elif isinstance(node, cst.Assign) and len(node.targets) == 1:
                 consumed.add(id(node.targets[0].target))
-                if (bank := _cpu_rows_stored(node, receiver)) is not None:
+                for bank in _cpu_rows_stored(node, receiver):
                     consumed.add(id(bank))
                     placed_reads.add(bank.attr.value)
                 if _alias_of(node, receiver) is not None:
@@ -254,12 +257,21 @@ def _metadata(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
 
 
 def _truth_test(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
-    """The `self.x` of `if self.x[0][d]:` or `while not self.x:`: read as a Python truth value,
-    which a tensor on any device gives."""
+    """The `self.x` of `if self.x[0][d]:`, `while not self.x:` or `if self.x[ids].sum() == 0:`:
+    read as a Python truth value, which a tensor on any device gives."""
     test = node.test if isinstance(node, (cst.If, cst.While)) else None
-    while isinstance(test, (cst.UnaryOperation, cst.Subscript)):
-        test = test.expression if isinstance(test, cst.UnaryOperation) else test.value
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and is_number(test.comparisons[0].comparator):
+        test = test.left
+    while isinstance(test, (cst.UnaryOperation, cst.Subscript)) or _reduced_whole(test):
+        test = test.expression if isinstance(test, cst.UnaryOperation) else test.func.value if isinstance(test, cst.Call) \
+            else test.value
     return test if test is not None and self_attribute(test, receiver) is not None else None
+
+
+def _reduced_whole(expr: cst.BaseExpression | None) -> bool:
+    """`x.sum()`, `x.max()`: a method reducing the whole tensor to one value."""
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+        and expr.func.attr.value in _FULL_REDUCTIONS and not expr.args
 
 
 def _walked_for_truth(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
@@ -316,14 +328,30 @@ def _moved_in_place(assignment: cst.Assign, receiver: str | None) -> str | None:
     return None
 
 
-def _cpu_rows_stored(assignment: cst.Assign, receiver: str | None) -> cst.Attribute | None:
+def _cpu_rows_stored(assignment: cst.Assign, receiver: str | None) -> list[cst.Attribute]:
     """`self.bank[ids] = u.detach().cpu()`: rows brought back to the CPU and stored into a tensor
-    kept there on purpose (a memory bank of per-sample state); the `self.bank` written to."""
+    kept there on purpose (a memory bank of per-sample state), or computed from such rows alone
+    (`self.tau[ids] = (self.tau[ids] - lr * self.grad[ids]).clamp_(min=0.01)`) or together with
+    new CPU rows (`(1 - b) * self.grad[ids] + b * grad.cpu()`: a CUDA operand of more than one
+    element would not mix with them); the banks written to and read (none: not such a store)."""
     target, value = assignment.targets[0].target, assignment.value
     if receiver is None or not isinstance(target, cst.Subscript) or self_attribute(target.value, receiver) is None:
-        return None
-    moved_to_cpu = isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "cpu"
-    return target.value if moved_to_cpu else None
+        return []
+    banks: list[cst.Attribute] = [target.value]
+    pending, moved_to_cpu = [value], False
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "cpu":
+            moved_to_cpu = True
+        elif isinstance(node, cst.Subscript) and self_attribute(node.value, receiver) is not None:
+            banks.append(node.value)  # rows of a bank, wherever it is kept
+        elif isinstance(node, (cst.BinaryOperation, cst.UnaryOperation)):
+            pending.extend((node.left, node.right) if isinstance(node, cst.BinaryOperation) else (node.expression,))
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _ROW_WISE:
+            pending.append(node.func.value)  # `.clamp_(min=...)` of the rows: numbers as arguments
+        elif not (is_number(node) or self_attribute(node, receiver) is not None):
+            return []  # a local (`grad`) may be on any device
+    return banks if moved_to_cpu or len(banks) > 1 else []
 
 
 def _moved_by_call(call: cst.Call) -> cst.BaseExpression | None:
@@ -392,8 +420,11 @@ class UnregisteredTensorAttribute(Rule):
     afterwards assigns anew (`self.set_timesteps(n)`): it never outlives `__init__`; nor a
     placeholder that every method using it assigns anew before reading it (`self.weight =
     w.reshape(out, in)` at the top of `forward`); nor a bank of per-sample state kept on the CPU on
-    purpose, whose rows are moved where they are read (`self.u[ids].to(device)`) and stored back
-    from the CPU (`self.u[ids] = u.cpu()`); nor one whose name an `_apply()` override somewhere in
+    purpose, whose rows are moved where they are read (`self.u[ids].to(device)`), tested against
+    a number (`if self.u[ids].sum() == 0:`), and stored back from the CPU (`self.u[ids] =
+    u.cpu()`, or a moving average of its rows and such CPU rows, `(1 - b) * self.g[ids] + b *
+    g.cpu()`) or computed from banks alone (`self.tau[ids] = (self.tau[ids] - lr *
+    self.g[ids]).clamp_(min=0.01)`); nor one whose name an `_apply()` override somewhere in
     the project moves on another object (`m.stride = fn(m.stride)`, as YOLO's model does for its
     Detect head). Test code (a test module, or a module of a test folder such as
     `mylib/testing/mocks.py`) is not checked: a test that moves such a Module fails there and then,
@@ -545,7 +576,7 @@ class UnregisteredTensorAttribute(Rule):
         callee = self.ctx.callee(value)
         if callee is not None:
             return callee.removeprefix("torch.") in _FULL_REDUCTIONS and len(value.args) == 1
-        return isinstance(value.func, cst.Attribute) and value.func.attr.value in _FULL_REDUCTIONS and not value.args
+        return _reduced_whole(value)
 
     def _without_variable(self, value: cst.BaseExpression) -> cst.BaseExpression:
         """`t` for `Variable(t, volatile=True)`: a Variable is a plain tensor since torch 0.4."""
