@@ -1,7 +1,7 @@
 """Precision of every rule on expert library code, from findings judged by reading them.
 
 Usage: python benchmarks/precision.py [--cache DIR] [--judged FILE] [--per-rule N] [--library NAME==VERSION ...]
-       python benchmarks/precision.py --held-out 1|...|20 [--cache DIR]
+       python benchmarks/precision.py --held-out 1|...|21 [--cache DIR]
 
 Downloads the pinned wheels (`pip download --no-deps`; needs a package index) into the cache
 directory, unpacks them, and runs `torchlint check --select ALL` on each. From each rule's
@@ -59,6 +59,7 @@ HELD_OUT = {
     "18": ("sb3-contrib==2.9.2", "imitation==1.0.1", "torchensemble==0.2.0", "recbole==1.2.1"),
     "19": ("yolov5==7.0.14", "libauc==2.0.1", "allennlp==2.10.1", "vector-quantize-pytorch==1.32.0"),
     "20": ("neuralprophet==0.9.0", "mmsegmentation==1.2.2", "lightautoml==0.4.2", "vocos==0.1.0"),
+    "21": ("deepctr-torch==0.3.0", "torchattacks==3.5.1", "mmdet==3.3.0", "torchkge==0.17.7"),
 }
 HELD_OUT_JUDGED = Path(__file__).with_name("precision_held_out_judgments.tsv")
 HELD_OUT_PER_RULE = 6
