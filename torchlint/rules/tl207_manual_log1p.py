@@ -23,6 +23,9 @@ class ManualLog1p(Rule):
     helper of the file: `1 + x` is then exact and `log1p` gains nothing. Nor is a result rounded
     to a whole number, at once or after other terms are added (`(T - 1 - torch.log(a * x +
     1)).round()`, a spike time): the error, a unit in the last place of 1, cannot change it.
+    Nor is `x` computed in float64 (`torch.linspace(..., dtype=torch.float64)`, also through a
+    helper of the file or the branches of an `if`): a diffusion schedule made so on purpose
+    keeps, down to `x` of about 1e-8, more accuracy than the float32 it is stored in.
 
     ## Why is this bad?
     For `x` near 0, `1 + x` (or `1 - x`) rounds to 1 before the log is taken: in float32, `torch.log(1 + x)` is
@@ -69,6 +72,9 @@ class ManualLog1p(Rule):
             return
         if is_number(operand) or self.ctx.kinds.holds_whole_numbers(operand) or rounded_to_whole(self.ctx):
             return  # `log(deg + 1)` of a degree: exact; a rounded result: the error cannot change it
+        facts = self.ctx.kinds.tensor(operand)
+        if facts is not None and facts.dtype == "float64":
+            return  # float64 on purpose: a unit in the last place of 1 is 1e-16
         if not negated and isinstance(operand, cst.Call) and unary_operand(self.ctx, operand, EXP_FUNCTIONS, "exp") is not None:
             self.report(node, "`log(1 + exp(x))` overflows and loses precision; use `F.softplus(x)`")
             return
