@@ -266,6 +266,49 @@ def test_same_file_helpers_are_summarized_at_the_call() -> None:
     assert isinstance(mask.origin, cst.Call) and mask.origin.func.value == "causal_mask"
 
 
+def test_a_helper_chosen_through_a_name_is_summarized_at_the_call() -> None:
+    source = """
+    import torch
+
+    def float64_steps(n):
+        return torch.linspace(0, 1, n, dtype=torch.float64)
+
+    def square_steps(n):
+        return torch.linspace(0, 1, n, dtype=torch.float64) ** 2
+
+    def half_steps(n):
+        return torch.linspace(0, 1, n, dtype=torch.float16)
+
+    def f(n, kind):
+        make = float64_steps if kind == "linear" else square_steps
+        probe(make(n))
+        any_dtype = make if kind else half_steps
+        probe(any_dtype(n))
+        probe(kind(n))
+    """
+    chosen, mixed, unknown = probed(source)
+    assert isinstance(chosen, TensorFacts) and chosen.dtype == "float64" and chosen.device is Device.DEFAULT
+    assert isinstance(mixed, TensorFacts) and mixed.dtype is None
+    assert unknown is UNKNOWN
+
+
+def test_zero_dim_operands_keep_the_dtype_of_the_dimensioned_one() -> None:
+    source = """
+    import torch
+
+    def f(n):
+        steps = torch.linspace(0, 1, n, dtype=torch.float64)
+        scale = torch.tensor(0.5)
+        probe(1 - scale)
+        probe(steps / (1 - scale))
+        probe(steps * torch.ones(n))
+    """
+    zero_dim, promoted, mixed = probed(source)
+    assert zero_dim.scalar is True
+    assert promoted.dtype == "float64"
+    assert mixed.dtype is None  # float64 with float32, both with dimensions: not followed
+
+
 def test_dataloader_batches_and_parameters_are_tensors() -> None:
     source = """
     import torch

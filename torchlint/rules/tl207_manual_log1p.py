@@ -24,8 +24,10 @@ class ManualLog1p(Rule):
     to a whole number, at once or after other terms are added (`(T - 1 - torch.log(a * x +
     1)).round()`, a spike time): the error, a unit in the last place of 1, cannot change it.
     Nor is `x` computed in float64 (`torch.linspace(..., dtype=torch.float64)`, also through a
-    helper of the file or the branches of an `if`): a diffusion schedule made so on purpose
-    keeps, down to `x` of about 1e-8, more accuracy than the float32 it is stored in.
+    helper of the file, one chosen through a name, `schedule_fn = linear_betas if ... else
+    cosine_betas`, or the branches of an `if`, and scaled by 0-dim values): a diffusion schedule
+    made so on purpose keeps, down to `x` of about 1e-8, more accuracy than the float32 it is
+    stored in.
 
     ## Why is this bad?
     For `x` near 0, `1 + x` (or `1 - x`) rounds to 1 before the log is taken: in float32, `torch.log(1 + x)` is

@@ -4,7 +4,7 @@ A `TensorFacts` is what is known about one tensor: its device, its shape and mem
 (`Layout`: rank, symbolic sizes, reorderings since the last contiguous base), its dtype, whether
 it requires grad, and the call that put it on the default device or the CPU (where `device=`
 belongs). Other values the interpretation follows: Python numbers, devices, dtypes, modules
-(with the device their parameters are on), fixed-length sequences (tuples, `chunk` results,
+(with the device their parameters are on), the file's functions held in names, fixed-length sequences (tuples, `chunk` results,
 named tuples), iterables of tensors (`model.parameters()`, a DataLoader) and `UNKNOWN`.
 
 Joins keep only what both sides know: they are used where control flow merges.
@@ -167,6 +167,19 @@ class ObjectValue:
 
 
 @dataclass(frozen=True)
+class FunctionValue:
+    """A top-level function of the file held in a name, or one of several chosen on different
+    paths (`schedule = linear_betas` in one branch, `cosine_betas` in another): calling it gives
+    what they return, joined."""
+
+    names: frozenset[str]
+
+
+# How many functions a name may be one of before nothing is known of it.
+_MAX_FUNCTIONS = 8
+
+
+@dataclass(frozen=True)
 class Sequence:
     """A tuple of known length: `(a, b)`, `x.chunk(3)`, `x.max(dim=1)`, `x.shape`."""
 
@@ -224,7 +237,8 @@ class _Nothing:
 UNKNOWN = _Unknown()
 NOTHING = _Nothing()
 NUMBER = Number()
-Value = TensorFacts | Number | DeviceValue | DtypeValue | ModuleValue | ObjectValue | Sequence | Iterable | _Unknown
+Value = TensorFacts | Number | DeviceValue | DtypeValue | ModuleValue | ObjectValue | FunctionValue | Sequence | Iterable \
+    | _Unknown
 
 
 def _join_layouts(first: Layout | None, second: Layout | None) -> Layout | None:
@@ -286,6 +300,9 @@ def join(first: Value, second: Value) -> Value:
                            element if isinstance(element, ModuleValue) else None,
                            first.made_with if first.made_with == second.made_with else None,
                            first.made_at if first.made_with == second.made_with else None)
+    if isinstance(first, FunctionValue) and isinstance(second, FunctionValue):
+        names = first.names | second.names
+        return FunctionValue(names) if len(names) <= _MAX_FUNCTIONS else UNKNOWN
     if isinstance(first, Sequence) and isinstance(second, Sequence) and len(first.items) == len(second.items):
         return Sequence(tuple(join(a, b) for a, b in zip(first.items, second.items)))
     if isinstance(first, (Collected, Sequence)) and isinstance(second, (Collected, Sequence)) and (

@@ -38,8 +38,8 @@ from torchlint.analysis.names import (
 )
 from torchlint.analysis.op_shapes import interpolated, narrowed, one_hot, padded, repeated, squeezed, stft_sizes
 from torchlint.analysis.tensor_facts.domain import (
-    NOTHING, NUMBER, UNKNOWN, Collected, Device, DeviceValue, DtypeValue, Iterable, ModuleValue, Number, ObjectValue,
-    Sequence,
+    NOTHING, NUMBER, UNKNOWN, Collected, Device, DeviceValue, DtypeValue, FunctionValue, Iterable, ModuleValue, Number,
+    ObjectValue, Sequence,
     TensorFacts, Value,
     element_of, holds_loaded, join, join_devices, unloaded, unpack,
 )
@@ -732,7 +732,10 @@ class Interpreter:
             return env[name]
         if name in ("True", "False"):
             return NUMBER
-        return self.model.outer_value(self.scope, name)
+        value = self.model.outer_value(self.scope, name)
+        if value is UNKNOWN and self.model.function_named(name) is not None:
+            return FunctionValue(frozenset((name,)))  # `schedule = linear_betas`: called later
+        return value
 
     def _comprehension(self, expr: cst.BaseComp, env: Env) -> Value:
         inner = dict(env)
@@ -971,7 +974,9 @@ class Interpreter:
         else:
             device = Device.UNKNOWN
         scalars = [value.scalar for value in facts]
-        scalar = False if False in scalars else (True if all(scalars) and len(facts) == len(operands) else None)
+        # Python numbers add no dimension: `1 - v` of a 0-dim `v` is 0-dim.
+        scalar = False if False in scalars else (True if all(scalars) and all(
+            isinstance(value, (TensorFacts, Number)) for _, value in operands) else None)
         layout = self._combined_layout(facts, len(facts) == len(operands), rule)
         if layout is not None and layout.base_rank == 0 and not all(
                 isinstance(value, (TensorFacts, Number)) for _, value in operands):
@@ -982,7 +987,7 @@ class Interpreter:
             device=device,
             layout=layout,
             scalar=scalar,
-            dtype=facts[0].dtype if all(value.dtype == facts[0].dtype for value in facts) else None,
+            dtype=_promoted_dtype(facts),
             requires_grad=any(value.requires_grad for value in facts) and not self._no_grad,
             origin=origin,
             maybe=all(value.maybe for value in facts),
@@ -1079,6 +1084,12 @@ class Interpreter:
         if isinstance(callee, TensorFacts) and callee.maybe and callee.device is not Device.UNKNOWN:
             # `net = net.to(device)` then `net(x)`: tensors are not callable, so it is a module.
             return self._module_call(call, ModuleValue(callee.device), args)
+        if isinstance(callee, FunctionValue):
+            results = [self._function_result(call, name) for name in sorted(callee.names)]
+            value = results[0] if None not in results else UNKNOWN
+            for result in results[1:] if None not in results else ():
+                value = join(value, result)
+            return value
         return UNKNOWN
 
     def _named_call(self, call: cst.Call, name: str, args, env: Env) -> Value:
@@ -1094,14 +1105,9 @@ class Interpreter:
             return instance
         if self.model.outer_binds(self.scope, name):
             return self._call_value(call, self._name(call.func, env), args)
-        summary = self.model.function_summary(name)
-        if summary is not None:
-            function = self.model.function_named(name)
-            if isinstance(summary, ModuleValue) and summary.config is not None and function is not None:
-                # A layer factory (`conv_block(in_ch, out_ch)`): its layers with this call's sizes.
-                sizes, layers = self._parameter_values(function, call)
-                return replace(summary, config=instantiated(summary.config, sizes, layers))
-            return self._from_summary(summary, call, function)
+        result = self._function_result(call, name)
+        if result is not None:
+            return result
         values = [value for _, value in args]
         if name in _REDUCING_BUILTINS and len(values) == 1 and isinstance(element_of(values[0]), TensorFacts):
             return element_of(values[0])  # `sum(losses)`, `max(scores)` over tensors: a tensor
@@ -1124,6 +1130,18 @@ class Interpreter:
             self.model.register(self.scope, call, UNKNOWN)
         return UNKNOWN
 
+
+    def _function_result(self, call: cst.Call, name: str) -> Value | None:
+        """What `call` of the file's top-level function `name` returns (None: no such function)."""
+        summary = self.model.function_summary(name)
+        if summary is None:
+            return None
+        function = self.model.function_named(name)
+        if isinstance(summary, ModuleValue) and summary.config is not None and function is not None:
+            # A layer factory (`conv_block(in_ch, out_ch)`): its layers with this call's sizes.
+            sizes, layers = self._parameter_values(function, call)
+            return replace(summary, config=instantiated(summary.config, sizes, layers))
+        return self._from_summary(summary, call, function)
     def _from_summary(self, summary: Value, call: cst.Call, function: cst.FunctionDef | None = None) -> Value:
         """A same-file helper's result: a default-device tensor it makes is reported at the call,
         and under `no_grad` here nothing it computes records a graph."""
@@ -2651,6 +2669,23 @@ def _agreed(sizes: tuple[str | None, ...]) -> str | None:
     if len(literals) == 1:
         return literals.pop()
     return sizes[0] if not literals and len(set(sizes)) == 1 else None
+
+
+# The floating dtypes, which a 0-dim operand of a real dtype does not change.
+_FLOATING = frozenset({"float64", "float32", "float16", "bfloat16"})
+
+
+def _promoted_dtype(facts: list[TensorFacts]) -> str | None:
+    """The dtype of an elementwise result: the operands' common one, or, as torch promotes, that
+    of the operands with dimensions when they share a floating one and the others are 0-dim real
+    values (a float64 schedule divided by a 0-dim float32 tensor stays float64)."""
+    if all(value.dtype == facts[0].dtype for value in facts):
+        return facts[0].dtype
+    dimensioned = {value.dtype for value in facts if value.scalar is not True}
+    if len(dimensioned) != 1 or not dimensioned <= _FLOATING:
+        return None
+    zero_dim = [value.dtype for value in facts if value.scalar is True]
+    return None if any(dtype is not None and dtype.startswith("complex") for dtype in zero_dim) else dimensioned.pop()
 
 
 def _device_defaults_to_none(call: cst.Call, function: cst.FunctionDef | None) -> bool:
