@@ -74,7 +74,9 @@ class UnsafeTorchLoad(Rule):
     finding with a `# noqa: TL502` comment that says why the file is trusted.
 
     Where the file holds a whole pickled Module (the loaded object is used as a model:
-    `model = torch.load(path)` then `model.eval()` or `model(x)`; or the same file saves one:
+    `model = torch.load(path)` then `model.eval()` or `model(x)`, or an entry of it so,
+    `ckpt["model"].float().state_dict()` of a checkpoint that holds whole models; or the same file
+    saves one:
     `torch.save(model, path)`), `weights_only=True` cannot load it: the finding says so, asks for a
     `state_dict()` or an explicit `weights_only=False` for a trusted file, and offers no fix. It is
     reported under a `target-torch-version` of 2.6 or newer too: there the load fails.
@@ -354,8 +356,22 @@ def _names(expr: cst.BaseExpression | None, name: str) -> bool:
 
 
 def _uses_as_module(func: cst.BaseExpression, name: str) -> bool:
-    """`model(x)`, `model.eval()`, `model.parameters()`."""
+    """`model(x)`, `model.eval()`, `model.parameters()`, also of an entry of a loaded checkpoint
+    (`ckpt["model"].float().state_dict()`, `(ckpt.get("ema") or ckpt["model"]).eval()`)."""
     if isinstance(func, cst.Name):
         return func.value == name
-    return isinstance(func, cst.Attribute) and func.attr.value in _MODULE_METHODS \
-        and isinstance(func.value, cst.Name) and func.value.value == name
+    return isinstance(func, cst.Attribute) and func.attr.value in _MODULE_METHODS and _rooted_at(func.value, name)
+
+
+def _rooted_at(expr: cst.BaseExpression, name: str) -> bool:
+    """`expr` is `name`, an entry, attribute or method result of it, or the first of an `or`."""
+    while not isinstance(expr, cst.Name):
+        if isinstance(expr, (cst.Attribute, cst.Subscript)):
+            expr = expr.value
+        elif isinstance(expr, cst.Call):
+            expr = expr.func
+        elif isinstance(expr, cst.BooleanOperation):
+            expr = expr.left
+        else:
+            return False
+    return expr.value == name
