@@ -77,18 +77,29 @@ AMP = "import torch\n\ndef step(model, x):\n    with torch.cuda.amp.autocast():\
 def test_an_api_deprecated_after_the_declared_torch_is_not_reported(tmp_path: Path) -> None:
     """allennlp declares `torch (<1.13.0,>=1.10.0)`: there `torch.cuda.amp.autocast` is the current
     API (deprecated from 2.4), so its use is no TL501; the same code without the metadata is."""
-    wheel = tmp_path / "nlplib-2.10"
-    (wheel / "nlplib-2.10.dist-info").mkdir(parents=True)
-    (wheel / "nlplib-2.10.dist-info" / "METADATA").write_text("Name: nlplib\nRequires-Dist: torch (<1.13.0,>=1.10.0)\n")
-    (wheel / "nlplib").mkdir()
-    (wheel / "nlplib" / "trainer.py").write_text(AMP)
-    (tmp_path / "plain").mkdir()
-    (tmp_path / "plain" / "trainer.py").write_text(AMP)
+    wheel = _wheel_and_plain_copy(tmp_path, "nlplib-2.10", "Name: nlplib\nRequires-Dist: torch (<1.13.0,>=1.10.0)\n",
+                                  "nlplib/trainer.py", AMP)
     shown = run_torchlint("check", "--show-settings", ".", cwd=wheel)
     assert "torch below = 1.13  # inferred from `torch (<1.13.0,>=1.10.0)` in nlplib-2.10.dist-info/METADATA" \
         in shown.stdout
-    result = run_torchlint("check", "--select", "TL501", "--output-format", "json", str(wheel), "plain", cwd=tmp_path)
-    assert [d["filename"].split(f"{tmp_path.name}/")[-1] for d in json.loads(result.stdout)] == ["plain/trainer.py"]
+    assert _files_reported(tmp_path, wheel, "TL501") == ["plain/trainer.py"]
+
+
+def _wheel_and_plain_copy(tmp_path: Path, wheel_name: str, metadata: str, module: str, source: str) -> Path:
+    """An unpacked wheel `wheel_name` with `metadata` and `module`, and the same module, without
+    metadata, in `plain/`; returns the wheel's directory."""
+    wheel = tmp_path / wheel_name
+    (wheel / f"{wheel_name}.dist-info").mkdir(parents=True)
+    (wheel / f"{wheel_name}.dist-info" / "METADATA").write_text(metadata)
+    for path in (wheel / module, tmp_path / "plain" / Path(module).name):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+    return wheel
+
+
+def _files_reported(tmp_path: Path, wheel: Path, code: str) -> list[str]:
+    result = run_torchlint("check", "--select", code, "--output-format", "json", str(wheel), "plain", cwd=tmp_path)
+    return [d["filename"].split(f"{tmp_path.name}/")[-1] for d in json.loads(result.stdout)]
 
 
 def test_requirements_files_beside_pyproject_count_and_show_settings_says_so(project: Path) -> None:
@@ -106,20 +117,14 @@ LOAD = "import torch\n\ndef restore(path):\n    return torch.load(path)\n"
 def test_package_metadata_gives_the_torch_floor_of_a_tree_without_pyproject(tmp_path: Path) -> None:
     """An unpacked wheel (`*.dist-info/METADATA`): torch>=2.7 loads with weights_only=True by
     default, so its bare torch.load is no TL502; the same code without the metadata is."""
-    wheel = tmp_path / "speechlib-1.0"
-    (wheel / "speechlib-1.0.dist-info").mkdir(parents=True)
-    (wheel / "speechlib-1.0.dist-info" / "METADATA").write_text(
+    wheel = _wheel_and_plain_copy(
+        tmp_path, "speechlib-1.0",
         "Metadata-Version: 2.1\nName: speechlib\nRequires-Dist: numpy\nRequires-Dist: torch>=2.7.1\n"
-        "Requires-Dist: torch>=2.8; extra == 'gpu'\n")
-    (wheel / "speechlib" / "nnet").mkdir(parents=True)
-    (wheel / "speechlib" / "nnet" / "schedulers.py").write_text(LOAD)
-    (tmp_path / "plain").mkdir()
-    (tmp_path / "plain" / "schedulers.py").write_text(LOAD)
+        "Requires-Dist: torch>=2.8; extra == 'gpu'\n", "speechlib/nnet/schedulers.py", LOAD)
     shown = run_torchlint("check", "--show-settings", ".", cwd=wheel)
     assert "target-torch-version = 2.7  # inferred from `torch>=2.7.1` in speechlib-1.0.dist-info/METADATA" \
         in shown.stdout
-    result = run_torchlint("check", "--select", "TL502", "--output-format", "json", str(wheel), "plain", cwd=tmp_path)
-    assert [d["filename"].split(f"{tmp_path.name}/")[-1] for d in json.loads(result.stdout)] == ["plain/schedulers.py"]
+    assert _files_reported(tmp_path, wheel, "TL502") == ["plain/schedulers.py"]
 
 
 @pytest.mark.parametrize("layout, expected", [
