@@ -86,3 +86,24 @@ def test_a_run_answered_from_the_cache_imports_neither_the_parser_nor_a_rule(pro
     assert not libcst_imported("a.py", "b.py")  # start-up: the second reads the cache alone
     (project / "b.py").write_text("import torch\ny = 1\n")
     assert libcst_imported("a.py", "b.py")
+
+
+def test_the_lookups_of_one_run_look_at_a_shared_dependency_once(project, monkeypatch):
+    from torchlint import cache
+    from torchlint.project import layout
+
+    (project / "model.py").write_text("import torch\n\nclass Net(torch.nn.Module):\n    pass\n")
+    user = "import torch\nfrom model import Net\n\nnet = Net()\nnet.forward(torch.Tensor([3]))\n"
+    names = ("a.py", "b.py", "c.py")
+    for name in names:
+        (project / name).write_text(user)
+    settings = resolve_settings(Options(), cwd=project)
+    files = [(str(project / name), name) for name in names]
+    engine.check_files(files, settings, 1, use_cache=True)
+    looked_at = []
+    real_signature = layout._signature
+    monkeypatch.setattr(layout, "_signature", lambda path: looked_at.append(path) or real_signature(path))
+    results = cache.cached_results(files, settings)
+    assert all(result is not None and "TL005" in {d.code for d in result} for result in results)
+    # Each result depends on model.py, which the run looks at once, not once per result.
+    assert looked_at.count(str(project / "model.py")) == 1

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from torchlint.config import Settings
 from torchlint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Related, Severity
-from torchlint.project.layout import dependencies_unchanged
+from torchlint.project.layout import Layout, dependencies_unchanged
 from torchlint.sources import UnreadableFile, read_bytes
 
 # Where the cache is kept, when set (else the platform's user cache directory, see `cache_home`).
@@ -132,13 +132,14 @@ class ResultCache:
     def _path(self, key: str) -> Path:
         return self._directory / key[:2] / f"{key}.json"
 
-    def get(self, key: str, filename: str) -> list[Diagnostic] | None:
-        """The entry's findings, while the project files they were derived from are unchanged."""
+    def get(self, key: str, filename: str, layout: Layout | None = None) -> list[Diagnostic] | None:
+        """The entry's findings, while the project files they were derived from are unchanged
+        (looked at through `layout`, see `dependencies_unchanged`)."""
         if not self._is_usable():
             return None
         try:
             entry = json.loads(self._path(key).read_text(encoding="utf-8"))
-            if not dependencies_unchanged(entry["dependencies"]):
+            if not dependencies_unchanged(entry["dependencies"], layout):
                 return None
             return [_decode(finding, filename) for finding in entry["findings"]]
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -159,25 +160,28 @@ class ResultCache:
             pass  # an unwritable cache directory simply leaves the run uncached
 
 
-def look_up(cache: ResultCache, filename: str, data: bytes, settings: Settings) -> tuple[str, list[Diagnostic] | None]:
+def look_up(cache: ResultCache, filename: str, data: bytes, settings: Settings,
+            layout: Layout | None = None) -> tuple[str, list[Diagnostic] | None]:
     """The file's cache key, and its findings (with the fixes the settings allow) when cached."""
     key = cache_key(filename, data, settings)
-    cached = cache.get(key, filename)
+    cached = cache.get(key, filename, layout)
     return key, None if cached is None else settings.fix_policy.applied(cached)
 
 
-def cached_findings(path: str, display_name: str, settings: Settings, cache: ResultCache) -> list[Diagnostic] | None:
+def cached_findings(path: str, display_name: str, settings: Settings, cache: ResultCache,
+                    layout: Layout | None = None) -> list[Diagnostic] | None:
     """The file's findings from the cache; None for a miss, or for a file that cannot be read
     (its check then reports why)."""
     try:
         data = read_bytes(path)
     except UnreadableFile:
         return None
-    return look_up(cache, display_name, data, settings)[1]
+    return look_up(cache, display_name, data, settings, layout)[1]
 
 
 def cached_results(files: list[tuple[str, str]], settings: Settings) -> list[list[Diagnostic] | None]:
     """Each (path, display name)'s findings from the cache (None for a miss). Looked up without the
-    checker: a run whose files are all cached then imports neither the parser nor a rule."""
-    cache = ResultCache(settings.root)
-    return [cached_findings(path, name, settings, cache) for path, name in files]
+    checker: a run whose files are all cached then imports neither the parser nor a rule. The
+    lookups share one look at the project's files: a file many results depend on is read once."""
+    cache, layout = ResultCache(settings.root), Layout("")
+    return [cached_findings(path, name, settings, cache, layout) for path, name in files]

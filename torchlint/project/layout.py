@@ -191,7 +191,9 @@ class Layout:
         return None
 
 
-def dependencies_unchanged(recorded: dict[str, str]) -> bool:
-    """Do these files and listings still hold what a cached result was derived from?"""
-    fresh = Layout("")
+def dependencies_unchanged(recorded: dict[str, str], layout: Layout | None = None) -> bool:
+    """Do these files and listings still hold what a cached result was derived from? Looked at
+    through `layout` when given: the lookups of one run, before anything is checked or fixed,
+    share it, and each file they depend on is looked at once."""
+    fresh = layout or Layout("")
     return all(fresh.state(path) == state for path, state in recorded.items())
