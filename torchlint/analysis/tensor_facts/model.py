@@ -24,6 +24,7 @@ import libcst as cst
 
 from torchlint.analysis.dataflow import assigned_names
 from torchlint.analysis.layouts import Layout, arg_code
+from torchlint.analysis.literals import is_number
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.module_values import construction
 from torchlint.analysis.names import (
@@ -687,7 +688,7 @@ class TensorModel:
                     env[param_name] = TensorFacts(device=device, maybe=True)
                 else:
                     env[param_name] = UNKNOWN
-            elif isinstance(param.default, (cst.Integer, cst.Float)):
+            elif param.default is not None and is_number(param.default):  # `tau=1`, `start=-3`
                 env[param_name] = NUMBER
             elif isinstance(param.default, cst.Call) and is_torch_module_class(self.ctx.callee(param.default) or ""):
                 # `loss=nn.CrossEntropyLoss()`: the layer a caller gets unless it passes another.
