@@ -1,7 +1,7 @@
 """Precision of every rule on expert library code, from findings judged by reading them.
 
 Usage: python benchmarks/precision.py [--cache DIR] [--judged FILE] [--per-rule N] [--library NAME==VERSION ...]
-       python benchmarks/precision.py --held-out 1|...|21 [--cache DIR]
+       python benchmarks/precision.py --held-out 1|...|22 [--cache DIR]
 
 Downloads the pinned wheels (`pip download --no-deps`; needs a package index) into the cache
 directory, unpacks them, and runs `torchlint check --select ALL` on each. From each rule's
@@ -60,6 +60,7 @@ HELD_OUT = {
     "19": ("yolov5==7.0.14", "libauc==2.0.1", "allennlp==2.10.1", "vector-quantize-pytorch==1.32.0"),
     "20": ("neuralprophet==0.9.0", "mmsegmentation==1.2.2", "lightautoml==0.4.2", "vocos==0.1.0"),
     "21": ("deepctr-torch==0.3.0", "torchattacks==3.5.1", "mmdet==3.3.0", "torchkge==0.17.7"),
+    "22": ("espnet==202511", "torchtext==0.18.0", "torchxrayvision==1.5.7", "torchdiffeq==0.2.5"),
 }
 HELD_OUT_JUDGED = Path(__file__).with_name("precision_held_out_judgments.tsv")
 HELD_OUT_PER_RULE = 6
