@@ -176,12 +176,19 @@ def _moved_by_hand(classdef: cst.ClassDef, vectors: frozenset[str]) -> set[str]:
                 if (local := _moved_in_place(node, None)) in aliases:
                     found.add(aliases[local])
                 consumed.update(id(read) for read in _reshaped_in_place(node, receiver))
+            elif receiver is not None and isinstance(node, (cst.If, cst.While)):
+                for read in _truth_tested(node.test, receiver):
+                    consumed.add(id(read))
+                    placed_reads.add(read.attr.value)
             elif receiver is not None and (
-                    read := _index_or_length(node, receiver) or _truth_test(node, receiver) or _metadata(node, receiver)
+                    read := _index_or_length(node, receiver) or _metadata(node, receiver)
                     or _element(node, receiver, method, vectors) or _walked_for_truth(node, receiver)
                     or _element_as_number(node, receiver) or _formatted(node, receiver)):
                 consumed.add(id(read))
                 placed_reads.add(read.attr.value)
+            elif receiver is not None and (filled := _refilled(node, receiver)) is not None:
+                consumed.add(id(filled))
+                placed_reads.add(filled.attr.value)
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _RANDOM_FILLS:
                 # `torch.empty(1).uniform_(self.low[0], self.low[1])`: bounds are read as numbers.
                 for read in (read for arg in node.args for read in (arg.value, *nodes_in_order(arg.value))):
@@ -195,8 +202,8 @@ def _moved_by_hand(classdef: cst.ClassDef, vectors: frozenset[str]) -> set[str]:
             elif isinstance(node, cst.Call) and (moved := _moved_by_call(node)) is not None:
                 # `(self.feats if feats is None else feats).type_as(x)`: either branch is moved.
                 for moved_object in (moved.body, moved.orelse) if isinstance(moved, cst.IfExp) else (moved,):
-                    if isinstance(moved_object, cst.Subscript):
-                        moved_object = moved_object.value  # `self.bank[ids].to(device)`: rows moved where read
+                    # `self.bank[ids].to(device)`, `self.ids.repeat(n, 1).to(device)`: moved where read
+                    moved_object = _chain_root(moved_object)
                     name = self_attribute(moved_object, receiver) if receiver is not None else None
                     if name is not None:
                         consumed.add(id(moved_object))
@@ -256,16 +263,46 @@ def _metadata(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
     return None
 
 
-def _truth_test(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
-    """The `self.x` of `if self.x[0][d]:`, `while not self.x:` or `if self.x[ids].sum() == 0:`:
-    read as a Python truth value, which a tensor on any device gives."""
-    test = node.test if isinstance(node, (cst.If, cst.While)) else None
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and is_number(test.comparisons[0].comparator):
+def _truth_tested(test: cst.BaseExpression, receiver: str) -> list[cst.Attribute]:
+    """The `self.x` of an `if` or `while` test that reads it as a Python truth value, which a
+    tensor on any device gives: `self.x[0][d]`, `not self.x`, `self.x[ids].sum() == 0`, and each
+    side of `and`/`or` (`not self.training or self.keep[i] >= rate * i`)."""
+    if isinstance(test, cst.BooleanOperation):
+        return _truth_tested(test.left, receiver) + _truth_tested(test.right, receiver)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+            and _number_like(test.comparisons[0].comparator, receiver):
         test = test.left
     while isinstance(test, (cst.UnaryOperation, cst.Subscript)) or _reduced_whole(test):
         test = test.expression if isinstance(test, cst.UnaryOperation) else test.func.value if isinstance(test, cst.Call) \
             else test.value
-    return test if test is not None and self_attribute(test, receiver) is not None else None
+    return [test] if self_attribute(test, receiver) is not None else []
+
+
+def _number_like(expr: cst.BaseExpression, receiver: str) -> bool:
+    """Arithmetic of numbers, names and plain attributes (`self.rate * (self.decay * idx)`): a
+    hyperparameter, no tensor's rows."""
+    if isinstance(expr, cst.BinaryOperation):
+        return _number_like(expr.left, receiver) and _number_like(expr.right, receiver)
+    if isinstance(expr, cst.UnaryOperation):
+        return _number_like(expr.expression, receiver)
+    return is_number(expr) or isinstance(expr, cst.Name) or self_attribute(expr, receiver) is not None
+
+
+def _refilled(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
+    """The `self.x` of the statement `self.x[:-1].uniform_()`: filled anew where it is, its result
+    unused."""
+    call = node.value if isinstance(node, cst.Expr) else None
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in _RANDOM_FILLS):
+        return None
+    filled = _chain_root(call.func.value)
+    return filled if self_attribute(filled, receiver) is not None else None
+
+
+def _chain_root(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`self.x` of `self.x[ids]` or `self.x.repeat(n, 1)[0]`: rows and method results peeled off."""
+    while isinstance(expr, cst.Subscript) or isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        expr = expr.value if isinstance(expr, cst.Subscript) else expr.func.value
+    return expr
 
 
 def _reduced_whole(expr: cst.BaseExpression | None) -> bool:
@@ -311,8 +348,9 @@ def _reshaped_in_place(assignment: cst.Assign, receiver: str | None) -> list[cst
 
 
 def _moved_in_place(assignment: cst.Assign, receiver: str | None) -> str | None:
-    """`self.x = self.x.to(...)` (or `.cuda()`, `.type_as(...)`, then reshaped): the name `x`; with no receiver,
-    a local name moved in place: `x = x.to(...)`."""
+    """`self.x = self.x.to(...)` (or `.cuda()`, `.type_as(...)`, then reshaped), or `self.x =
+    to_device(m, t)` (what a moving helper returns, espnet's order or the other): the name `x`;
+    with no receiver, a local name moved in place: `x = x.to(...)`, `x = to_device(m, x)`."""
     target, value = assignment.targets[0].target, assignment.value
     if receiver is None:
         moved = target.value if isinstance(target, cst.Name) else None
@@ -321,6 +359,9 @@ def _moved_in_place(assignment: cst.Assign, receiver: str | None) -> str | None:
     if moved is None:
         return None
     written = f"{receiver}.{moved}" if receiver else moved
+    if isinstance(value, cst.Call) and (dotted_name(value.func) or "").rsplit(".", 1)[-1] in _MOVING_HELPERS \
+            and (receiver is not None or any(dotted_name(arg.value) == written for arg in value.args)):
+        return moved  # espnet's `to_device(m, x)` moves its second argument, others their first
     while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):  # `.to(d).view(1, -1)` too
         if value.func.attr.value in _MOVES and dotted_name(value.func.value) == written:
             return moved
@@ -395,8 +436,9 @@ class UnregisteredTensorAttribute(Rule):
     where), a subclass, or other code of the file. A tensor read only in `__init__`, to build a
     buffer or a parameter, is not reported, nor one the class moves itself: named in its own `to()`
     / `cuda()` / `_apply()` override (the others still are), or moved where it is used (`self.mean =
-    self.mean.to(x.device)`, or every read outside `__init__` moving it: `conv(x,
-    self.kernel.to(x.device))` or `to_device(self.kernel, x)`, reshaping it in place aside:
+    self.mean.to(x.device)`, `self.eos = to_device(x, self.eos)` in espnet's argument order, or
+    every read outside `__init__` moving it: `conv(x, self.kernel.to(x.device))`,
+    `self.ids.repeat(n, 1).to(x.device)` or `to_device(self.kernel, x)`, reshaping it in place aside:
     `self.kernel = self.kernel.repeat(c, 1, 1)`, also under a local name: `keep = self.keep` then
     `keep = keep.to(x.device)`), nor one read only where a DataLoader builds batches (the method
     given as its `collate_fn`, and the methods that calls), on CPU data. Nor is a 0-dim value from a
@@ -412,7 +454,9 @@ class UnregisteredTensorAttribute(Rule):
     (`torch.empty(1).uniform_(self.log_ratio[0], self.log_ratio[1])`), which takes numbers, or only
     as the index of another tensor (`w[self.observed]`, `w[self.missing] = v`: CPU indices index a
     tensor on any device), in `len()`, for its `shape`, as the truth value of an `if` or `while`
-    (`if self.active[0][d]:`), walked for such truth values (`for i, flag in enumerate(self.mask):
+    (`if self.active[0][d]:`, also compared with a number or either side of `or`: `if not
+    self.training or self.keep[i] >= rate * i:`) and refilled in place (`self.keep[:-1].uniform_()`
+    as a statement), walked for such truth values (`for i, flag in enumerate(self.mask):
     if flag:`), one element read as a number (`self.dilations[i].item()`), shown in an f-string
     (`f"supported: {self.atomic_numbers}"`), or, made 1-D (`torch.linspace(...)`), one element at a
     time at a whole-number index (`self.schedule[epoch]` of `epoch: int`: a 0-dim tensor; a tensor
