@@ -49,8 +49,8 @@ class ForwardCalledDirectly(Rule):
     it calls (`def __call__(self, module, module_in, module_out)` calling `module.forward(...)`,
     registered elsewhere), `.forward` is right: calling the module there would run the hook again. A
     module the function has just built and uses nowhere else (`loss = NMILoss(ref)` then `return
-    loss.forward(x)`), or only to read and set its attributes (`m.weight.data = q`), has no hooks to
-    skip: no other code could register one. Nor has a module in test code (a test module, or a
+    loss.forward(x)`, or `BeamSearch(...).forward(x)` at once), or only to read and set its
+    attributes (`m.weight.data = q`), has no hooks to skip: no other code could register one. Nor has a module in test code (a test module, or a
     module of a test folder), which builds what it calls, in the test or its `setUp`, often to test
     `forward` itself: it is not checked.
 
@@ -126,7 +126,10 @@ class ForwardCalledDirectly(Rule):
         function but to read or set the module's attributes (`m.weight.data = q`): no hook can
         be registered on a module no other code has seen (only global hooks would be skipped), so
         the call computes what `module(x)` does. A method called on it (`m.register_forward_hook`,
-        `m.apply`) or the module handed on (`registry.append(m)`) shows it."""
+        `m.apply`) or the module handed on (`registry.append(m)`) shows it. So is a module built
+        and called at once: `BeamSearch(...).forward(x)`."""
+        if isinstance(receiver, cst.Call):
+            return self._registers_no_hooks(receiver)
         function = self.ctx.enclosing_function()
         if not isinstance(receiver, cst.Name) or function is None:
             return False
