@@ -1449,7 +1449,9 @@ class Interpreter:
         if op.rule in (Rule.CAT, Rule.STACK, Rule.MESHGRID) or (op.rule is Rule.EINSUM):
             return self._list_op(call, op.rule, args, name)
         if not positional:
-            return TensorFacts() if op.rule is not Rule.OTHER else self.combine(self._tensor_args(args), call, Rule.OTHER)
+            if op.rule is not Rule.OTHER:
+                return TensorFacts()
+            return self.combine(self._tensor_args(args), call, Rule.OTHER, op.combines)  # all by keyword
         receiver_node, receiver = positional[0]
         result = self.apply(call, op, name, receiver_node, receiver, args[1:] if args and args[0][0].keyword is None else args)
         if result is UNKNOWN and op.rule not in (Rule.SPLIT, Rule.REDUCE_TUPLE, Rule.NUMBER, Rule.SHAPE):
