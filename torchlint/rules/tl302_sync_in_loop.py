@@ -80,9 +80,12 @@ class SyncInLoop(Rule):
     the same iteration (`state.output = loss.item()` then `losses.append(loss.item())`) is reported
     once, at its first read: the second waits for nothing. So is one whose truth the iteration
     tested before (`if not torch.isfinite(loss): raise ...`, `assert not loss.isnan().any()`,
-    `if loss > limit:`), also scaled by a number since (`loss = loss / len(batch_group)`): that
+    `if loss > limit:`, also the `if` the read is under: `if pred != blank: hyp.append(int(pred))`),
+    also scaled by a number since (`loss = loss / len(batch_group)`): that
     test waited for it, and a later read for a progress bar copies a number (a test that reads
-    nothing off the device, `if loss is None:`, does not count). Nor is
+    nothing off the device, `if loss is None:`, does not count). So is another result of the op
+    that made a tensor read before (`top_logp, pred = torch.max(logp, dim=-1)`, `pred` tested,
+    then `float(top_logp)`): one kernel made both. Nor is
     a read after the iteration waited for the whole device (`torch.cuda.synchronize()` before
     reading the clock in a timing loop): the CPU stops there anyway.
 
@@ -200,15 +203,24 @@ class SyncInLoop(Rule):
     def _read_before(self, operand: cst.BaseExpression, chain: list[cst.CSTNode], repeated: cst.CSTNode) -> bool:
         """An earlier statement of the iteration synced the same tensor, not assigned since
         (`state.output = loss.item()` then `losses.append(loss.item())`, or tested its truth:
-        `if not torch.isfinite(loss): raise ...`): the wait was there. The blocks around the
-        call are searched out to the body of `repeated`, the loop or comprehension."""
+        `if not torch.isfinite(loss): raise ...`), or another result of the op that made it
+        (`top_logp, k = torch.max(logp, dim=-1)` then `int(k)`: one kernel made both): the wait
+        was there. The blocks around the call are searched out to the body of `repeated`, the
+        loop or comprehension."""
         if not isinstance(operand, cst.Name) or bound_by_comprehension(chain, operand.value):
             return False  # a comprehension's variable is another tensor each time round
-        for statement in _earlier_statements(chain, repeated):
-            if operand.value in assigned_names([statement]) and not _scaled_by_a_number(statement, operand.value):
-                return False
-            if self._syncs(statement, operand.value):
+        since: list[cst.CSTNode] = []
+        for statement in _earlier_statements(chain, repeated, tests=True):
+            if isinstance(statement, cst.BaseExpression):  # the test of an `if` the call is under
+                if _tests_tensor(statement, operand.value):
+                    return True
+            elif operand.value in assigned_names([statement]) and not _scaled_by_a_number(statement, operand.value):
+                siblings = _unpacked_with(statement, operand.value)
+                return any(_tests_tensor(later, sibling) if isinstance(later, cst.BaseExpression)
+                           else self._syncs(later, sibling) for later in since for sibling in siblings)
+            elif self._syncs(statement, operand.value):
                 return True
+            since.append(statement)
         return False
 
     def _device_synced_before(self, chain: list[cst.CSTNode], repeated: cst.CSTNode) -> bool:
@@ -468,14 +480,32 @@ def _scaled_by_a_number(statement: cst.CSTNode, name: str) -> bool:
         and scaled.value == name and is_number
 
 
-def _earlier_statements(chain: list[cst.CSTNode], repeated: cst.CSTNode):
+def _unpacked_with(statement: cst.CSTNode, name: str) -> list[str]:
+    """The other names `statement` unpacks from one call together with `name` (`top_logp, k =
+    torch.max(logp, dim=-1)`: `k` for `top_logp`)."""
+    line = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
+    if not (isinstance(line, cst.Assign) and len(line.targets) == 1 and isinstance(line.value, cst.Call)):
+        return []
+    target = line.targets[0].target
+    names = [element.value.value for element in target.elements if isinstance(element.value, cst.Name)] \
+        if isinstance(target, (cst.Tuple, cst.List)) else []
+    return [other for other in names if other != name] if name in names else []
+
+
+def _earlier_statements(chain: list[cst.CSTNode], repeated: cst.CSTNode, tests: bool = False):
     """The statements before the node `chain` leads to, nearest first, in the blocks around it
-    out to the body of `repeated` (the loop or comprehension)."""
+    out to the body of `repeated` (the loop or comprehension); with `tests`, also the test of each
+    `if` whose body holds it, where it runs."""
     for index in range(len(chain) - 1, chain.index(repeated), -1):
         block = chain[index - 1]
         if isinstance(block, cst.IndentedBlock):
             statements = list(block.body)
             yield from reversed(statements[:statements.index(chain[index])])
+            around = chain[index - 2]
+            if tests and isinstance(around, cst.Else) and index >= 3:
+                around = chain[index - 3]  # `else:` of an `if`: its test ran too
+            if tests and isinstance(around, cst.If) and around is not repeated:
+                yield around.test
 
 
 def _last_exit(body: cst.BaseSuite) -> type | None:
