@@ -40,7 +40,9 @@ class NumpyWithoutCpuDetach(Rule):
     `torch.no_grad()`), with no `.cpu()` / `.detach()` on the way. A tensor moved under a flag
     (`if use_cuda: x = x.cuda()`) is on the GPU where the flag holds, and so is what a model
     parameter (`def detect(model, image)`) computes from it; under a later `if` or `... if ...
-    else ...` on the same flag, the branch where it does not hold converts a CPU tensor. The
+    else ...` on the same flag, the branch where it does not hold converts a CPU tensor, and so
+    does the branch where the tensor's own flag fails (`if x.is_cuda or ...: ... else:
+    x.numpy()`, a CPU fallback). The
     parameters of a top-level function are on the GPU when a call anywhere in the project (this
     file or another, imported by name, through a module or with `*`) passes them a tensor moved
     with `.cuda()` / `.to(device)`; the finding names that call. NumPy functions that convert

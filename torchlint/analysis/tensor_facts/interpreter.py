@@ -247,7 +247,7 @@ class Interpreter:
                 return self._one_branch(statement, runs_body, env)
             body_entry = self._branch(test, True, env)
             body = self._block(suite_statements(statement.body), self._narrowed(test, body_entry))
-            orelse, other_entry = statement.orelse, self._not_a_tensor(test, self._branch(test, False, env))
+            orelse, other_entry = statement.orelse, self._where_false(test, self._branch(test, False, env))
             cpu_only = self._tests_cuda(test, False)
             self._cpu_only += cpu_only
             other = other_entry
@@ -360,13 +360,22 @@ class Interpreter:
                 narrowed[name] = replace(value, maybe=False) if isinstance(value, TensorFacts) else TensorFacts()
         return narrowed
 
-    def _not_a_tensor(self, test: cst.BaseExpression, env: Env) -> Env:
-        """The state where `if isinstance(x, torch.Tensor):` fails: `x` holds no tensor there (a
-        number), so it is on no device."""
+    def _where_false(self, test: cst.BaseExpression, env: Env) -> Env:
+        """The state where `if test:` fails: after `if isinstance(x, torch.Tensor):`, `x` holds
+        no tensor (a number), so it is on no device; after `if x.is_cuda or ...:` (espnet's STFT
+        falls back to librosa there), `x` is on the CPU."""
         name = self._proven_tensor(test)
-        if name is None or not isinstance(env.get(name), TensorFacts):
-            return env
-        return {**env, name: UNKNOWN}
+        if name is not None and isinstance(env.get(name), TensorFacts):
+            return {**env, name: UNKNOWN}
+        tests, failed = [test], dict(env)
+        while tests:
+            current = tests.pop()
+            if isinstance(current, cst.BooleanOperation) and isinstance(current.operator, cst.Or):
+                tests += [current.left, current.right]
+            elif isinstance(current, cst.Attribute) and current.attr.value == "is_cuda" \
+                    and isinstance(current.value, cst.Name) and isinstance(env.get(current.value.value), TensorFacts):
+                failed[current.value.value] = replace(env[current.value.value], device=Device.CPU, origin=None)
+        return failed
 
     def _proven_other(self, test: cst.BaseExpression) -> str | None:
         """The name `isinstance(x, nn.Module)` (or a builtin type, or a tuple of these) proves
