@@ -31,6 +31,11 @@ def _zeroed_in_eval(statement: cst.If, name: str) -> bool:
     return assigns_name(eval_branch, name, _is_zero)
 
 
+def _zeroed_in(function: cst.FunctionDef, name: str) -> bool:
+    """`function` sets `name` to 0 outside training: `if not self.training: name = 0.0`."""
+    return any(isinstance(node, cst.If) and _zeroed_in_eval(node, name) for node in nodes_in_order(function.body))
+
+
 def _tests_training(test: cst.BaseExpression) -> bool:
     """`self.training`, alone or as a term of an `and`."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
@@ -45,7 +50,8 @@ class FunctionalDropoutWithoutTraining(Rule):
     without `training=`. Not where eval skips it: in the body of `if self.training:` (also
     joined by `and`), or with `p` set to 0 outside training (`self.p if self.training else 0.0`,
     or `if not self.training: p = 0.0` / `else: p = self.p` before the call,
-    inline or through a local).
+    inline or through a local, also by every method of the class that calls this one with `p`:
+    `self._attention(q, k, v, dropout_p)`).
 
     ## Why is this bad?
     The functional form does not know the module's mode: `training` defaults to True, so the
@@ -104,9 +110,30 @@ class FunctionalDropoutWithoutTraining(Rule):
         if isinstance(value, cst.IfExp) and _tests_training(value.test) and _is_zero(value.orelse):
             return True
         function = self.ctx.enclosing_function()
-        return isinstance(rate, cst.Name) and function is not None and any(
-            isinstance(node, cst.If) and _zeroed_in_eval(node, rate.value) for node in nodes_in_order(function.body)
+        if not isinstance(rate, cst.Name) or function is None:
+            return False
+        return _zeroed_in(function, rate.value) or self._passed_zeroed(function, rate.value)
+
+    def _passed_zeroed(self, method: cst.FunctionDef, name: str) -> bool:
+        """`p` is a parameter of the method, and every `self.<method>(...)` of its class passes it
+        a rate set to 0 outside training there (torchtext's T5 attention sets `dropout_p` so and
+        hands it to `_t5_dot_product_attention`)."""
+        classdef = self.ctx.enclosing_class()
+        params = [param.name.value for param in method.params.params]
+        if classdef is None or name not in params[1:]:
+            return False
+        index = params.index(name) - 1  # after `self`
+        calls = [
+            (caller, call) for caller in classdef.body.body if isinstance(caller, cst.FunctionDef)
+            for call in nodes_in_order(caller.body) if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == method.name.value and isinstance(call.func.value, cst.Name)
+            and call.func.value.value == "self"
+        ]
+        return bool(calls) and all(
+            _is_zero(given) or isinstance(given, cst.Name) and _zeroed_in(caller, given.value)
+            for caller, call in calls for given in [argument(call, index, name)]
         )
+
 
     def _under_training_test(self, node: cst.Call) -> bool:
         """In the body of `if self.training:` (also `if self.training and ...:`): eval skips it."""
