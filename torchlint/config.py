@@ -293,7 +293,9 @@ def resolve_settings(options: Options, cwd: Path | None = None) -> Settings:
     )
 
 
-def _target_version(configured: str | None, declared: SupportedTorch, origins: dict[str, str]) -> tuple[int, ...] | None:
+def _target_version(
+    configured: str | None, declared: SupportedTorch, origins: dict[str, str]
+) -> tuple[int, ...] | None:
     """`target-torch-version` when set, else the lowest torch the project declares."""
     if configured is not None:
         return _parse_version(configured)

@@ -50,9 +50,9 @@ class ForwardCalledDirectly(Rule):
     registered elsewhere), `.forward` is right: calling the module there would run the hook again. A
     module the function has just built and uses nowhere else (`loss = NMILoss(ref)` then `return
     loss.forward(x)`, or `BeamSearch(...).forward(x)` at once), or only to read and set its
-    attributes (`m.weight.data = q`), has no hooks to skip: no other code could register one. Nor has a module in test code (a test module, or a
-    module of a test folder), which builds what it calls, in the test or its `setUp`, often to test
-    `forward` itself: it is not checked.
+    attributes (`m.weight.data = q`), has no hooks to skip: no other code could register one. Nor
+    has a module in test code (a test module, or a module of a test folder), which builds what it
+    calls, in the test or its `setUp`, often to test `forward` itself: it is not checked.
 
     ## Why is this bad?
     `nn.Module.__call__` runs the forward pre-hooks and hooks, backward hooks, and the machinery

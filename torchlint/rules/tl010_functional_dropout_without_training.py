@@ -125,7 +125,8 @@ class FunctionalDropoutWithoutTraining(Rule):
         index = params.index(name) - 1  # after `self`
         calls = [
             (caller, call) for caller in classdef.body.body if isinstance(caller, cst.FunctionDef)
-            for call in nodes_in_order(caller.body) if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+            for call in nodes_in_order(caller.body)
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
             and call.func.attr.value == method.name.value and isinstance(call.func.value, cst.Name)
             and call.func.value.value == "self"
         ]

@@ -61,9 +61,9 @@ class MixedDevices(Rule):
     module's device, through `einops.rearrange`/`repeat`/`reduce` too; a top-level function named
     as a loss (`focal_loss(logits, labels)`) gets a model's outputs and targets, so its tensor
     parameters are on the device of its inputs. `F.ctc_loss` takes its targets and lengths on the
-    CPU whatever the device of the log-probabilities, passed by position or by keyword. A dtype conversion of a Parameter
-    (`nn.Parameter(w).float()`) may be the Parameter itself (`.float()` returns a float32
-    Parameter as it is), so its device is not judged.
+    CPU whatever the device of the log-probabilities, passed by position or by keyword. A dtype
+    conversion of a Parameter (`nn.Parameter(w).float()`) may be the Parameter itself (`.float()`
+    returns a float32 Parameter as it is), so its device is not judged.
 
     A batch from a DataLoader (`for x, y in loader:` over a DataLoader of the file, or a `loader`
     parameter of a training function in a file that builds its DataLoaders) is on the CPU as

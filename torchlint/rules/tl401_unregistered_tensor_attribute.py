@@ -273,8 +273,10 @@ def _truth_tested(test: cst.BaseExpression, receiver: str) -> list[cst.Attribute
             and _number_like(test.comparisons[0].comparator, receiver):
         test = test.left
     while isinstance(test, (cst.UnaryOperation, cst.Subscript)) or _reduced_whole(test):
-        test = test.expression if isinstance(test, cst.UnaryOperation) else test.func.value if isinstance(test, cst.Call) \
-            else test.value
+        if isinstance(test, cst.UnaryOperation):
+            test = test.expression
+        else:
+            test = test.func.value if isinstance(test, cst.Call) else test.value
     return [test] if self_attribute(test, receiver) is not None else []
 
 
@@ -292,7 +294,8 @@ def _refilled(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
     """The `self.x` of the statement `self.x[:-1].uniform_()`: filled anew where it is, its result
     unused."""
     call = node.value if isinstance(node, cst.Expr) else None
-    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in _RANDOM_FILLS):
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value in _RANDOM_FILLS):
         return None
     filled = _chain_root(call.func.value)
     return filled if self_attribute(filled, receiver) is not None else None

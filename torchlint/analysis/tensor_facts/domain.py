@@ -4,8 +4,9 @@ A `TensorFacts` is what is known about one tensor: its device, its shape and mem
 (`Layout`: rank, symbolic sizes, reorderings since the last contiguous base), its dtype, whether
 it requires grad, and the call that put it on the default device or the CPU (where `device=`
 belongs). Other values the interpretation follows: Python numbers, devices, dtypes, modules
-(with the device their parameters are on), the file's functions held in names, fixed-length sequences (tuples, `chunk` results,
-named tuples), iterables of tensors (`model.parameters()`, a DataLoader) and `UNKNOWN`.
+(with the device their parameters are on), the file's functions held in names, fixed-length
+sequences (tuples, `chunk` results, named tuples), iterables of tensors (`model.parameters()`, a
+DataLoader) and `UNKNOWN`.
 
 Joins keep only what both sides know: they are used where control flow merges.
 """
@@ -237,8 +238,8 @@ class _Nothing:
 UNKNOWN = _Unknown()
 NOTHING = _Nothing()
 NUMBER = Number()
-Value = TensorFacts | Number | DeviceValue | DtypeValue | ModuleValue | ObjectValue | FunctionValue | Sequence | Iterable \
-    | _Unknown
+Value = TensorFacts | Number | DeviceValue | DtypeValue | ModuleValue | ObjectValue | FunctionValue | Sequence \
+    | Iterable | _Unknown
 
 
 def _join_layouts(first: Layout | None, second: Layout | None) -> Layout | None:

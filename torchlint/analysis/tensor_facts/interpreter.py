@@ -1139,7 +1139,6 @@ class Interpreter:
             self.model.register(self.scope, call, UNKNOWN)
         return UNKNOWN
 
-
     def _function_result(self, call: cst.Call, name: str) -> Value | None:
         """What `call` of the file's top-level function `name` returns (None: no such function)."""
         summary = self.model.function_summary(name)
@@ -1151,6 +1150,7 @@ class Interpreter:
             sizes, layers = self._parameter_values(function, call)
             return replace(summary, config=instantiated(summary.config, sizes, layers))
         return self._from_summary(summary, call, function)
+
     def _from_summary(self, summary: Value, call: cst.Call, function: cst.FunctionDef | None = None) -> Value:
         """A same-file helper's result: a default-device tensor it makes is reported at the call,
         and under `no_grad` here nothing it computes records a graph."""
