@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.module_attributes import in_module_method
+from torchlint.analysis.module_attributes import in_module_method, self_attribute
 from torchlint.analysis.names import argument, assigns_name, has_star_args, keyword_arg, positional_args
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
@@ -126,9 +126,7 @@ class FunctionalDropoutWithoutTraining(Rule):
         calls = [
             (caller, call) for caller in classdef.body.body if isinstance(caller, cst.FunctionDef)
             for call in nodes_in_order(caller.body)
-            if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
-            and call.func.attr.value == method.name.value and isinstance(call.func.value, cst.Name)
-            and call.func.value.value == "self"
+            if isinstance(call, cst.Call) and self_attribute(call.func) == method.name.value
         ]
         return bool(calls) and all(
             _is_zero(given) or isinstance(given, cst.Name) and _zeroed_in(caller, given.value)

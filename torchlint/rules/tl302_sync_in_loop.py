@@ -211,17 +211,21 @@ class SyncInLoop(Rule):
             return False  # a comprehension's variable is another tensor each time round
         since: list[cst.CSTNode] = []
         for statement in _earlier_statements(chain, repeated, tests=True):
-            if isinstance(statement, cst.BaseExpression):  # the test of an `if` the call is under
-                if _tests_tensor(statement, operand.value):
-                    return True
-            elif operand.value in assigned_names([statement]) and not _scaled_by_a_number(statement, operand.value):
+            if not isinstance(statement, cst.BaseExpression) and operand.value in assigned_names([statement]) \
+                    and not _scaled_by_a_number(statement, operand.value):
                 siblings = _unpacked_with(statement, operand.value)
-                return any(_tests_tensor(later, sibling) if isinstance(later, cst.BaseExpression)
-                           else self._syncs(later, sibling) for later in since for sibling in siblings)
-            elif self._syncs(statement, operand.value):
+                return any(self._reads(later, sibling) for later in since for sibling in siblings)
+            if self._reads(statement, operand.value):
                 return True
             since.append(statement)
         return False
+
+    def _reads(self, statement: cst.CSTNode, name: str) -> bool:
+        """`statement`, or the test of an `if` around the call (an expression), reads tensor `name`
+        on the host."""
+        if isinstance(statement, cst.BaseExpression):
+            return _tests_tensor(statement, name)
+        return self._syncs(statement, name)
 
     def _device_synced_before(self, chain: list[cst.CSTNode], repeated: cst.CSTNode) -> bool:
         """An earlier statement of the iteration waits for the whole device (`torch.cuda.synchronize()`,

@@ -5,7 +5,7 @@ import libcst as cst
 from torchlint.analysis.literals import is_number
 from torchlint.analysis.module_attributes import ClassFrames, first_parameter, self_attribute
 from torchlint.analysis.names import (
-    SEQUENCE_TYPE_NAMES, annotation_words, dotted_name, method_named, method_receiver, parameter_named,
+    SEQUENCE_TYPE_NAMES, annotation_words, dotted_name, method_name, method_named, method_receiver, parameter_named,
     positional_args, single_index, suite_statements,
 )
 from torchlint.analysis.nn_layers import parameterized_layer
@@ -294,8 +294,7 @@ def _refilled(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
     """The `self.x` of the statement `self.x[:-1].uniform_()`: filled anew where it is, its result
     unused."""
     call = node.value if isinstance(node, cst.Expr) else None
-    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
-            and call.func.attr.value in _RANDOM_FILLS):
+    if not isinstance(call, cst.Call) or method_name(call) not in _RANDOM_FILLS:
         return None
     filled = _chain_root(call.func.value)
     return filled if self_attribute(filled, receiver) is not None else None
@@ -310,8 +309,7 @@ def _chain_root(expr: cst.BaseExpression) -> cst.BaseExpression:
 
 def _reduced_whole(expr: cst.BaseExpression | None) -> bool:
     """`x.sum()`, `x.max()`: a method reducing the whole tensor to one value."""
-    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
-        and expr.func.attr.value in _FULL_REDUCTIONS and not expr.args
+    return isinstance(expr, cst.Call) and method_name(expr) in _FULL_REDUCTIONS and not expr.args
 
 
 def _walked_for_truth(node: cst.CSTNode, receiver: str) -> cst.Attribute | None:
@@ -362,7 +360,7 @@ def _moved_in_place(assignment: cst.Assign, receiver: str | None) -> str | None:
     if moved is None:
         return None
     written = f"{receiver}.{moved}" if receiver else moved
-    if isinstance(value, cst.Call) and (dotted_name(value.func) or "").rsplit(".", 1)[-1] in _MOVING_HELPERS \
+    if isinstance(value, cst.Call) and _moving_helper(value) \
             and (receiver is not None or any(dotted_name(arg.value) == written for arg in value.args)):
         return moved  # espnet's `to_device(m, x)` moves its second argument, others their first
     while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):  # `.to(d).view(1, -1)` too
@@ -385,13 +383,13 @@ def _cpu_rows_stored(assignment: cst.Assign, receiver: str | None) -> list[cst.A
     pending, moved_to_cpu = [value], False
     while pending:
         node = pending.pop()
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "cpu":
+        if isinstance(node, cst.Call) and method_name(node) == "cpu":
             moved_to_cpu = True
         elif isinstance(node, cst.Subscript) and self_attribute(node.value, receiver) is not None:
             banks.append(node.value)  # rows of a bank, wherever it is kept
         elif isinstance(node, (cst.BinaryOperation, cst.UnaryOperation)):
             pending.extend((node.left, node.right) if isinstance(node, cst.BinaryOperation) else (node.expression,))
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _ROW_WISE:
+        elif isinstance(node, cst.Call) and method_name(node) in _ROW_WISE:
             pending.append(node.func.value)  # `.clamp_(min=...)` of the rows: numbers as arguments
         elif not (is_number(node) or self_attribute(node, receiver) is not None):
             return []  # a local (`grad`) may be on any device
@@ -403,9 +401,13 @@ def _moved_by_call(call: cst.Call) -> cst.BaseExpression | None:
     `to_device(x, labels)`."""
     if isinstance(call.func, cst.Attribute) and call.func.attr.value in _MOVES:
         return call.func.value
-    written = dotted_name(call.func) or ""
     first = positional_args(call)[:1]
-    return first[0].value if first and written.rsplit(".", 1)[-1] in _MOVING_HELPERS else None
+    return first[0].value if first and _moving_helper(call) else None
+
+
+def _moving_helper(call: cst.Call) -> bool:
+    """`to_device(...)`, `c_f.to_device(...)`: a helper named for moving tensors."""
+    return (dotted_name(call.func) or "").rsplit(".", 1)[-1] in _MOVING_HELPERS
 
 
 def _alias_of(assignment: cst.Assign, receiver: str | None) -> tuple[str, str] | None:

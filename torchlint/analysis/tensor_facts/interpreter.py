@@ -13,6 +13,7 @@ module's device, is a device conflict recorded against the call that created it.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import re
@@ -1095,10 +1096,7 @@ class Interpreter:
             return self._module_call(call, ModuleValue(callee.device), args)
         if isinstance(callee, FunctionValue):
             results = [self._function_result(call, name) for name in sorted(callee.names)]
-            value = results[0] if None not in results else UNKNOWN
-            for result in results[1:] if None not in results else ():
-                value = join(value, result)
-            return value
+            return UNKNOWN if None in results else functools.reduce(join, results)
         return UNKNOWN
 
     def _named_call(self, call: cst.Call, name: str, args, env: Env) -> Value:
