@@ -61,6 +61,7 @@ HELD_OUT = {
     "20": ("neuralprophet==0.9.0", "mmsegmentation==1.2.2", "lightautoml==0.4.2", "vocos==0.1.0"),
     "21": ("deepctr-torch==0.3.0", "torchattacks==3.5.1", "mmdet==3.3.0", "torchkge==0.17.7"),
     "22": ("espnet==202511", "torchtext==0.18.0", "torchxrayvision==1.5.7", "torchdiffeq==0.2.5"),
+    "23": ("litgpt==0.5.13", "neuraloperator==2.0.0", "pytorch-pfn-extras==0.9.0", "escnn==1.0.11"),
 }
 HELD_OUT_JUDGED = Path(__file__).with_name("precision_held_out_judgments.tsv")
 HELD_OUT_PER_RULE = 6
