@@ -85,7 +85,11 @@ class SyncInLoop(Rule):
     test waited for it, and a later read for a progress bar copies a number (a test that reads
     nothing off the device, `if loss is None:`, does not count). So is another result of the op
     that made a tensor read before (`top_logp, pred = torch.max(logp, dim=-1)`, `pred` tested,
-    then `float(top_logp)`): one kernel made both. Nor is
+    then `float(top_logp)`): one kernel made both. So is a read under an `if` that tests any
+    tensor on the device (`if last < best: best_points = points.cpu()`): that test waited for all
+    the work queued before it; and a read of a tensor whose truth a later statement of the
+    iteration tests (`if verbose: print(energy.item())` then `if torch.isclose(energy, last):
+    break`): the iteration waits for it there anyway. Nor is
     a read after the iteration waited for the whole device (`torch.cuda.synchronize()` before
     reading the clock in a timing loop): the CPU stops there anyway.
 
@@ -160,7 +164,8 @@ class SyncInLoop(Rule):
         if found is None or _moves_each_tensor(node, found, chain):
             return
         body = found.node if isinstance(found.node, cst.BaseComp) else found.node.body
-        if self._read_before(operand, chain, found.node) or self._device_synced_before(chain, found.node) \
+        if self._read_before(operand, chain, found.node) or self._tested_later(operand, chain, found.node) \
+                or self._synced_by_test(operand, chain, found.node, known) or self._device_synced_before(chain, found.node) \
                 or not self._synced_tensor(node, operand, known) \
                 or not self._only_recorded(node, chain, body, 0):
             return
@@ -226,6 +231,37 @@ class SyncInLoop(Rule):
         if isinstance(statement, cst.BaseExpression):
             return _tests_tensor(statement, name)
         return self._syncs(statement, name)
+
+    def _synced_by_test(
+        self, operand: cst.BaseExpression, chain: list[cst.CSTNode], repeated: cst.CSTNode, known: _Known
+    ) -> bool:
+        """The `if` the call is under tests the truth of a tensor on the device, and nothing the
+        operand reads is assigned since (`if last_u < best_u: best_x = x.detach().cpu()`): the
+        device ran all the work queued before that test, `x` with it, and the copy waits for
+        nothing more."""
+        read = {node.value for node in nodes_in_order(operand) if isinstance(node, cst.Name)}
+        tensors = frozenset(known.tensors)
+        for statement in _earlier_statements(chain, repeated, tests=True):
+            if isinstance(statement, cst.BaseExpression):
+                if any(self._evidence.on_device(tested, tensors) for tested in _tested_tensors(statement)):
+                    return True
+            elif read & set(assigned_names([statement])):
+                return False
+        return False
+
+    def _tested_later(self, operand: cst.BaseExpression, chain: list[cst.CSTNode], repeated: cst.CSTNode) -> bool:
+        """A later statement of the iteration tests the truth of the same tensor, not assigned
+        in between (`if verbose: print(u.item())` then `if torch.isclose(u, last_u): break`):
+        Python needs that value every iteration, so the iteration waits for it anyway."""
+        if not isinstance(operand, cst.Name) or bound_by_comprehension(chain, operand.value):
+            return False
+        for statement in _later_statements(chain, repeated):
+            test = statement.test if isinstance(statement, (cst.If, cst.While)) else _asserted(statement)
+            if test is not None and _tests_tensor(test, operand.value):
+                return True
+            if operand.value in assigned_names([statement]):
+                return False
+        return False
 
     def _device_synced_before(self, chain: list[cst.CSTNode], repeated: cst.CSTNode) -> bool:
         """An earlier statement of the iteration waits for the whole device (`torch.cuda.synchronize()`,
@@ -443,25 +479,38 @@ def _compared_to_a_constant(test: cst.BaseExpression) -> set[str]:
 _DEVICE_SYNCHRONIZE = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.mps.synchronize",
                                  "torch.xpu.synchronize"})
 # Predicates whose truth Python can only know by reading the tensor from the device.
-_TRUTH_TESTS = frozenset({"isfinite", "isnan", "isinf", "any", "all"})
+_TRUTH_TESTS = frozenset({"isfinite", "isnan", "isinf", "any", "all", "isclose", "allclose", "equal"})
 
 
 def _tests_tensor(test: cst.BaseExpression, name: str) -> bool:
     """`not torch.isfinite(loss)`, `loss.isnan().any()`, `loss > 1e4`: a test of the truth of a
     tensor made from `name`, which waits for it. `loss is None` reads nothing off the device."""
+    return any(_names(operand, name) for operand in _tested_tensors(test))
+
+
+def _tested_tensors(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands whose truth `test` reads, if they are tensors: `loss` of `not
+    torch.isfinite(loss)`, `loss.isnan().any()` or `loss > 1e4`; none of `loss is None`."""
     while isinstance(test, cst.UnaryOperation):
         test = test.expression
     if isinstance(test, cst.Call):
         callee = test.func.attr.value if isinstance(test.func, cst.Attribute) else None
         if callee not in _TRUTH_TESTS:
-            return False
+            return []
         operands = [test.func.value] + [arg.value for arg in test.args]
-        return any(_names(operand, name) or _tests_tensor(operand, name) for operand in operands)
+        return [found for operand in operands
+                for found in ([operand] if isinstance(operand, cst.Name) else _tested_tensors(operand))]
     if isinstance(test, cst.Comparison):
         if any(isinstance(target.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for target in test.comparisons):
-            return False
-        return _names(test.left, name) or any(_names(target.comparator, name) for target in test.comparisons)
-    return False
+            return []
+        sides = [test.left, *(target.comparator for target in test.comparisons)]
+        return [side for side in sides if isinstance(side, cst.Name)]
+    return []
+
+
+def _asserted(statement: cst.CSTNode) -> cst.BaseExpression | None:
+    line = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
+    return line.test if isinstance(line, cst.Assert) else None
 
 
 def _names(expression: cst.BaseExpression, name: str) -> bool:
@@ -510,6 +559,16 @@ def _earlier_statements(chain: list[cst.CSTNode], repeated: cst.CSTNode, tests: 
                 around = chain[index - 3]  # `else:` of an `if`: its test ran too
             if tests and isinstance(around, cst.If) and around is not repeated:
                 yield around.test
+
+
+def _later_statements(chain: list[cst.CSTNode], repeated: cst.CSTNode):
+    """The statements after the node `chain` leads to, in order, in the blocks around it out to
+    the body of `repeated`: those the iteration runs after it, unless it leaves early."""
+    for index in range(len(chain) - 1, chain.index(repeated), -1):
+        block = chain[index - 1]
+        if isinstance(block, cst.IndentedBlock):
+            statements = list(block.body)
+            yield from statements[statements.index(chain[index]) + 1:]
 
 
 def _last_exit(body: cst.BaseSuite) -> type | None:
