@@ -6,7 +6,7 @@ import libcst as cst
 
 from torchlint.analysis.call_edits import keyword, with_arguments
 from torchlint.analysis.cpu_fallback import cpu_fallback_row
-from torchlint.analysis.names import argument
+from torchlint.analysis.names import argument, dotted_name
 from torchlint.analysis.torch_api import LOAD_FUNCTIONS
 from torchlint.diagnostics import Applicability, Related, Severity
 from torchlint.reports import FixSpec
@@ -32,8 +32,10 @@ class LoadWithoutMapLocation(Rule):
     A call with `**kwargs` (which may carry `map_location`) is not flagged, nor is a load under
     `if torch.cuda.is_available():` (its `else` picks the device), a load of what the same
     function saves with `torch.save` (or a helper named for saving: `utils.save_on_master(...)`,
-    a dataset cache), a file that never falls back to the CPU, or one whose every `torch.save`
-    saves `x.cpu()` (the files it loads back hold CPU tensors).
+    a dataset cache) or has a call write, given the loaded file's folder as its output
+    (`convert(ckpt, output_dir=out_dir)` then `torch.load(out_dir / "model.pth")`), a file that
+    never falls back to the CPU, or one whose every `torch.save` saves `x.cpu()` (the files it
+    loads back hold CPU tensors).
 
     ## Why is this bad?
     `torch.load` puts every tensor back on the device it was saved from. A checkpoint saved
@@ -113,12 +115,17 @@ class LoadWithoutMapLocation(Rule):
 
     def _reads_back(self, load: cst.Call) -> bool:
         """`torch.save(model, PATH)` (or a helper named for saving: `utils.save_on_master(data,
-        PATH)`) and `torch.load(PATH)` in one function: what this machine has written, it can read."""
+        PATH)`) and `torch.load(PATH)` in one function, or a call handed the folder the load reads
+        from as its output (`convert(checkpoint, output_dir=out_dir)` then `torch.load(out_dir /
+        "model.pth")`): what this machine has written, it can read."""
         source = argument(load, 0, "f")
         if source is None:
             return False
         scope = self.ctx.code_for(self.ctx.enclosing_function() or self.ctx.module)
-        return re.search(rf"\w*save\w*\([^\n]*,\s*{re.escape(self.ctx.code_for(source))}\s*[,)]", scope) is not None
+        if re.search(rf"\w*save\w*\([^\n]*,\s*{re.escape(self.ctx.code_for(source))}\s*[,)]", scope):
+            return True
+        folder = _folder_of(source)
+        return folder is not None and re.search(rf"\b{_OUTPUT_KEYWORD}\s*=\s*{re.escape(folder)}\s*[,)]", scope) is not None
 
     def _only_with_cuda(self) -> bool:
         """In the body of `if torch.cuda.is_available():` (or of `if args.cuda and ...`): the load
@@ -140,6 +147,21 @@ class LoadWithoutMapLocation(Rule):
             return "this file", ()
         elsewhere = self.ctx.project.cpu_fallback()  # the project view keeps its answer
         return None if elsewhere is None else ("this program", self.ctx.project.related([elsewhere], self.ctx.path))
+
+
+# The keyword a call takes for where it writes its output: `output_dir=`, `out_path=`, `save_dir=`.
+_OUTPUT_KEYWORD = r"(?:output|out|save|dest)_?(?:dir|directory|folder|path)"
+
+
+def _folder_of(path: cst.BaseExpression) -> str | None:
+    """The name of the folder a path is built on: `out_dir` of `out_dir / "model.pth"` or of
+    `os.path.join(out_dir, "model.pth")`."""
+    if isinstance(path, cst.BinaryOperation) and isinstance(path.operator, cst.Divide):
+        return _folder_of(path.left) if not isinstance(path.left, cst.Name) else path.left.value
+    if isinstance(path, cst.Call) and path.args and dotted_name(path.func) in ("os.path.join", "osp.join", "path.join"):
+        first = path.args[0].value
+        return first.value if isinstance(first, cst.Name) else None
+    return None
 
 
 def _saves_on_cpu(source: str) -> bool:
