@@ -32,8 +32,10 @@ class DiscardedTo(Rule):
     device mismatch, a dtype error, or silently lower precision.
 
     Receivers that are modules (also a value under `if isinstance(value, nn.Module):`, which
-    other branches use as a tensor), or whose kind is unknown, are not reported; neither are
-    top-level expressions in notebooks (a cell displays them).
+    other branches use as a tensor), or whose kind is unknown, are not reported: among them a
+    layer's weight the method replaced with another library's object (`self.linear.weight =
+    bnb.nn.Params4bit(...)`, whose `.cuda()` quantizes it in place). Neither are top-level
+    expressions in notebooks (a cell displays them).
 
     ## Example
     ```python

@@ -216,6 +216,8 @@ class Interpreter:
         self._cpu_only = 0
         self._device_context = 0
         self._self = scope.self_name
+        # Whether the method assigned an attribute of one of its attributes (see `_chain_key`).
+        self._replaced_chains = False
         # `if first:` statements of a loop run as one branch only (see `_first_iteration_apart`).
         self._forced: dict[int, bool] = {}
 
@@ -588,9 +590,14 @@ class Interpreter:
             for element, item in zip(elements, unpack(value, len(elements))):
                 self._bind(element.value, item, env)
         elif isinstance(target, cst.Attribute):
-            key = self._attribute_key(target)
-            if key is not None:
-                env[key] = value
+            key = self._attribute_key(target) or self._chain_key(target)
+            if key is None:
+                return
+            if self._replaced_chains:  # `self.linear = ...` makes `self.linear.weight` another one
+                for stale in [name for name in env if name.startswith(f"{key}.")]:
+                    del env[stale]
+            self._replaced_chains |= key.count(".") > 1
+            env[key] = value
         elif isinstance(target, cst.StarredElement):
             self._bind(target.value, UNKNOWN, env)
 
@@ -611,6 +618,13 @@ class Interpreter:
         if self._self is not None and isinstance(node.value, cst.Name) and node.value.value == self._self:
             return f"{self._self}.{node.attr.value}"
         return None
+
+    def _chain_key(self, node: cst.Attribute) -> str | None:
+        """`self.linear.weight` -> "self.linear.weight": an attribute of one of the method's own
+        attributes, which the method may replace (`self.linear.weight = Params4bit(...)`), read as
+        what it was last assigned."""
+        written = dotted_name(node)
+        return written if self._self is not None and written is not None and written.startswith(f"{self._self}.") else None
 
     def _note_shape_unpacking(self, node: cst.Assign, env: Env) -> None:
         """`b, n, c = x.shape` / `x.size()`: x has rank 3 with those sizes."""
@@ -772,6 +786,10 @@ class Interpreter:
             if key in env:
                 return env[key]
             return self.model.class_attribute(self.scope, node.attr.value)
+        replaced = self._chain_key(node)
+        if replaced in env:
+            self.eval(node.value, env)
+            return env[replaced]
         qualified = self.ctx.qualified_name(node)
         if qualified is not None:
             if qualified in DTYPE_NAMES:

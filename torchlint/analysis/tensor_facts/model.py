@@ -1004,7 +1004,7 @@ class TensorModel:
             if not name.startswith(prefix):
                 continue
             attribute = name[len(prefix):]
-            if attribute in registered or attribute in assigned_elsewhere:
+            if "." in attribute or attribute in registered or attribute in assigned_elsewhere:
                 continue
             if not self.ctx.module_classes.is_module(classdef):
                 attributes[attribute] = value  # a plain class's attributes stay where they were made
