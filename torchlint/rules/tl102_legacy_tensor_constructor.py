@@ -13,6 +13,7 @@ from torchlint.analysis.torch_api import torch_module_name
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
+from torchlint.walker import nodes_in_order
 
 _CONSTRUCTORS = {
     f"{module}.{name}": (name, module == "torch.cuda")
@@ -96,8 +97,10 @@ class LegacyTensorConstructor(Rule):
     run only under `fail-on = "note"`): a shape filled at once (`nn.Parameter(torch.Tensor(n, m))`
     then `reset_parameters()`, `torch.LongTensor(len(batch), T).zero_()`), or values given as a
     list (`torch.LongTensor([1, 2])`, a list comprehension, `list(...)`, `range(...)`,
-    `.tolist()`, a name assigned one, a parameter annotated or defaulted as a sequence), or a NumPy
-    array (shared when its dtype matches, as `torch.as_tensor` shares it). A whole shape such as
+    `.tolist()`, a name assigned one, a parameter annotated or defaulted as a sequence, an entry of
+    a dict the function fills with lists, `defaultdict(list)` or `d[k] += list(...)`, and the values
+    its `.items()` walks), or a NumPy array (shared when its dtype matches, as `torch.as_tensor`
+    shares it). A whole shape such as
     `x.size()` counts as integers.
 
     Bug left in place: the `torch.empty` fix keeps uninitialized memory, which is why it is offered
@@ -166,12 +169,47 @@ class LegacyTensorConstructor(Rule):
         value = self.ctx.kinds.resolve(expr) if isinstance(expr, cst.Name) else expr
         if isinstance(value, (cst.List, cst.Tuple, cst.ListComp)) or self._numpy_array(expr):
             return True
+        if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name):
+            return self._dict_of_lists(value.value.value)
         if isinstance(value, cst.Name):
             words = annotation_words(self.ctx.enclosing_function(), value.value)
-            return bool(words & SEQUENCE_TYPE_NAMES) if words is not None else self._sequence_default(value.value)
-        return isinstance(value, cst.Call) and (
-            dotted_name(value.func) in ("list", "tuple", "range") or method_name(value) == "tolist"
-        )
+            if words is not None:
+                return bool(words & SEQUENCE_TYPE_NAMES)
+            return self._sequence_default(value.value) or self._value_of_dict_of_lists(value.value)
+        return _makes_list(value)
+
+    def _dict_of_lists(self, name: str) -> bool:
+        """`name` is a dict whose values the function shows to be lists: made as
+        `defaultdict(list)` (or `defaultdict(lambda: [])`), or its entries extended with lists
+        (`indices[key] += list(range(...))`, `indices[key].append(i)`)."""
+        function = self.ctx.enclosing_function()
+        if function is None:
+            return False
+        for node in nodes_in_order(function):
+            if isinstance(node, cst.Assign) and any(_names(target.target, name) for target in node.targets) \
+                    and isinstance(node.value, cst.Call) and _makes_list_factory(node.value):
+                return True
+            if isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Subscript) \
+                    and _names(node.target.value, name) and _makes_list(node.value):
+                return True
+            if isinstance(node, cst.Call) and method_name(node) in ("append", "extend") \
+                    and isinstance(node.func.value, cst.Subscript) and _names(node.func.value.value, name):
+                return True
+        return False
+
+    def _value_of_dict_of_lists(self, name: str) -> bool:
+        """`name` walks the values of a dict of lists: `for key, indices in by_name.items():`."""
+        for loop in self.ctx.ancestors:
+            if not (isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call)):
+                continue
+            walked = method_name(loop.iter)
+            target = loop.target
+            value = target.elements[-1].value if walked == "items" and isinstance(target, cst.Tuple) \
+                and len(target.elements) == 2 else target if walked == "values" else None
+            receiver = loop.iter.func.value
+            if _names(value, name) and isinstance(receiver, cst.Name) and self._dict_of_lists(receiver.value):
+                return True
+        return False
 
     def _numpy_array(self, expr: cst.BaseExpression) -> bool:
         """`np.vstack(...)`, a name assigned one, or a parameter annotated `np.ndarray`."""
@@ -272,6 +310,25 @@ class LegacyTensorConstructor(Rule):
             dtype_argument = "" if _floats_of_literals(data) else f", dtype={torch_name}.get_default_dtype()"
         replacement = f"{torch_name}.tensor({self.ctx.code_for(data)}{dtype_argument}{device})"
         return FixSpec("Replace with `torch.tensor(...)`", ((node, replacement),))
+
+
+def _makes_list(value: cst.BaseExpression) -> bool:
+    """A list display or comprehension, `list(...)`, `tuple(...)`, `range(...)`, `x.tolist()`."""
+    return isinstance(value, (cst.List, cst.ListComp)) or isinstance(value, cst.Call) and (
+        dotted_name(value.func) in ("list", "tuple", "range") or method_name(value) == "tolist"
+    )
+
+
+def _makes_list_factory(call: cst.Call) -> bool:
+    """`defaultdict(list)`, `defaultdict(lambda: [])`: a dict whose missing entries are lists."""
+    if dotted_name(call.func) not in ("defaultdict", "collections.defaultdict") or not call.args:
+        return False
+    factory = call.args[0].value
+    return _names(factory, "list") or isinstance(factory, cst.Lambda) and isinstance(factory.body, cst.List)
+
+
+def _names(expr: cst.BaseExpression | None, name: str) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == name
 
 
 def _floats_of_literals(data: cst.BaseExpression) -> bool:
