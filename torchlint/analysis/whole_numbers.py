@@ -10,7 +10,9 @@ changes (`einops.rearrange`), absolute values and float conversions of those.
 A name is followed to what the walk last assigned it (`ctx.values`). Where that is unknown (a
 tuple target, a value assigned in a branch or a loop, a list filled by `append`), every binding of
 the name in its function must hold whole numbers: an assignment, its element of a tuple target,
-a `for` target over whole numbers, an augmented assignment, `.append(v)`, `.extend(vs)`. A call
+a `for` target over whole numbers, an augmented assignment, `.append(v)`, `.extend(vs)`; those
+before the assignment the walk is inside, outside a loop (`pos = torch.sign(pos) *
+torch.log(pos.abs() + 1)` reads an earlier `pos`). A call
 of a function of this file (or a method of the class, called on `self`) holds what each of its
 `return`s gives at that position. A parameter, or a name bound nowhere in the function, holds
 whole numbers when it is named like a count (`deg`, `counts`, `num_nodes`).
@@ -68,6 +70,9 @@ _ROUNDING_FUNCTIONS = frozenset({"torch.round", "torch.floor", "torch.ceil", "to
 _ROUNDING_METHODS = frozenset({"round", "floor", "ceil", "trunc", "long", "int"})
 
 _Scope = cst.FunctionDef | cst.Module
+# What a name read inside an assignment's value may be read under: the assignment itself, or a
+# comprehension or function of its own there.
+_OWN_SCOPES = (cst.Assign, cst.BaseComp, cst.Lambda, cst.FunctionDef)
 
 
 @dataclass(frozen=True)
@@ -184,7 +189,23 @@ class _Question:
         bindings = self._bindings(scope).get(name)
         if not bindings:
             return _COUNT_NAME.search(name.lower()) is not None
-        return all(self._binding(name, binding, scope, depth) for binding in bindings)
+        pending = self._pending_binding(scope)
+        reaching = next((bindings[:index] for index, binding in enumerate(bindings) if binding.value is pending), bindings)
+        return all(self._binding(name, binding, scope, depth) for binding in reaching)
+
+    def _pending_binding(self, scope: _Scope) -> cst.BaseExpression | None:
+        """The value of the assignment the walk is inside, outside any loop (`pos = torch.sign(pos)
+        * torch.log(pos.abs() + 1)`): the `pos` it reads is an earlier one, so neither that
+        binding nor those after it (`for layer in layers: pos = layer(pos)`) are ones it may hold."""
+        if scope is not self._walked:
+            return None
+        ancestors = self._ctx.ancestors
+        index = next((i for i in range(len(ancestors) - 1, -1, -1) if isinstance(ancestors[i], _OWN_SCOPES)), None)
+        if index is None or not isinstance(ancestors[index], cst.Assign) or index + 1 == len(ancestors) \
+                or ancestors[index + 1] is not ancestors[index].value:
+            return None  # not inside an assignment's value (or inside a comprehension or lambda there)
+        repeats = any(isinstance(node, (cst.For, cst.While)) for node in ancestors[:index])
+        return None if repeats else ancestors[index].value
 
     def _binding(self, name: str, binding: _Binding, scope: _Scope, depth: int) -> bool:
         if binding.value is None:
