@@ -62,6 +62,7 @@ HELD_OUT = {
     "21": ("deepctr-torch==0.3.0", "torchattacks==3.5.1", "mmdet==3.3.0", "torchkge==0.17.7"),
     "22": ("espnet==202511", "torchtext==0.18.0", "torchxrayvision==1.5.7", "torchdiffeq==0.2.5"),
     "23": ("litgpt==0.5.13", "neuraloperator==2.0.0", "pytorch-pfn-extras==0.9.0", "escnn==1.0.11"),
+    "24": ("mmpretrain==1.2.0", "pytorch-toolbelt==0.8.0", "torch-fidelity==0.4.0", "pykan==0.2.8"),
 }
 HELD_OUT_JUDGED = Path(__file__).with_name("precision_held_out_judgments.tsv")
 HELD_OUT_PER_RULE = 6
