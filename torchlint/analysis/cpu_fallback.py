@@ -20,10 +20,19 @@ _FALLBACK = re.compile(
 def cpu_fallback_row(source: str) -> int | None:
     """The 1-based row of the file's first CPU fallback (`"cuda" if torch.cuda.is_available()
     else "cpu"`, `.cuda()` only under `if torch.cuda.is_available():`, or a `--cpu` /
-    `--no-cuda` / `--disable-cuda` / `--device` / `--gpu` option); None when it has none."""
+    `--no-cuda` / `--disable-cuda` / `--device` / `--gpu` option); None when it has none. A
+    docstring's example (`>>> device = torch.device("cuda" if ... else "cpu")`) does not count."""
     # Every match holds one of these: a fast look before the regex, which has no literal
     # prefix to skip ahead with and tries every position of the file.
     if "is_available()" not in source and "'--" not in source and '"--' not in source:
         return None
-    match = _FALLBACK.search(source)
-    return None if match is None else source.count("\n", 0, match.start()) + 1
+    for match in _FALLBACK.finditer(source):
+        line_start = source.rfind("\n", 0, match.start()) + 1
+        if not _EXAMPLE_PROMPT.match(source, line_start):
+            return source.count("\n", 0, match.start()) + 1
+    return None
+
+
+# A line of an interactive example in a docstring (`>>> device = torch.device(...)`): text that
+# shows how to call the code, not code the file runs.
+_EXAMPLE_PROMPT = re.compile(r"[ \t]*(?:>>>|\.\.\.)[ \t]")

@@ -24,7 +24,8 @@ class LoadWithoutMapLocation(Rule):
     Flags `torch.load(...)` without `map_location` in a file that is written to run without
     CUDA too: it chooses `"cuda" if torch.cuda.is_available() else "cpu"` (or
     `torch.device(...)` of that), calls `.cuda()` only under `if torch.cuda.is_available():`,
-    or has a `--cpu` / `--no-cuda` / `--disable-cuda` / `--device` / `--gpu` option. Where the
+    or has a `--cpu` / `--no-cuda` / `--disable-cuda` / `--device` / `--gpu` option (an example
+    in a docstring, `>>> device = torch.device(...)`, is not code the file runs). Where the
     fallback is in another file of the program, one that imports this file or that this file
     imports (`main.py` with `--disable-cuda` running the agent that `agent.py` defines), a load
     that restores a model is flagged, with a note on that place: its result goes to
