@@ -86,8 +86,9 @@ class SyncInLoop(Rule):
     nothing off the device, `if loss is None:`, does not count). So is another result of the op
     that made a tensor read before (`top_logp, pred = torch.max(logp, dim=-1)`, `pred` tested,
     then `float(top_logp)`): one kernel made both. So is a read under an `if` that tests any
-    tensor on the device (`if last < best: best_points = points.cpu()`): that test waited for all
-    the work queued before it; and a read of a tensor whose truth a later statement of the
+    tensor on the device (`if last < best: best_points = points.cpu()`), when nothing the read
+    uses was assigned since: that test waited for all the work queued before it; and a read of a
+    tensor whose truth a later statement of the
     iteration tests (`if verbose: print(energy.item())` then `if torch.isclose(energy, last):
     break`): the iteration waits for it there anyway. Nor is
     a read after the iteration waited for the whole device (`torch.cuda.synchronize()` before
@@ -239,7 +240,7 @@ class SyncInLoop(Rule):
         operand reads is assigned since (`if last_u < best_u: best_x = x.detach().cpu()`): the
         device ran all the work queued before that test, `x` with it, and the copy waits for
         nothing more."""
-        read = {node.value for node in nodes_in_order(operand) if isinstance(node, cst.Name)}
+        read = {node.value for node in (operand, *nodes_in_order(operand)) if isinstance(node, cst.Name)}
         tensors = frozenset(known.tensors)
         for statement in _earlier_statements(chain, repeated, tests=True):
             if isinstance(statement, cst.BaseExpression):
