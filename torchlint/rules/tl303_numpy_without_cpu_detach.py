@@ -48,7 +48,9 @@ class NumpyWithoutCpuDetach(Rule):
     with `.cuda()` / `.to(device)`; the finding names that call. NumPy functions that convert
     their argument with `.numpy()` fail the same way and are flagged at the tensor they are given:
     `np.array(t)`, `np.asarray(t)`, `np.isnan(t)`, `np.exp(t)`, `np.argmax(t)`,
-    `np.concatenate([a, b])`, `np.save(path, t)` and other such functions.
+    `np.concatenate([a, b])`, `np.save(path, t)` and other such functions; not an input of
+    `forward()` that the code never uses as a tensor (`np.ceil(H / self.window_size)` of Swin's
+    `forward(self, x, H, W)`): NumPy functions are as often given numbers.
 
     Under `torch.no_grad()` / `torch.inference_mode()` (blocks or decorated functions) a result
     no longer requires grad, but it stays on its device. A layer with no weights of its own
@@ -152,10 +154,11 @@ class NumpyWithoutCpuDetach(Rule):
             tensors = [first] if first is not None else []
         for tensor in tensors:
             facts = self.ctx.tensors.facts(tensor)
-            if not isinstance(facts, TensorFacts):
+            if not isinstance(facts, TensorFacts) or facts.maybe and facts.device is Device.MODULE:
                 continue
-            # A parameter that a caller passes on the GPU is not evidence enough here: NumPy
-            # functions are as often given lists and arrays.
+            # A parameter that a caller passes on the GPU is not evidence enough here, nor is an
+            # input of `forward()` that the code never uses as a tensor (`np.ceil(H / window)`):
+            # NumPy functions are as often given numbers, lists and arrays.
             on_accelerator = facts.device.is_placed and facts.placed_by is None and not (
                 facts.device is Device.MODULE and not self._places_on_accelerator)
             needs_detach = facts.requires_grad and not facts.maybe
