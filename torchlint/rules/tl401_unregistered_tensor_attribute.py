@@ -445,7 +445,8 @@ class UnregisteredTensorAttribute(Rule):
     every read outside `__init__` moving it: `conv(x, self.kernel.to(x.device))`,
     `self.ids.repeat(n, 1).to(x.device)` or `to_device(self.kernel, x)`, reshaping it in place aside:
     `self.kernel = self.kernel.repeat(c, 1, 1)`, also under a local name: `keep = self.keep` then
-    `keep = keep.to(x.device)`), nor one read only where a DataLoader builds batches (the method
+    `keep = keep.to(x.device)`, also where only the file's subclasses read it and each moves it:
+    `self.class_threshold.to(logits.device)`), nor one read only where a DataLoader builds batches (the method
     given as its `collate_fn`, and the methods that calls), on CPU data. Nor is a 0-dim value from a
     full reduction (`self.dim = torch.prod(torch.tensor(shape))`): it mixes with tensors on any
     device and `__init__` computes it again when a checkpoint is loaded, nor a 0-dim constant:
@@ -533,8 +534,17 @@ class UnregisteredTensorAttribute(Rule):
                 continue  # read only where a DataLoader builds batches, from CPU data, on the CPU
             # Read only in `__init__` (to build a buffer, a parameter or another attribute): the
             # tensor is never used on the wrong device, and nothing is lost with the state_dict.
-            if (used or self._read_outside_init(name)) and name not in self.ctx.project.moved_by_apply():
+            if (used or self._read_outside_init(name) and not self._moved_by_subclasses(node, name)) \
+                    and name not in self.ctx.project.moved_by_apply():
                 self.report(assignment, message, related=used)
+
+    def _moved_by_subclasses(self, classdef: cst.ClassDef, name: str) -> bool:
+        """The subclasses of the file (`class RAMNormal(RAM):`) read the attribute, and move it
+        where they do (`self.class_threshold.to(logits.device)`), and no other code of the file
+        reads it."""
+        family = _subclasses(self.ctx.module, classdef)
+        return bool(family) and name not in _attribute_reads_outside_init(self.ctx.module, skipped=family) \
+            and all(name in _moved_by_hand(subclass, frozenset()) or not _first_read(subclass, name) for subclass in family)
 
     def _vector(self, value: cst.BaseExpression) -> bool:
         """`torch.linspace(...)`, `torch.arange(...)`, `torch.tensor([0.1, 0.5])`: a 1-D tensor."""
@@ -662,18 +672,33 @@ class UnregisteredTensorAttribute(Rule):
         return isinstance(value, cst.Call) and self.ctx.callee(value) in PARAMETER_CLASSES
 
 
-def _attribute_reads_outside_init(module: cst.Module) -> set[str]:
-    """The attribute names read (`x.<name>`, not assigned) anywhere outside an `__init__`."""
+def _attribute_reads_outside_init(module: cst.Module, skipped: tuple[cst.ClassDef, ...] = ()) -> set[str]:
+    """The attribute names read (`x.<name>`, not assigned) anywhere outside an `__init__`, and
+    outside the `skipped` classes."""
     found: set[str] = set()
     pending: list[cst.CSTNode] = [module]
     while pending:
         node = pending.pop()
-        if (isinstance(node, cst.FunctionDef) and node.name.value == "__init__") or isinstance(node, cst.AssignTarget):
+        if (isinstance(node, cst.FunctionDef) and node.name.value == "__init__") or isinstance(node, cst.AssignTarget) \
+                or any(node is classdef for classdef in skipped):
             continue
         if isinstance(node, cst.Attribute):
             found.add(node.attr.value)
         pending.extend(child_nodes(node))
     return found
+
+
+def _subclasses(module: cst.Module, classdef: cst.ClassDef) -> tuple[cst.ClassDef, ...]:
+    """The top-level classes of the file that derive from `classdef`, directly or through one
+    another (`class RAMOpenset(RAMNormal)`, `class RAMNormal(RAM)`)."""
+    family = {classdef.name.value}
+    found: list[cst.ClassDef] = []
+    for statement in module.body:
+        if isinstance(statement, cst.ClassDef) and statement is not classdef \
+                and any(isinstance(base.value, cst.Name) and base.value.value in family for base in statement.bases):
+            family.add(statement.name.value)
+            found.append(statement)
+    return tuple(found)
 
 
 def _replaced_before_init_returns(classdef: cst.ClassDef, assignment: cst.Assign, name: str) -> bool:
