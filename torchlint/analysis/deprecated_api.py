@@ -171,7 +171,10 @@ DEPRECATED_APIS: tuple[DeprecatedApi, ...] = (
                   U, "torch.utils._pytree.register_pytree_node", replacement_since=(2, 2)),
     DeprecatedApi("torch.library.impl_abstract", (2, 4), "torch.library.register_fake", R,
                   "torch.library.register_fake", replacement_since=(2, 4)),
-    DeprecatedApi("torch.autograd.Variable", None, "torch.tensor(..., requires_grad=True)", note="a Variable is a plain tensor",
+    # `Variable(t)` returns `t.detach()`: the same data, without the graph that made it.
+    DeprecatedApi("torch.autograd.Variable", None, "t.detach()` or `t.detach().requires_grad_()",
+                  note="what `Variable(t)` and `Variable(t, requires_grad=True)` return: the same data, without "
+                       "the graph that made it",
                   silent=True),
 )
 
