@@ -27,6 +27,11 @@ def integer(text: str) -> int | None:
         return None
 
 
+def is_name(expr: cst.BaseExpression | None, name: str) -> bool:
+    """`expr` is the plain name `name`."""
+    return isinstance(expr, cst.Name) and expr.value == name
+
+
 def dotted_name(expr: cst.BaseExpression) -> str | None:
     """`torch.nn.functional` for that attribute chain; None for anything that is not one."""
     if isinstance(expr, cst.Name):

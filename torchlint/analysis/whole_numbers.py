@@ -190,7 +190,9 @@ class _Question:
         if not bindings:
             return _COUNT_NAME.search(name.lower()) is not None
         pending = self._pending_binding(scope)
-        reaching = next((bindings[:index] for index, binding in enumerate(bindings) if binding.value is pending), bindings)
+        reaching = next(
+            (bindings[:index] for index, binding in enumerate(bindings) if binding.value is pending), bindings
+        )
         return all(self._binding(name, binding, scope, depth) for binding in reaching)
 
     def _pending_binding(self, scope: _Scope) -> cst.BaseExpression | None:

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from torchlint.analysis.names import (
-    SEQUENCE_TYPE_NAMES, annotation_words, dotted_name, method_name, method_receiver, parameter_named, positional_args,
+    SEQUENCE_TYPE_NAMES, annotation_words, dotted_name, is_name, method_name, method_receiver, parameter_named,
+    positional_args,
 )
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTOR_DTYPES, PARAMETER_CLASSES
 from torchlint.analysis.torch_api import torch_module_name
@@ -100,8 +101,7 @@ class LegacyTensorConstructor(Rule):
     `.tolist()`, a name assigned one, a parameter annotated or defaulted as a sequence, an entry of
     a dict the function fills with lists, `defaultdict(list)` or `d[k] += list(...)`, and the values
     its `.items()` walks), or a NumPy array (shared when its dtype matches, as `torch.as_tensor`
-    shares it). A whole shape such as
-    `x.size()` counts as integers.
+    shares it). A whole shape such as `x.size()` counts as integers.
 
     Bug left in place: the `torch.empty` fix keeps uninitialized memory, which is why it is offered
     only where the code fills it. Computation changed: no. One difference remains, on purpose:
@@ -186,14 +186,14 @@ class LegacyTensorConstructor(Rule):
         if function is None:
             return False
         for node in nodes_in_order(function):
-            if isinstance(node, cst.Assign) and any(_names(target.target, name) for target in node.targets) \
+            if isinstance(node, cst.Assign) and any(is_name(target.target, name) for target in node.targets) \
                     and isinstance(node.value, cst.Call) and _makes_list_factory(node.value):
                 return True
             if isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Subscript) \
-                    and _names(node.target.value, name) and _makes_list(node.value):
+                    and is_name(node.target.value, name) and _makes_list(node.value):
                 return True
             if isinstance(node, cst.Call) and method_name(node) in ("append", "extend") \
-                    and isinstance(node.func.value, cst.Subscript) and _names(node.func.value.value, name):
+                    and isinstance(node.func.value, cst.Subscript) and is_name(node.func.value.value, name):
                 return True
         return False
 
@@ -207,7 +207,7 @@ class LegacyTensorConstructor(Rule):
             value = target.elements[-1].value if walked == "items" and isinstance(target, cst.Tuple) \
                 and len(target.elements) == 2 else target if walked == "values" else None
             receiver = loop.iter.func.value
-            if _names(value, name) and isinstance(receiver, cst.Name) and self._dict_of_lists(receiver.value):
+            if is_name(value, name) and isinstance(receiver, cst.Name) and self._dict_of_lists(receiver.value):
                 return True
         return False
 
@@ -324,11 +324,8 @@ def _makes_list_factory(call: cst.Call) -> bool:
     if dotted_name(call.func) not in ("defaultdict", "collections.defaultdict") or not call.args:
         return False
     factory = call.args[0].value
-    return _names(factory, "list") or isinstance(factory, cst.Lambda) and isinstance(factory.body, cst.List)
+    return is_name(factory, "list") or isinstance(factory, cst.Lambda) and isinstance(factory.body, cst.List)
 
-
-def _names(expr: cst.BaseExpression | None, name: str) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == name
 
 
 def _floats_of_literals(data: cst.BaseExpression) -> bool:

@@ -8,7 +8,7 @@ import libcst as cst
 from torchlint.analysis.dataflow import assigned_names, bound_by_comprehension, comprehension_targets, target_names
 from torchlint.analysis.loops import ElementWalk, Loop, element_walk, is_limited, is_throttle
 from torchlint.analysis.names import (
-    called_name, dotted_name, isinstance_check, method_name, positional_args, suite_statements,
+    called_name, dotted_name, is_name, isinstance_check, method_name, positional_args, suite_statements,
 )
 from torchlint.analysis.tensor_evidence import TensorEvidence, places_on_accelerator
 from torchlint.diagnostics import Severity
@@ -88,11 +88,11 @@ class SyncInLoop(Rule):
     then `float(top_logp)`): one kernel made both. So is a read under an `if` that tests any
     tensor on the device (`if last < best: best_points = points.cpu()`), when nothing the read
     uses was assigned since: that test waited for all the work queued before it; and a read of a
-    tensor whose truth a later statement of the
-    iteration tests (`if verbose: print(energy.item())` then `if torch.isclose(energy, last):
-    break`): the iteration waits for it there anyway. Nor is
-    a read after the iteration waited for the whole device (`torch.cuda.synchronize()` before
-    reading the clock in a timing loop): the CPU stops there anyway.
+    tensor whose truth a later statement of the iteration tests (`if verbose:
+    print(energy.item())` then `if torch.isclose(energy, last): break`): the iteration waits for
+    it there anyway. Nor is a read after the iteration waited for the whole device
+    (`torch.cuda.synchronize()` before reading the clock in a timing loop): the CPU stops there
+    anyway.
 
     The sync happens where it is called, not where its result is used: a value synced every
     iteration and stored in a local that is only logged, accumulated or printed under
@@ -166,7 +166,8 @@ class SyncInLoop(Rule):
             return
         body = found.node if isinstance(found.node, cst.BaseComp) else found.node.body
         if self._read_before(operand, chain, found.node) or self._tested_later(operand, chain, found.node) \
-                or self._synced_by_test(operand, chain, found.node, known) or self._device_synced_before(chain, found.node) \
+                or self._synced_by_test(operand, chain, found.node, known) \
+                or self._device_synced_before(chain, found.node) \
                 or not self._synced_tensor(node, operand, known) \
                 or not self._only_recorded(node, chain, body, 0):
             return
@@ -486,7 +487,7 @@ _TRUTH_TESTS = frozenset({"isfinite", "isnan", "isinf", "any", "all", "isclose",
 def _tests_tensor(test: cst.BaseExpression, name: str) -> bool:
     """`not torch.isfinite(loss)`, `loss.isnan().any()`, `loss > 1e4`: a test of the truth of a
     tensor made from `name`, which waits for it. `loss is None` reads nothing off the device."""
-    return any(_names(operand, name) for operand in _tested_tensors(test))
+    return any(is_name(operand, name) for operand in _tested_tensors(test))
 
 
 def _tested_tensors(test: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -513,9 +514,6 @@ def _asserted(statement: cst.CSTNode) -> cst.BaseExpression | None:
     line = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
     return line.test if isinstance(line, cst.Assert) else None
 
-
-def _names(expression: cst.BaseExpression, name: str) -> bool:
-    return isinstance(expression, cst.Name) and expression.value == name
 
 
 def _scaled_by_a_number(statement: cst.CSTNode, name: str) -> bool:

@@ -544,7 +544,8 @@ class UnregisteredTensorAttribute(Rule):
         reads it."""
         family = _subclasses(self.ctx.module, classdef)
         return bool(family) and name not in _attribute_reads_outside_init(self.ctx.module, skipped=family) \
-            and all(name in _moved_by_hand(subclass, frozenset()) or not _first_read(subclass, name) for subclass in family)
+            and all(name in _moved_by_hand(subclass, frozenset()) or not _first_read(subclass, name)
+                    for subclass in family)
 
     def _vector(self, value: cst.BaseExpression) -> bool:
         """`torch.linspace(...)`, `torch.arange(...)`, `torch.tensor([0.1, 0.5])`: a 1-D tensor."""

@@ -4,7 +4,7 @@ import libcst as cst
 
 from torchlint.analysis.module_attributes import first_parameter
 from torchlint.analysis.modules import is_torch_module_class
-from torchlint.analysis.names import dotted_name, method_name, method_receiver
+from torchlint.analysis.names import dotted_name, is_name, method_name, method_receiver
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 from torchlint.walker import nodes_in_order
@@ -102,13 +102,13 @@ class ModuleInitWithoutSuper(Rule):
                 else [expression.target]
             value = expression.value
             for target in targets:
-                if isinstance(target, cst.Attribute) and _is_name(target.value, instance) and value is not None:
+                if isinstance(target, cst.Attribute) and is_name(target.value, instance) and value is not None:
                     what = self._registered_kind(value)
                     if what is not None:
                         return f"assigning {what} `{instance}.{target.attr.value}`"
             return None
         if isinstance(expression, cst.Call) and method_name(expression) in _REGISTERING_METHODS \
-                and _is_name(method_receiver(expression), instance):
+                and is_name(method_receiver(expression), instance):
             return f"`{instance}.{method_name(expression)}(...)`"
         return None
 
@@ -127,7 +127,7 @@ class ModuleInitWithoutSuper(Rule):
 
     def _delegates(self, expression: cst.CSTNode, instance: str, classdef: cst.ClassDef) -> bool:
         """`self.setup(...)` where `setup` is a method of this class that calls an `__init__`."""
-        if not isinstance(expression, cst.Call) or not _is_name(method_receiver(expression), instance):
+        if not isinstance(expression, cst.Call) or not is_name(method_receiver(expression), instance):
             return False
         called = method_name(expression)
         for statement in classdef.body.body:
@@ -139,9 +139,6 @@ class ModuleInitWithoutSuper(Rule):
         return False
 
 
-def _is_name(expr: cst.BaseExpression | None, name: str) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == name
-
 
 def _is_init_call(expression: cst.CSTNode, instance: str) -> bool:
     """`super().__init__(...)`, `super(Net, self).__init__(...)`, `nn.Module.__init__(self, ...)`;
@@ -149,11 +146,11 @@ def _is_init_call(expression: cst.CSTNode, instance: str) -> bool:
     if not isinstance(expression, cst.Call) or method_name(expression) != "__init__":
         return False
     receiver = method_receiver(expression)
-    if isinstance(receiver, cst.Call) and _is_name(receiver.func, "super"):
+    if isinstance(receiver, cst.Call) and is_name(receiver.func, "super"):
         return True
     if isinstance(receiver, cst.Attribute) and dotted_name(receiver) is not None:
         return True  # `nn.Module.__init__(...)`: a class's __init__, whatever the arguments
-    return bool(expression.args) and _is_name(expression.args[0].value, instance)
+    return bool(expression.args) and is_name(expression.args[0].value, instance)
 
 
 def _is_stub(function: cst.FunctionDef) -> bool:

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchlint.analysis.call_edits import keyword, with_arguments
-from torchlint.analysis.names import argument, dotted_name, keyword_arg, parameter_named, positional_args, single_index
+from torchlint.analysis.names import (
+    argument, dotted_name, is_name, keyword_arg, parameter_named, positional_args, single_index,
+)
 from torchlint.analysis.tensor_facts.domain import ModuleValue
 from torchlint.analysis.torch_api import LOAD_FUNCTIONS
 from torchlint.analysis.values import string_value
@@ -263,9 +265,9 @@ class UnsafeTorchLoad(Rule):
             if node is load:
                 return fresh and saved
             if isinstance(node, cst.WithItem) and isinstance(node.asname, cst.AsName):
-                fresh |= _names(node.asname.name, holder.value) and self._is_fresh(node.item)
+                fresh |= is_name(node.asname.name, holder.value) and self._is_fresh(node.item)
             elif isinstance(node, cst.Assign) and len(node.targets) == 1:
-                fresh |= _names(node.targets[0].target, holder.value) and self._is_fresh(node.value)
+                fresh |= is_name(node.targets[0].target, holder.value) and self._is_fresh(node.value)
             elif isinstance(node, cst.Call) and self.ctx.callee(node) in _SAVE_FUNCTIONS:
                 target = argument(node, 1, "f")
                 saved |= target is not None and self.ctx.code_for(target) == written
@@ -328,7 +330,7 @@ class _FilePlace:
 def _opened_path(function: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
     """The path of `with open(path, ...) as name` in `function`."""
     for node in nodes_in_order(function):
-        if isinstance(node, cst.WithItem) and isinstance(node.asname, cst.AsName) and _names(node.asname.name, name) \
+        if isinstance(node, cst.WithItem) and isinstance(node.asname, cst.AsName) and is_name(node.asname.name, name) \
                 and isinstance(node.item, cst.Call) and dotted_name(node.item.func) == "open" and node.item.args:
             return node.item.args[0].value
     return None
@@ -350,9 +352,6 @@ def _directory_attribute(path: cst.BaseExpression) -> str | None:
         return f"self.{path.attr.value}"
     return None
 
-
-def _names(expr: cst.BaseExpression | None, name: str) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == name
 
 
 def _uses_as_module(func: cst.BaseExpression, name: str) -> bool:

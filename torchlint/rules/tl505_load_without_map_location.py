@@ -126,7 +126,8 @@ class LoadWithoutMapLocation(Rule):
         if re.search(rf"\w*save\w*\([^\n]*,\s*{re.escape(self.ctx.code_for(source))}\s*[,)]", scope):
             return True
         folder = _folder_of(source)
-        return folder is not None and re.search(rf"\b{_OUTPUT_KEYWORD}\s*=\s*{re.escape(folder)}\s*[,)]", scope) is not None
+        written_to = rf"\b{_OUTPUT_KEYWORD}\s*=\s*{re.escape(folder)}\s*[,)]" if folder is not None else None
+        return written_to is not None and re.search(written_to, scope) is not None
 
     def _only_with_cuda(self) -> bool:
         """In the body of `if torch.cuda.is_available():` (or of `if args.cuda and ...`): the load

@@ -624,7 +624,8 @@ class Interpreter:
         attributes, which the method may replace (`self.linear.weight = Params4bit(...)`), read as
         what it was last assigned."""
         written = dotted_name(node)
-        return written if self._self is not None and written is not None and written.startswith(f"{self._self}.") else None
+        owned = self._self is not None and written is not None and written.startswith(f"{self._self}.")
+        return written if owned else None
 
     def _note_shape_unpacking(self, node: cst.Assign, env: Env) -> None:
         """`b, n, c = x.shape` / `x.size()`: x has rank 3 with those sizes."""
