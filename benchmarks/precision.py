@@ -63,6 +63,8 @@ HELD_OUT = {
     "22": ("espnet==202511", "torchtext==0.18.0", "torchxrayvision==1.5.7", "torchdiffeq==0.2.5"),
     "23": ("litgpt==0.5.13", "neuraloperator==2.0.0", "pytorch-pfn-extras==0.9.0", "escnn==1.0.11"),
     "24": ("mmpretrain==1.2.0", "pytorch-toolbelt==0.8.0", "torch-fidelity==0.4.0", "pykan==0.2.8"),
+    "25": ("effdet==0.4.1", "geomloss==0.3.1", "torch-optimizer==0.3.0", "torchcde==0.2.5"),
+    "26": ("torchrec==1.9.2", "tensordict==0.15.3", "llmcompressor==0.14.0.1", "optimum==2.3.0"),
 }
 HELD_OUT_JUDGED = Path(__file__).with_name("precision_held_out_judgments.tsv")
 HELD_OUT_PER_RULE = 6
