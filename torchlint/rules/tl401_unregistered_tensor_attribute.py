@@ -91,14 +91,16 @@ def _size_read(value) -> bool:
 
 
 def _empty_placeholder(ctx, factory: cst.Call) -> bool:
-    """`torch.Tensor()`, `torch.empty(0)`, `torch.empty(0, 0)`: an empty tensor (a size of 0) that
-    stands for "nothing yet", assigned anew (by a method or a hook) before it holds data."""
+    """`torch.Tensor()`, `torch.empty(0)`, `torch.empty(0, 0)`, `torch.empty((0,), dtype=...,
+    device=...)`: an empty tensor (a size of 0) that stands for "nothing yet", assigned anew (by a
+    method or a hook) before it holds data."""
     callee = ctx.callee(factory)
     if not factory.args:
         return callee in LEGACY_CONSTRUCTORS
-    sizes = positional_args(factory)
-    return callee in _SIZED and len(sizes) == len(factory.args) \
-        and any(isinstance(size.value, cst.Integer) and size.value.value == "0" for size in sizes)
+    sizes = [arg.value for arg in positional_args(factory)]
+    if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+        sizes = [element.value for element in sizes[0].elements]
+    return callee in _SIZED and any(isinstance(size, cst.Integer) and size.value == "0" for size in sizes)
 
 
 def _number_argument(function: cst.FunctionDef | None, name: str) -> bool:
@@ -454,9 +456,9 @@ class UnregisteredTensorAttribute(Rule):
     layer (`nn.Linear(d, attn_dim)`), `torch.as_tensor(threshold)` of an argument annotated as a
     number or a flag (`threshold: float`, `sort: bool`) or with a number for its default
     (`epsilon=1e-8`), or of a size read off a tensor (`n = K.shape[-1]`), nor an empty placeholder
-    (`self.cache = torch.Tensor()`, `torch.empty(0)`, `torch.empty(0, 0)`), assigned anew before it
-    holds data; nor one moved where it is read under a condition: `(self.feats if feats is None else
-    feats).type_as(x)`; nor one read only as the bounds of a random fill
+    (`self.cache = torch.Tensor()`, `torch.empty(0)`, `torch.empty(0, 0)`, `torch.empty((0,),
+    dtype=...)`), assigned anew before it holds data; nor one moved where it is read under a
+    condition: `(self.feats if feats is None else feats).type_as(x)`; nor one read only as the bounds of a random fill
     (`torch.empty(1).uniform_(self.log_ratio[0], self.log_ratio[1])`), which takes numbers, or only
     as the index of another tensor (`w[self.observed]`, `w[self.missing] = v`: CPU indices index a
     tensor on any device), in `len()`, for its `shape`, as the truth value of an `if` or `while`
