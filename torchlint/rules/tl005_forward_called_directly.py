@@ -51,6 +51,9 @@ class ForwardCalledDirectly(Rule):
     module the function has just built and uses nowhere else (`loss = NMILoss(ref)` then `return
     loss.forward(x)`, or `BeamSearch(...).forward(x)` at once), or only to read and set its
     attributes (`m.weight.data = q`), has no hooks to skip: no other code could register one. Nor
+    is a `.forward` call in one branch of an `if` whose other branch calls the module itself
+    (`self._emb(**kw) if self.registered else self._emb.forward(**kw)`, as torchrec does for FX,
+    which cannot trace a call of a module it does not hold): the author chose it there. Nor
     has a module in test code (a test module, or a module of a test folder), which builds what it
     calls, in the test or its `setUp`, often to test `forward` itself: it is not checked.
 
@@ -112,7 +115,7 @@ class ForwardCalledDirectly(Rule):
         if self._is_self_super_or_class(receiver, node) or not self._is_module(receiver):
             return
         if self.ctx.guards.in_version_gate(node) or self._in_forward_hook(receiver) or self._replaces_call() \
-                or self._annotated_gp(receiver) or self._unseen_local(receiver):
+                or self._annotated_gp(receiver) or self._unseen_local(receiver) or self._called_in_other_branch(node, receiver):
             return
         written = self.ctx.code_for(receiver)
         self.report(
@@ -120,6 +123,23 @@ class ForwardCalledDirectly(Rule):
             f"`{written}.forward(...)` skips the module's hooks; call `{written}(...)`",
             fix=FixSpec(f"Call `{written}(...)`", ((func, written),), Applicability.UNSAFE),
         )
+
+    def _called_in_other_branch(self, call: cst.Call, receiver: cst.BaseExpression) -> bool:
+        """The other branch of the nearest `if` (or `... if ... else ...`) around the call calls the
+        module itself (`self._emb(**kw) if self.registered else self._emb.forward(**kw)`): the
+        author chose `.forward` for that case on purpose (a module that is not registered, which
+        FX cannot trace as a call of a submodule)."""
+        written = self.ctx.code_for(receiver)
+        chain = [*self.ctx.ancestors, call]
+        for parent, child in zip(reversed(chain[:-1]), reversed(chain[1:])):
+            if not isinstance(parent, (cst.IfExp, cst.If)):
+                continue
+            other = parent.orelse if child is parent.body else parent.body if child is parent.orelse else None
+            return other is not None and any(
+                isinstance(node, cst.Call) and self.ctx.code_for(node.func) == written
+                for node in (other, *nodes_in_order(other))
+            )
+        return False
 
     def _unseen_local(self, receiver: cst.BaseExpression) -> bool:
         """`module = NMILoss(...)` then `module.forward(x)`, the name used nowhere else in the
