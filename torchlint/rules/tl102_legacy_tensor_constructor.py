@@ -101,7 +101,9 @@ class LegacyTensorConstructor(Rule):
     `.tolist()`, a name assigned one, a parameter annotated or defaulted as a sequence, an entry of
     a dict the function fills with lists, `defaultdict(list)` or `d[k] += list(...)`, and the values
     its `.items()` walks), or a NumPy array (shared when its dtype matches, as `torch.as_tensor`
-    shares it). A whole shape such as `x.size()` counts as integers.
+    shares it). A whole shape such as `x.size()` counts as integers. A storage
+    (`torch.ByteTensor(torch.ByteStorage.from_buffer(buffer))`, `t.untyped_storage()`) is neither:
+    a note that names `torch.frombuffer(buffer, dtype=torch.uint8)` or `.set_(storage)`.
 
     Bug left in place: the `torch.empty` fix keeps uninitialized memory, which is why it is offered
     only where the code fills it. Computation changed: no. One difference remains, on purpose:
@@ -145,6 +147,8 @@ class LegacyTensorConstructor(Rule):
                 f"`{written}(...)` with integers allocates uninitialized memory of that shape, not a tensor of "
                 f"those values; use `{shape}` (or `torch.zeros`) for a shape, `{values}` for values",
             )
+        elif plain and len(node.args) == 1 and (storage := self._storage(node.args[0].value)) is not None:
+            self.report(node, self._storage_message(written, name, storage), severity=Severity.NOTE)
         elif plain and len(node.args) == 1 and self._holds_values(node.args[0].value):
             # A NumPy array of the constructor's dtype is shared, not copied: as `torch.as_tensor` does.
             same = "torch.as_tensor" if self._numpy_array(node.args[0].value) else "torch.tensor"
@@ -160,6 +164,25 @@ class LegacyTensorConstructor(Rule):
                 "use `torch.tensor(...)` for data or `torch.empty(...)` for a shape"
             )
             self.report(node, message, fix=None if aliased else self._data_fix(node, name, on_cuda))
+
+    def _storage(self, expr: cst.BaseExpression) -> cst.Call | None:
+        """The call that made a storage (`torch.ByteStorage.from_buffer(buffer)`, `t.untyped_storage()`)
+        that `expr` is, or is a name assigned: a tensor on it is neither a shape nor a copy of data."""
+        value = self.ctx.kinds.resolve(expr) if isinstance(expr, cst.Name) else expr
+        if not isinstance(value, cst.Call):
+            return None
+        callee = self.ctx.callee(value) or ""
+        made = callee.startswith("torch.") and any(part.endswith("Storage") for part in callee.split(".")[1:])
+        return value if made or method_name(value) in _STORAGE_METHODS else None
+
+    def _storage_message(self, written: str, name: str, storage: cst.Call) -> str:
+        message = f"`{written}(storage)` makes a tensor on a storage through a legacy constructor; "
+        dtype = LEGACY_CONSTRUCTOR_DTYPES.get(name)
+        if method_name(storage) == "from_buffer" and storage.args and dtype is not None:
+            buffer = self.ctx.code_for(storage.args[0].value)
+            return message + (f"`torch.frombuffer({buffer}, dtype=torch.{dtype})` makes the same tensor from the "
+                              "buffer (a writable one: `bytearray(...)` of `bytes`)")
+        return message + "`torch.empty(0, dtype=...).set_(storage)` says the same"
 
     def _holds_values(self, expr: cst.BaseExpression) -> bool:
         """A list of values, neither sizes nor a tensor: a list or tuple display, a list
@@ -310,6 +333,10 @@ class LegacyTensorConstructor(Rule):
             dtype_argument = "" if _floats_of_literals(data) else f", dtype={torch_name}.get_default_dtype()"
         replacement = f"{torch_name}.tensor({self.ctx.code_for(data)}{dtype_argument}{device})"
         return FixSpec("Replace with `torch.tensor(...)`", ((node, replacement),))
+
+
+# Methods of a tensor that return its storage.
+_STORAGE_METHODS = frozenset({"storage", "untyped_storage", "_typed_storage"})
 
 
 def _makes_list(value: cst.BaseExpression) -> bool:
