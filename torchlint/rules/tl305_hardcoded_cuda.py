@@ -19,6 +19,8 @@ _GUARD_WORDS = (
 # needs CUDA whatever device it names (`def profile():` of a benchmark script, a loader that copies
 # batches on a side stream).
 _WORKS_CUDA = re.compile(r"ProfilerActivity\.CUDA|cuda_time|cuda\.Event\(|cuda\.Stream\(|cuda\.stream\(")
+# A CPU device written out: `"cpu"`, `torch.device('cpu')`.
+_CPU_DEVICE = re.compile(r"""["']cpu["']""")
 # Code that runs only when several processes take part: a machine without CUDA (a laptop, CPU-only
 # CI) runs one. `if world_size > 1:` or `if dist.is_initialized():`, or after `if world_size == 1:
 # return` or `if not is_dist_avail_and_initialized(): return` in the function.
@@ -70,8 +72,10 @@ class HardcodedCuda(Rule):
     Code under `if torch.cuda.is_available():` (or any condition, decorator or guard about CUDA,
     GPUs or a GPU generation: `@skipif(not is_sm_at_least_90())`, or a device index compared
     with -1 or 0: `if device != -1:`, `if args.gpu >= 0:`), `"cuda" if
-    torch.cuda.is_available() else "cpu"`, code in functions or classes named for CUDA or GPUs
-    (`class CUDAAccelerator`, `def to_gpu`), test classes under such a decorator
+    torch.cuda.is_available() else "cpu"` or any choice whose other branch is the CPU
+    (`torch.device("cpu") if device == torch.device("cpu") else torch.device("cuda", rank)`),
+    code in functions or classes named for CUDA or GPUs (`class CUDAAccelerator`, `def to_gpu`),
+    test classes under such a decorator
     (`@unittest.skipIf(not torch.cuda.is_available(), ...)`), private helpers (or helpers in a
     test module) and private methods called only from such guarded code in their file or class,
     or handed to a call there (`mp.spawn(_run_rank, ...)` in a test that needs two GPUs,
@@ -85,9 +89,9 @@ class HardcodedCuda(Rule):
     that needs CUDA whatever device it names: a function or class that uses a library running
     only on NVIDIA GPUs (TensorRT, CuPy, kvikio, pycuda, the CUDA bindings, an NCCL
     communicator), imported or loaded by name (`cp, _ = optional_import("cupy")`), code
-    under a condition about NCCL (`if backend == "nccl":`), a function that measures or drives the
-    GPU itself (CUDA profiler activity, `torch.cuda.Event` timings, `torch.cuda.Stream`), and a file whose processes talk
-    through NCCL, which runs only on CUDA (`dist.init_process_group("nccl")`, `backend="nccl"`),
+    under a condition about NCCL (`if backend == "nccl":`), a function or class that measures or
+    drives the GPU itself (CUDA profiler activity, `torch.cuda.Event` timings, `torch.cuda.Stream`:
+    a loader that copies batches on a side stream), and a file whose processes talk through NCCL, which runs only on CUDA (`dist.init_process_group("nccl")`, `backend="nccl"`),
     or that imports `setGPU` (which picks an NVIDIA GPU, and fails without one): choosing its
     device at run time would not make it run on a CPU. Nor is code that runs only when several
     processes take part (under `if world_size > 1:` or `if dist.is_initialized():`, or in a
@@ -175,9 +179,10 @@ class HardcodedCuda(Rule):
         return self.ctx.qualified_name(expr) is not None
 
     def _unguarded(self, call: cst.Call) -> bool:
-        for ancestor in reversed(self.ctx.ancestors):
+        chain = [*self.ctx.ancestors, call]
+        for ancestor, child in zip(reversed(chain[:-1]), reversed(chain[1:])):
             if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)):
-                if self._mentions_guard(ancestor.test):
+                if self._mentions_guard(ancestor.test) or self._falls_back_to_cpu(ancestor, child):
                     return False
             elif isinstance(ancestor, cst.BooleanOperation) and isinstance(ancestor.operator, cst.Or):
                 return False  # `get_accelerator() or torch.device("cuda")`: a fallback
@@ -191,6 +196,14 @@ class HardcodedCuda(Rule):
                 return False
         return not self._module_guarded() and not self._module_skipped() and not self._file_needs_cuda()
 
+    def _falls_back_to_cpu(self, choice: cst.If | cst.IfExp | cst.While, branch: cst.CSTNode) -> bool:
+        """`torch.device("cpu") if device.type == "cpu" else torch.device("cuda", rank)`: the other
+        branch of the choice the hard-coded device is in is the CPU."""
+        if isinstance(choice, cst.While):
+            return False
+        other = choice.orelse if branch is choice.body else choice.body if branch is choice.orelse else None
+        return other is not None and _CPU_DEVICE.search(self.ctx.code_for(other)) is not None
+
     def _definition_guarded(self, definition: cst.FunctionDef | cst.ClassDef) -> bool:
         """Named for CUDA or GPUs, or guarded: a function by a decorator or a check in its body,
         a class by a decorator."""
@@ -198,7 +211,9 @@ class HardcodedCuda(Rule):
             return True
         if isinstance(definition, cst.FunctionDef):
             return self._function_guarded(definition)
-        return any(self._mentions_guard(decorator) for decorator in definition.decorators)
+        # A class that drives the GPU itself (`torch.cuda.Stream()` in a prefetching loader) needs CUDA.
+        return any(self._mentions_guard(decorator) for decorator in definition.decorators) \
+            or _WORKS_CUDA.search(self.ctx.code_for(definition.body)) is not None
 
     @staticmethod
     def _names_cuda(definition: cst.FunctionDef | cst.ClassDef) -> bool:
