@@ -32,6 +32,14 @@ def is_name(expr: cst.BaseExpression | None, name: str) -> bool:
     return isinstance(expr, cst.Name) and expr.value == name
 
 
+def other_branch(choice: cst.CSTNode, branch: cst.CSTNode) -> cst.CSTNode | None:
+    """The other branch of an `if` statement or a `... if ... else ...` expression than `branch`,
+    one of its two (an `if` without `else` has none); None for anything else."""
+    if not isinstance(choice, (cst.If, cst.IfExp)):
+        return None
+    return choice.orelse if branch is choice.body else choice.body if branch is choice.orelse else None
+
+
 def dotted_name(expr: cst.BaseExpression) -> str | None:
     """`torch.nn.functional` for that attribute chain; None for anything that is not one."""
     if isinstance(expr, cst.Name):

@@ -7,7 +7,9 @@ import libcst as cst
 from torchlint.analysis.dataflow import target_names
 from torchlint.analysis.module_values import builds_module, holds_module
 from torchlint.analysis.modules import last_word, module_word, named_like_modules
-from torchlint.analysis.names import assigned_once, dotted_name, method_named, parameter_named, positional_args
+from torchlint.analysis.names import (
+    assigned_once, dotted_name, method_named, other_branch, parameter_named, positional_args,
+)
 from torchlint.analysis.tensor_facts.domain import ModuleValue
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
@@ -115,7 +117,8 @@ class ForwardCalledDirectly(Rule):
         if self._is_self_super_or_class(receiver, node) or not self._is_module(receiver):
             return
         if self.ctx.guards.in_version_gate(node) or self._in_forward_hook(receiver) or self._replaces_call() \
-                or self._annotated_gp(receiver) or self._unseen_local(receiver) or self._called_in_other_branch(node, receiver):
+                or self._annotated_gp(receiver) or self._unseen_local(receiver) \
+                or self._called_in_other_branch(node, receiver):
             return
         written = self.ctx.code_for(receiver)
         self.report(
@@ -134,7 +137,7 @@ class ForwardCalledDirectly(Rule):
         for parent, child in zip(reversed(chain[:-1]), reversed(chain[1:])):
             if not isinstance(parent, (cst.IfExp, cst.If)):
                 continue
-            other = parent.orelse if child is parent.body else parent.body if child is parent.orelse else None
+            other = other_branch(parent, child)
             return other is not None and any(
                 isinstance(node, cst.Call) and self.ctx.code_for(node.func) == written
                 for node in (other, *nodes_in_order(other))

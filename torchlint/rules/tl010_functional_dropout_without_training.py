@@ -133,7 +133,6 @@ class FunctionalDropoutWithoutTraining(Rule):
             for caller, call in calls for given in [argument(call, index, name)]
         )
 
-
     def _under_training_test(self, node: cst.Call) -> bool:
         """In the body of `if self.training:` (also `if self.training and ...:`): eval skips it."""
         ancestors = self.ctx.ancestors

@@ -510,8 +510,14 @@ def _tested_tensors(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     return []
 
 
+def _only_small(statement: cst.CSTNode) -> cst.BaseSmallStatement | None:
+    """The one small statement of a line (`x = ...`, `assert ...`); None for a compound statement
+    or a line of several joined by `;`."""
+    return statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
+
+
 def _asserted(statement: cst.CSTNode) -> cst.BaseExpression | None:
-    line = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
+    line = _only_small(statement)
     return line.test if isinstance(line, cst.Assert) else None
 
 
@@ -519,7 +525,7 @@ def _asserted(statement: cst.CSTNode) -> cst.BaseExpression | None:
 def _scaled_by_a_number(statement: cst.CSTNode, name: str) -> bool:
     """`loss = loss / len(batch_group)` (or `loss /= 4`): the tensor read before, scaled by a
     number on the host; reading it again waits for that one small kernel only."""
-    small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
+    small = _only_small(statement)
     if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.BinaryOperation):
         target, value = small.targets[0].target, small.value
         scaled, by = value.left, value.right
@@ -535,7 +541,7 @@ def _scaled_by_a_number(statement: cst.CSTNode, name: str) -> bool:
 def _unpacked_with(statement: cst.CSTNode, name: str) -> list[str]:
     """The other names `statement` unpacks from one call together with `name` (`top_logp, k =
     torch.max(logp, dim=-1)`: `k` for `top_logp`)."""
-    line = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
+    line = _only_small(statement)
     if not (isinstance(line, cst.Assign) and len(line.targets) == 1 and isinstance(line.value, cst.Call)):
         return []
     target = line.targets[0].target

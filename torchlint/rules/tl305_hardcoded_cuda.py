@@ -4,7 +4,7 @@ import re
 
 import libcst as cst
 
-from torchlint.analysis.names import dotted_name, keyword_arg, positional_args, suite_statements
+from torchlint.analysis.names import dotted_name, keyword_arg, other_branch, positional_args, suite_statements
 from torchlint.analysis.values import string_value
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
@@ -91,9 +91,10 @@ class HardcodedCuda(Rule):
     communicator), imported or loaded by name (`cp, _ = optional_import("cupy")`), code
     under a condition about NCCL (`if backend == "nccl":`), a function or class that measures or
     drives the GPU itself (CUDA profiler activity, `torch.cuda.Event` timings, `torch.cuda.Stream`:
-    a loader that copies batches on a side stream), and a file whose processes talk through NCCL, which runs only on CUDA (`dist.init_process_group("nccl")`, `backend="nccl"`),
-    or that imports `setGPU` (which picks an NVIDIA GPU, and fails without one): choosing its
-    device at run time would not make it run on a CPU. Nor is code that runs only when several
+    a loader that copies batches on a side stream), and a file whose processes talk through NCCL,
+    which runs only on CUDA (`dist.init_process_group("nccl")`, `backend="nccl"`), or that imports
+    `setGPU` (which picks an NVIDIA GPU, and fails without one): choosing its device at run time
+    would not make it run on a CPU. Nor is code that runs only when several
     processes take part (under `if world_size > 1:` or `if dist.is_initialized():`, or in a
     function that returns first `if world_size == 1:` or `if not is_dist_avail_and_initialized():`):
     a machine without CUDA, a laptop or CPU-only CI, runs one. Nor is a
@@ -199,9 +200,7 @@ class HardcodedCuda(Rule):
     def _falls_back_to_cpu(self, choice: cst.If | cst.IfExp | cst.While, branch: cst.CSTNode) -> bool:
         """`torch.device("cpu") if device.type == "cpu" else torch.device("cuda", rank)`: the other
         branch of the choice the hard-coded device is in is the CPU."""
-        if isinstance(choice, cst.While):
-            return False
-        other = choice.orelse if branch is choice.body else choice.body if branch is choice.orelse else None
+        other = other_branch(choice, branch)
         return other is not None and _CPU_DEVICE.search(self.ctx.code_for(other)) is not None
 
     def _definition_guarded(self, definition: cst.FunctionDef | cst.ClassDef) -> bool:

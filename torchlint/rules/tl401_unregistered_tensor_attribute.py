@@ -448,9 +448,9 @@ class UnregisteredTensorAttribute(Rule):
     `self.ids.repeat(n, 1).to(x.device)` or `to_device(self.kernel, x)`, reshaping it in place aside:
     `self.kernel = self.kernel.repeat(c, 1, 1)`, also under a local name: `keep = self.keep` then
     `keep = keep.to(x.device)`, also where only the file's subclasses read it and each moves it:
-    `self.class_threshold.to(logits.device)`), nor one read only where a DataLoader builds batches (the method
-    given as its `collate_fn`, and the methods that calls), on CPU data. Nor is a 0-dim value from a
-    full reduction (`self.dim = torch.prod(torch.tensor(shape))`): it mixes with tensors on any
+    `self.class_threshold.to(logits.device)`), nor one read only where a DataLoader builds batches
+    (the method given as its `collate_fn`, and the methods that calls), on CPU data. Nor is a 0-dim
+    value from a full reduction (`self.dim = torch.prod(torch.tensor(shape))`): it mixes with tensors on any
     device and `__init__` computes it again when a checkpoint is loaded, nor a 0-dim constant:
     `torch.tensor(float("inf"))`, `torch.sqrt(torch.tensor(attn_dim))` of a size the class gives a
     layer (`nn.Linear(d, attn_dim)`), `torch.as_tensor(threshold)` of an argument annotated as a
@@ -458,17 +458,18 @@ class UnregisteredTensorAttribute(Rule):
     (`epsilon=1e-8`), or of a size read off a tensor (`n = K.shape[-1]`), nor an empty placeholder
     (`self.cache = torch.Tensor()`, `torch.empty(0)`, `torch.empty(0, 0)`, `torch.empty((0,),
     dtype=...)`), assigned anew before it holds data; nor one moved where it is read under a
-    condition: `(self.feats if feats is None else feats).type_as(x)`; nor one read only as the bounds of a random fill
-    (`torch.empty(1).uniform_(self.log_ratio[0], self.log_ratio[1])`), which takes numbers, or only
-    as the index of another tensor (`w[self.observed]`, `w[self.missing] = v`: CPU indices index a
-    tensor on any device), in `len()`, for its `shape`, as the truth value of an `if` or `while`
-    (`if self.active[0][d]:`, also compared with a number or either side of `or`: `if not
-    self.training or self.keep[i] >= rate * i:`) and refilled in place (`self.keep[:-1].uniform_()`
-    as a statement), walked for such truth values (`for i, flag in enumerate(self.mask):
-    if flag:`), one element read as a number (`self.dilations[i].item()`), shown in an f-string
-    (`f"supported: {self.atomic_numbers}"`), or, made 1-D (`torch.linspace(...)`), one element at a
-    time at a whole-number index (`self.schedule[epoch]` of `epoch: int`: a 0-dim tensor; a tensor
-    index such as diffusion's `self.betas[t]` is reported); nor one that a method `__init__` calls
+    condition: `(self.feats if feats is None else feats).type_as(x)`; nor one read only as the
+    bounds of a random fill (`torch.empty(1).uniform_(self.log_ratio[0], self.log_ratio[1])`),
+    which takes numbers, or only as the index of another tensor (`w[self.observed]`,
+    `w[self.missing] = v`: CPU indices index a tensor on any device), in `len()`, for its `shape`,
+    as the truth value of an `if` or `while` (`if self.active[0][d]:`, also compared with a number
+    or either side of `or`: `if not self.training or self.keep[i] >= rate * i:`) and refilled in
+    place (`self.keep[:-1].uniform_()` as a statement), walked for such truth values (`for i, flag
+    in enumerate(self.mask): if flag:`), one element read as a number (`self.dilations[i].item()`),
+    shown in an f-string (`f"supported: {self.atomic_numbers}"`), or, made 1-D
+    (`torch.linspace(...)`), one element at a time at a whole-number index (`self.schedule[epoch]`
+    of `epoch: int`: a 0-dim tensor; a tensor index such as diffusion's `self.betas[t]` is
+    reported); nor one that a method `__init__` calls
     afterwards assigns anew (`self.set_timesteps(n)`): it never outlives `__init__`; nor a
     placeholder that every method using it assigns anew before reading it (`self.weight =
     w.reshape(out, in)` at the top of `forward`); nor a bank of per-sample state kept on the CPU on

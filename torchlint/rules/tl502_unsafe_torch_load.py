@@ -353,7 +353,6 @@ def _directory_attribute(path: cst.BaseExpression) -> str | None:
     return None
 
 
-
 def _uses_as_module(func: cst.BaseExpression, name: str) -> bool:
     """`model(x)`, `model.eval()`, `model.parameters()`, also of an entry of a loaded checkpoint
     (`ckpt["model"].float().state_dict()`, `(ckpt.get("ema") or ckpt["model"]).eval()`)."""
