@@ -354,7 +354,6 @@ def _makes_list_factory(call: cst.Call) -> bool:
     return is_name(factory, "list") or isinstance(factory, cst.Lambda) and isinstance(factory.body, cst.List)
 
 
-
 def _floats_of_literals(data: cst.BaseExpression) -> bool:
     """Whether `data` is nested lists or tuples of number literals, at least one a float
     (`[0.5, 1]`), or of nothing (`[]`): then `torch.tensor` infers the default dtype, as

@@ -521,7 +521,6 @@ def _asserted(statement: cst.CSTNode) -> cst.BaseExpression | None:
     return line.test if isinstance(line, cst.Assert) else None
 
 
-
 def _scaled_by_a_number(statement: cst.CSTNode, name: str) -> bool:
     """`loss = loss / len(batch_group)` (or `loss /= 4`): the tensor read before, scaled by a
     number on the host; reading it again waits for that one small kernel only."""

@@ -139,7 +139,6 @@ class ModuleInitWithoutSuper(Rule):
         return False
 
 
-
 def _is_init_call(expression: cst.CSTNode, instance: str) -> bool:
     """`super().__init__(...)`, `super(Net, self).__init__(...)`, `nn.Module.__init__(self, ...)`;
     also `nn.Module.__init__()` without `self`, the spelling of transformers' modular templates."""
