@@ -550,7 +550,7 @@ def source_pool(directories: list[Path], limit: int = 30_000) -> list[Path]:
 
 # Every ordinary file of a hostile tree holds this pitfall, whatever else it holds: its finding
 # must be reported, however hostile the entries beside the file.
-PITFALL = "x = torch.Tensor([3.0])\n"
+PITFALL = "x = torch.Tensor(3)\n"
 PITFALL_CODE = "TL102"
 # Seconds one `torchlint check` of a hostile tree may take before it counts as a hang (a small
 # tree takes a few; a file that hangs its worker is cut at 4 x 30 s of wall clock).

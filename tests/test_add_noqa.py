@@ -10,7 +10,7 @@ from torchlint.config import Settings
 from torchlint.engine import check_source
 from torchlint.rules import all_rules
 
-SETTINGS = Settings(rules=tuple(rule for rule in all_rules() if rule.default_enabled))
+SETTINGS = Settings(rules=tuple(rule for rule in all_rules() if rule.default_enabled), show_hints=True)
 
 
 def add(source: str) -> tuple[str, int]:
@@ -71,7 +71,8 @@ def test_the_cli_adds_once_keeps_bytes_and_leaves_a_clean_check(project) -> None
 
 def test_a_file_whose_rows_end_in_a_lone_carriage_return_takes_its_noqa() -> None:
     source = "import torch\rx = torch.Tensor([3.0])  # noqa: TL102\ry = torch.Tensor([3.0])\r"
-    with_tl903 = Settings(rules=(*SETTINGS.rules, *(rule for rule in all_rules() if rule.code == "TL903")))
+    tl903 = [rule for rule in all_rules() if rule.code == "TL903"]
+    with_tl903 = Settings(rules=(*SETTINGS.rules, *tl903), show_hints=True)
     assert [(d.location.row, d.code) for d in check_source(source, "m.py", with_tl903)] == [(3, "TL102")]
     added, count = add(source)
     assert count == 1 and "\n" not in added

@@ -10,7 +10,7 @@ BAD = "import torch\nx = torch.Tensor([3])\n"
 
 
 def _check(project, use_cache=True):
-    settings = resolve_settings(Options(), cwd=project)
+    settings = resolve_settings(Options(overrides=["show-hints=true"]), cwd=project)
     return engine.check_files([(str(project / "a.py"), "a.py")], settings, 1, use_cache=use_cache)
 
 
@@ -30,7 +30,7 @@ def test_unchanged_files_are_served_from_the_cache(project, monkeypatch):
 def test_a_run_served_wholly_from_the_cache_starts_no_worker(project, monkeypatch):
     (project / "a.py").write_text(BAD)
     (project / "b.py").write_text(BAD)
-    settings = resolve_settings(Options(), cwd=project)
+    settings = resolve_settings(Options(overrides=["show-hints=true"]), cwd=project)
     files = [(str(project / name), name) for name in ("a.py", "b.py")]
     first = engine.check_files(files, settings, 2, use_cache=True)
     (project / "b.py").write_text(BAD + "y = torch.Tensor(2)\n")
@@ -67,7 +67,7 @@ _REPORT_LIBCST_AT_EXIT = """
 import atexit, sys
 atexit.register(lambda: print("libcst imported:", "libcst" in sys.modules, file=sys.stderr))
 from torchlint.cli import main
-sys.argv = ["torchlint", "check", *sys.argv[1:]]
+sys.argv = ["torchlint", "check", "--show-hints", *sys.argv[1:]]
 main()
 """
 
@@ -97,7 +97,7 @@ def test_the_lookups_of_one_run_look_at_a_shared_dependency_once(project, monkey
     names = ("a.py", "b.py", "c.py")
     for name in names:
         (project / name).write_text(user)
-    settings = resolve_settings(Options(), cwd=project)
+    settings = resolve_settings(Options(overrides=["show-hints=true"]), cwd=project)
     files = [(str(project / name), name) for name in names]
     engine.check_files(files, settings, 1, use_cache=True)
     looked_at = []

@@ -25,20 +25,20 @@ def test_clean_file_exits_zero(project):
 
 def test_findings_exit_one_with_ruff_like_text(project):
     (project / "bad.py").write_text(BAD)
-    result = run_torchlint("check", "--no-color", cwd=project)
+    result = run_torchlint("check", "--show-hints", "--no-color", cwd=project)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("bad.py:4:5: TL102 [*] [note] `torch.Tensor(...)` builds a tensor of these values")
+    assert lines[0].startswith("bad.py:4:5: TL102 [*] [hint] `torch.Tensor(...)` builds a tensor of these values")
     assert "4 | x = torch.Tensor([3, 4])" in lines
     assert "  |     ^^^^^^^^^^^^^^^^^^^^ TL102" in lines
     assert "  = help: Replace with `torch.tensor(...)`" in lines
     # The TL202 fix is unsafe: counted apart, as `--unsafe-fixes` would offer it.
-    assert lines[-1] == "Found 2 findings (1 note, 1 fixable; 1 more with `--unsafe-fixes`)."
+    assert lines[-1] == "Found 2 findings (1 hint, 1 fixable; 1 more with `--unsafe-fixes`)."
 
 
 def test_concise_quiet_and_exit_zero(project):
     (project / "bad.py").write_text(BAD)
-    result = run_torchlint("check", "--output-format", "concise", "-q", "--exit-zero", cwd=project)
+    result = run_torchlint("check", "--show-hints", "--output-format", "concise", "-q", "--exit-zero", cwd=project)
     assert result.returncode == 0
     assert [line.split(" ", 2)[:2] for line in result.stdout.splitlines()] == [
         ["bad.py:4:5:", "TL102"], ["bad.py:5:5:", "TL202"],
@@ -51,7 +51,8 @@ def test_select_ignore_and_prefixes(project):
     assert [d["code"] for d in json.loads(only_numerics.stdout)] == ["TL202"]
     ignored = run_torchlint("check", "--ignore", "TL102,TL202", cwd=project)
     assert ignored.returncode == 0
-    extended = run_torchlint("check", "--select", "TL102", "--extend-select", "TL20", "--output-format", "json", cwd=project)
+    extended = run_torchlint("check", "--show-hints", "--select", "TL102", "--extend-select", "TL20",
+                             "--output-format", "json", cwd=project)
     assert [d["code"] for d in json.loads(extended.stdout)] == ["TL102", "TL202"]
 
 
@@ -74,7 +75,7 @@ def test_usage_errors_are_one_line_and_exit_two(project):
 
 def test_statistics_counts_per_code(project):
     (project / "bad.py").write_text(BAD + "z = torch.LongTensor(2)\n")
-    result = run_torchlint("check", "--statistics", cwd=project)
+    result = run_torchlint("check", "--show-hints", "--statistics", cwd=project)
     assert result.returncode == 1
     assert result.stdout.splitlines()[0].split("\t")[:2] == ["2", "TL102"]
 
@@ -86,7 +87,7 @@ def test_noqa_comments(project):
     (project / "b.py").write_text("# torchlint: noqa\n" + BAD)
     (project / "c.py").write_text(BAD + "# torchlint: noqa: TL202\n")
     (project / "d.py").write_text(BAD.replace("F.softmax(x)", "F.softmax(x)  # noqa: TL102"))
-    result = run_torchlint("check", "--output-format", "json", cwd=project)
+    result = run_torchlint("check", "--show-hints", "--output-format", "json", cwd=project)
     found = sorted((d["filename"].rsplit("/", 1)[1], d["code"]) for d in json.loads(result.stdout))
     # d.py's `# noqa: TL102` sits on the softmax row, where TL102 does not fire: unused (TL903).
     assert found == [("c.py", "TL102"), ("d.py", "TL102"), ("d.py", "TL202"), ("d.py", "TL903")]
@@ -95,8 +96,8 @@ def test_noqa_comments(project):
 def test_same_output_for_any_job_count(project):
     for index in range(12):
         (project / f"m{index}.py").write_text(BAD * (index % 3 + 1))
-    one = run_torchlint("check", "-j", "1", "--output-format", "json", cwd=project)
-    two = run_torchlint("check", "-j", "2", "--output-format", "json", cwd=project)
+    one = run_torchlint("check", "--show-hints", "-j", "1", "--output-format", "json", cwd=project)
+    two = run_torchlint("check", "--show-hints", "-j", "2", "--output-format", "json", cwd=project)
     assert one.stdout == two.stdout and len(json.loads(one.stdout)) == 2 * (1 + 2 + 3) * 4
 
 

@@ -21,7 +21,7 @@ def test_stdin_with_the_files_own_configuration(project) -> None:
     ignored = run_torchlint("check", "-", "--stdin-filename", "tests/t.py", cwd=project, stdin=LEGACY)
     assert ignored.returncode == 0, ignored.stdout
     values = LEGACY.replace("torch.Tensor(3)", "torch.Tensor([3.0])")  # a TL102 with a safe fix
-    fixed = run_torchlint("check", "-", "--fix", cwd=project, stdin=values)
+    fixed = run_torchlint("check", "--show-hints", "-", "--fix", cwd=project, stdin=values)
     assert (fixed.returncode, fixed.stdout) == (0, "import torch\nx = torch.tensor([3.0])\n")
 
 
@@ -44,7 +44,7 @@ def test_color_options_and_variables(project) -> None:
 
 def test_statistics_in_json(project) -> None:
     (project / "a.py").write_text(LEGACY + "y = torch.LongTensor([2])\n")
-    result = run_torchlint("check", "--statistics", "--output-format", "json", cwd=project)
+    result = run_torchlint("check", "--show-hints", "--statistics", "--output-format", "json", cwd=project)
     assert json.loads(result.stdout) == [  # integers have no automatic fix, values do
         {"code": "TL102", "name": "legacy-tensor-constructor", "count": 2, "fixable": True}
     ]

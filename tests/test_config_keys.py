@@ -23,12 +23,12 @@ def found(result) -> list[tuple[str, str, bool]]:
 def test_fix_keys_have_ruffs_meaning(project: Path) -> None:
     (project / "a.py").write_text(BAD)
     (project / "pyproject.toml").write_text('[tool.torchlint]\nunfixable = ["TL102"]\nextend-safe-fixes = ["TL202"]\n')
-    result = run_torchlint("check", "--output-format", "json", cwd=project)
+    result = run_torchlint("check", "--show-hints", "--output-format", "json", cwd=project)
     assert [(code, d["fix"]) for (_, code, _), d in zip(found(result), json.loads(result.stdout))][0] == ("TL102", None)
     assert found(result)[1] == ("a.py", "TL202", True)
     # The result cache keeps the rules' own fixes: dropping the keys brings them back.
     (project / "pyproject.toml").write_text("[tool.torchlint]\n")
-    again = run_torchlint("check", "--output-format", "json", cwd=project)
+    again = run_torchlint("check", "--show-hints", "--output-format", "json", cwd=project)
     assert found(again) == [("a.py", "TL102", True), ("a.py", "TL202", False)]
     (project / "pyproject.toml").write_text('[tool.torchlint]\nfix = true\nextend-unsafe-fixes = ["TL102"]\n')
     assert run_torchlint("check", cwd=project).returncode == 1
@@ -36,7 +36,7 @@ def test_fix_keys_have_ruffs_meaning(project: Path) -> None:
     (project / "pyproject.toml").write_text('[tool.torchlint]\nfix = true\nunsafe-fixes = true\n')
     assert run_torchlint("check", "--no-fix", cwd=project).returncode == 1
     assert (project / "a.py").read_text() == BAD
-    assert run_torchlint("check", cwd=project).returncode == 0
+    assert run_torchlint("check", "--show-hints", cwd=project).returncode == 0
     assert "torch.tensor([3.0])" in (project / "a.py").read_text()
 
 
@@ -98,7 +98,8 @@ def _wheel_and_plain_copy(tmp_path: Path, wheel_name: str, metadata: str, module
 
 
 def _files_reported(tmp_path: Path, wheel: Path, code: str) -> list[str]:
-    result = run_torchlint("check", "--select", code, "--output-format", "json", str(wheel), "plain", cwd=tmp_path)
+    result = run_torchlint("check", "--show-hints", "--select", code, "--output-format", "json", str(wheel), "plain",
+                           cwd=tmp_path)
     return [d["filename"].split(f"{tmp_path.name}/")[-1] for d in json.loads(result.stdout)]
 
 
@@ -149,10 +150,10 @@ def test_configuration_is_found_per_checked_file(project: Path) -> None:
     (project / "plain" / "pyproject.toml").write_text("[project]\nname = 'x'\n")  # no [tool.torchlint]
     for directory in (project, project / "sub", project / "plain"):
         (directory / "m.py").write_text(BAD)
-    result = run_torchlint("check", "--output-format", "json", cwd=project)
+    result = run_torchlint("check", "--show-hints", "--output-format", "json", cwd=project)
     codes = sorted((d["filename"].split(f"{project.name}/")[-1], d["code"]) for d in json.loads(result.stdout))
     assert codes == [("m.py", "TL102"), ("plain/m.py", "TL102"), ("sub/m.py", "TL202")]
-    isolated = run_torchlint("check", "--isolated", "--output-format", "json", "m.py", cwd=project)
+    isolated = run_torchlint("check", "--show-hints", "--isolated", "--output-format", "json", "m.py", cwd=project)
     assert sorted(d["code"] for d in json.loads(isolated.stdout)) == ["TL102", "TL202"]
 
 

@@ -1,7 +1,8 @@
 """A finding may be less severe than its rule's usual level where the code shows it: TL303 on a
 model kept on the CPU is a portability warning, where the same line fails on a moved model; a
-legacy spelling of working code is a note. Notes are shown and fail a run only under
-`--fail-on note` (or `fail-on = "note"`)."""
+precision loss in working code is a note, and a legacy spelling of it a hint. Notes are shown and
+fail a run only under `--fail-on note` (or `fail-on = "note"`); hints are shown only under
+`--show-hints` (or `show-hints = true`)."""
 
 from __future__ import annotations
 
@@ -32,9 +33,11 @@ def test_the_same_line_is_an_error_once_the_file_moves_the_model() -> None:
     assert _severities(moved) == [(16, Severity.ERROR), (20, Severity.ERROR)]
 
 
-# A note (working code in a legacy spelling) and a warning (integers that may be a botched value).
-NOTE_AND_WARNING = "import torch\n\nlengths = torch.LongTensor([3, 4])\nscale = torch.Tensor(3)\n"
-NOTE_ONLY = "import torch\n\nlengths = torch.LongTensor([3, 4])\nnorm = torch.norm(lengths.float())\n"
+# Hints (working code in a legacy spelling), a note (a precision loss) and a warning (integers
+# that may be a botched value).
+HINTS = "import torch\n\nlengths = torch.LongTensor([3, 4])\nnorm = torch.norm(lengths.float())\n"
+NOTE = "import torch\n\nx = torch.rand(3)\ngrowth = torch.exp(x) - 1\n"
+NOTE_AND_WARNING = NOTE + "scale = torch.Tensor(3)\n"
 
 
 def _check(project, source: str, *options: str):
@@ -42,20 +45,44 @@ def _check(project, source: str, *options: str):
     return run_torchlint("check", "--no-cache", "--output-format", "concise", *options, "train.py", cwd=project)
 
 
+def _shown(result) -> list[list[str]]:
+    return [line.split()[1:3] for line in result.stdout.splitlines()[:-1]]
+
+
 def test_notes_are_shown_but_do_not_fail_the_run(project) -> None:
-    result = _check(project, NOTE_ONLY)
+    result = _check(project, NOTE)
     assert result.returncode == 0, result.stdout
-    assert [line.split()[1:3] for line in result.stdout.splitlines()[:-1]] == [["TL102", "[*]"], ["TL504", "[note]"]]
-    assert result.stdout.splitlines()[-1] == "Found 2 findings (2 notes, 1 fixable)."
+    assert _shown(result) == [["TL206", "[*]"]] and "[note]" in result.stdout
+    assert result.stdout.splitlines()[-1] == "Found 1 finding (1 note, 1 fixable)."
+
+
+def test_hints_are_shown_only_when_asked_for(project) -> None:
+    assert _check(project, HINTS).stdout == "All checks passed!\n"
+    for options in (("--show-hints",), ("--config", "show-hints = true")):
+        result = _check(project, HINTS, *options)
+        assert result.returncode == 0, result.stdout
+        assert _shown(result) == [["TL102", "[*]"], ["TL504", "[hint]"]]
+        assert result.stdout.splitlines()[-1] == "Found 2 findings (2 hints, 1 fixable)."
+    (project / "pyproject.toml").write_text("[tool.torchlint]\nshow-hints = true\n")
+    assert _shown(_check(project, HINTS)) == [["TL102", "[*]"], ["TL504", "[hint]"]]
+
+
+def test_a_hidden_hint_is_not_fixed(project) -> None:
+    assert _check(project, HINTS, "--fix").returncode == 0
+    assert (project / "train.py").read_text() == HINTS
+    _check(project, HINTS, "--fix", "--show-hints")
+    assert "torch.tensor([3, 4], dtype=torch.int64)" in (project / "train.py").read_text()
 
 
 def test_fail_on_sets_the_least_severe_finding_that_fails(project) -> None:
-    assert _check(project, NOTE_ONLY, "--fail-on", "note").returncode == 1
+    assert _check(project, NOTE, "--fail-on", "note").returncode == 1
+    assert _check(project, HINTS, "--show-hints", "--fail-on", "note").returncode == 0
+    assert _check(project, HINTS, "--show-hints", "--fail-on", "hint").returncode == 1
     assert _check(project, NOTE_AND_WARNING).returncode == 1
     assert _check(project, NOTE_AND_WARNING, "--fail-on", "error").returncode == 0
     (project / "pyproject.toml").write_text('[tool.torchlint]\nfail-on = "note"\n')
-    assert _check(project, NOTE_ONLY).returncode == 1
-    assert _check(project, NOTE_ONLY, "--fail-on", "warning").returncode == 0  # the option wins
+    assert _check(project, NOTE).returncode == 1
+    assert _check(project, NOTE, "--fail-on", "warning").returncode == 0  # the option wins
 
 
 def test_fail_on_rejects_what_it_cannot_mean_before_checking(project) -> None:
@@ -69,11 +96,13 @@ def test_fail_on_rejects_what_it_cannot_mean_before_checking(project) -> None:
         assert result.returncode == 2 and error in result.stderr and result.stdout == "", options
 
 
-def test_notes_are_information_in_the_editor() -> None:
+def test_notes_are_information_and_hints_hints_in_the_editor() -> None:
     from lsprotocol import types
 
     from torchlint.server.convert import _SEVERITIES
 
-    found = check_source(NOTE_AND_WARNING, "train.py", Settings(rules=(get_rule("TL102"),)))
-    assert [d.severity for d in found] == [Severity.NOTE, Severity.WARNING]
+    rules = (get_rule("TL102"), get_rule("TL206"))
+    found = check_source(HINTS + NOTE_AND_WARNING, "train.py", Settings(rules=rules, show_hints=True))
+    assert [d.severity for d in found] == [Severity.HINT, Severity.NOTE, Severity.WARNING]
     assert _SEVERITIES[Severity.NOTE] == types.DiagnosticSeverity.Information
+    assert _SEVERITIES[Severity.HINT] == types.DiagnosticSeverity.Hint

@@ -20,7 +20,8 @@ from torchlint.fix import (
 from torchlint.rules import get_rule
 from torchlint.rules.tl102_legacy_tensor_constructor import LegacyTensorConstructor
 
-SETTINGS = Settings(rules=tuple(get_rule(code) for code in ("TL102", "TL201", "TL202", "TL901", "TL902")))
+SETTINGS = Settings(rules=tuple(get_rule(code) for code in ("TL102", "TL201", "TL202", "TL901", "TL902")),
+                    show_hints=True)
 
 SOURCE = """\
 import torch

@@ -31,7 +31,7 @@ def run(*args: str):
         runner = CliRunner(mix_stderr=False)  # click < 8.2
     except TypeError:
         runner = CliRunner()
-    return runner.invoke(cli, ["check", *args], catch_exceptions=False)
+    return runner.invoke(cli, ["check", "--show-hints", *args], catch_exceptions=False)
 
 
 def test_safe_fixes_are_marked_and_hidden_unsafe_ones_counted(in_tmp) -> None:
@@ -41,7 +41,7 @@ def test_safe_fixes_are_marked_and_hidden_unsafe_ones_counted(in_tmp) -> None:
         ["TL201", "[*]"], ["TL202", "`F.softmax`"], ["TL201", "[*]"], ["TL202", "`F.softmax`"],
         ["TL102", "[*]"], ["TL201", "[*]"],
     ]
-    assert lines[-1] == "Found 6 findings (1 note, 4 fixable; 2 more with `--unsafe-fixes`)."
+    assert lines[-1] == "Found 6 findings (1 hint, 4 fixable; 2 more with `--unsafe-fixes`)."
     assert result.exit_code == 1
 
 
@@ -49,7 +49,7 @@ def test_unsafe_fixes_without_fix_marks_them_available(in_tmp) -> None:
     result = run("head.py", "--output-format", "concise", "--unsafe-fixes")
     lines = result.stdout.splitlines()
     assert all(line.split()[2] == "[*]" for line in lines[:-1])
-    assert lines[-1] == "Found 6 findings (1 note, 6 fixable)."
+    assert lines[-1] == "Found 6 findings (1 hint, 6 fixable)."
     assert (in_tmp / "head.py").read_text() == SOURCE
 
 
@@ -169,11 +169,11 @@ def test_invalid_fix_is_reported_on_one_line_and_the_file_left_as_it_was(in_tmp,
     _patch_tl102_fix(monkeypatch, lambda fixed, old: fixed[:-1])
     path = in_tmp / "head.py"
     path.write_text("import torch\nc = torch.Tensor([1, 2])\n")
-    result = run("head.py", "--fix", "--output-format", "concise", "--fail-on", "note")
+    result = run("head.py", "--fix", "--output-format", "concise", "--fail-on", "hint")
     assert path.read_text() == "import torch\nc = torch.Tensor([1, 2])\n"
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith("torchlint: error: head.py:2:5: the TL102 fix was not applied: ")
-    assert result.stdout.splitlines()[-1] == "Found 1 finding (1 note, 1 fixable)."
+    assert result.stdout.splitlines()[-1] == "Found 1 finding (1 hint, 1 fixable)."
     assert result.exit_code == 1
 
 
@@ -181,7 +181,7 @@ def test_fix_in_parallel_processes(in_tmp) -> None:
     for number in range(5):
         (in_tmp / f"m{number}.py").write_text(SOURCE)
     completed = subprocess.run(
-        [sys.executable, "-m", "torchlint", "check", ".", "--fix", "--unsafe-fixes", "-j", "2"],
+        [sys.executable, "-m", "torchlint", "check", ".", "--show-hints", "--fix", "--unsafe-fixes", "-j", "2"],
         cwd=in_tmp, capture_output=True, text=True,
         env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))},
     )
@@ -246,8 +246,9 @@ def test_diff_of_stdin_is_the_diff_of_the_same_file_by_path(project) -> None:
     """Editor wrappers pipe the buffer: `check - --diff` shows what `check FILE --diff` shows."""
     source = "import torch\nx = torch.Tensor([3.0])\n"
     (project / "m.py").write_text(source)
-    by_path = run_torchlint("check", "--diff", "m.py", cwd=project)
-    piped = run_torchlint("check", "-", "--diff", "--stdin-filename", "m.py", cwd=project, stdin=source)
+    by_path = run_torchlint("check", "--show-hints", "--diff", "m.py", cwd=project)
+    piped = run_torchlint("check", "--show-hints", "-", "--diff", "--stdin-filename", "m.py", cwd=project,
+                          stdin=source)
     assert by_path.returncode == piped.returncode == 1
     assert piped.stdout == by_path.stdout and "+x = torch.tensor([3.0])" in piped.stdout
     assert piped.stderr.strip() == "Would fix 1 finding."

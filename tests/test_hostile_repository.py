@@ -25,7 +25,7 @@ from torchlint.cache import cache_key, project_directory
 from torchlint.config import Options, resolve_settings
 from torchlint.fix import fix_files
 
-BAD = "import torch\nx = torch.Tensor([3.0])\n"  # a TL102 note with a safe fix
+BAD = "import torch\nx = torch.Tensor([3.0])\n"  # a TL102 hint (shown under --show-hints) with a safe fix
 FIXED = "import torch\nx = torch.tensor([3.0])\n"
 
 
@@ -38,7 +38,7 @@ def _codes(result) -> list[tuple[str, str]]:
 
 def test_cache_entries_planted_in_the_repository_are_never_read(project):
     (project / "a.py").write_text(BAD)
-    settings = resolve_settings(Options(), cwd=project)
+    settings = resolve_settings(Options(overrides=["show-hints=true"]), cwd=project)
     # An attacker can compute the key of every file and commit an entry saying "no findings",
     # in the old in-tree layout and at the same relative place the real cache uses.
     key = cache_key("a.py", BAD.encode(), settings)
@@ -46,7 +46,7 @@ def test_cache_entries_planted_in_the_repository_are_never_read(project):
         (base / key[:2]).mkdir(parents=True)
         (base / key[:2] / f"{key}.json").write_text("[]")
     for _ in range(2):  # a cold and a warm cache
-        result = run_torchlint("check", "--output-format", "json", ".", cwd=project)
+        result = run_torchlint("check", "--show-hints", "--output-format", "json", ".", cwd=project)
         assert _codes(result) == [("a.py", "TL102")]
 
 
@@ -61,7 +61,7 @@ def test_the_cache_is_kept_outside_the_checked_tree(project, private_cache):
 
 def test_a_cache_directory_owned_by_someone_else_is_not_used(project, monkeypatch):
     (project / "a.py").write_text(BAD)
-    settings = resolve_settings(Options(), cwd=project)
+    settings = resolve_settings(Options(overrides=["show-hints=true"]), cwd=project)
     named = [(str(project / "a.py"), "a.py")]
     assert engine.check_files(named, settings, 1, use_cache=True)  # fills the cache
     monkeypatch.setattr(os, "getuid", lambda: os.stat(project).st_uid + 1)
@@ -94,13 +94,13 @@ def test_fix_never_writes_through_a_symlink_that_leaves_the_checked_paths(outsid
     os.symlink(outside / "victim.py", project / "link.py")
     (project / "own.py").write_text(BAD)
     os.symlink(project / "own.py", project / "alias.py")  # inside: written through to own.py
-    result = run_torchlint("check", "--fix", "--output-format", "json", ".", cwd=project)
+    result = run_torchlint("check", "--show-hints", "--fix", "--output-format", "json", ".", cwd=project)
     assert (outside / "victim.py").read_text() == BAD
     assert "link.py: fixes not applied: not written: its real path is outside the checked paths" in result.stderr
     assert ("link.py", "TL102") in _codes(result)  # checked, its finding reported
     assert (project / "own.py").read_text() == FIXED and (project / "alias.py").is_symlink()
     # Named on the command line, the link is no different.
-    result = run_torchlint("check", "--fix", "link.py", cwd=project)
+    result = run_torchlint("check", "--show-hints", "--fix", "link.py", cwd=project)
     assert (outside / "victim.py").read_text() == BAD and "not written" in result.stderr
 
 
@@ -109,14 +109,14 @@ def test_add_noqa_never_writes_through_a_symlink_that_leaves_the_checked_paths(o
     os.symlink(outside / "victim.py", project / "link.py")
     (project / "own.py").write_text(BAD)
     os.symlink(project / "own.py", project / "alias.py")  # inside: written through to own.py
-    result = run_torchlint("check", "--add-noqa", ".", cwd=project)
+    result = run_torchlint("check", "--show-hints", "--add-noqa", ".", cwd=project)
     assert (outside / "victim.py").read_text() == BAD
     assert "link.py: noqa comments not added: not written: its real path is outside the checked paths" in result.stderr
     assert "internal error" not in result.stderr and result.returncode == 2
     assert (project / "own.py").read_text() == "import torch\nx = torch.Tensor([3.0])  # noqa: TL102\n"
     assert (project / "alias.py").is_symlink()
     # Named on the command line, the link is no different.
-    result = run_torchlint("check", "--add-noqa", "link.py", cwd=project)
+    result = run_torchlint("check", "--show-hints", "--add-noqa", "link.py", cwd=project)
     assert (outside / "victim.py").read_text() == BAD and "not written" in result.stderr
 
 
@@ -127,7 +127,7 @@ def test_fifos_and_devices_are_reported_never_read_or_written(project):
     os.symlink("/dev/null", project / "null.py")
     (project / "ok.py").write_text(BAD)
     started = time.monotonic()
-    result = run_torchlint("check", "--fix", "--output-format", "json", ".", cwd=project)
+    result = run_torchlint("check", "--show-hints", "--fix", "--output-format", "json", ".", cwd=project)
     assert time.monotonic() - started < 60
     codes = _codes(result)
     assert {name for name, code in codes if code == "TL902"} == {"pipe.py", "zeros.py", "null.py"}
@@ -140,7 +140,7 @@ def test_fifos_and_devices_are_reported_never_read_or_written(project):
 
 
 def _check(project: Path, names: list[str], time_limit: float) -> list[tuple[str, str, str]]:
-    settings = resolve_settings(Options(), cwd=project)
+    settings = resolve_settings(Options(overrides=["show-hints=true"]), cwd=project)
     found = engine.check_files([(str(project / name), name) for name in names], settings, 2, [],
                                time_limit=time_limit)
     return [(d.filename, d.code, d.message) for d in found]
@@ -160,7 +160,7 @@ def test_a_slow_file_is_tl902_after_its_time_limit_and_the_rest_is_checked(proje
 def test_fix_of_a_slow_file_is_bounded_too(project):
     (project / "slow.py").write_text("import torch\nx = torch.Tensor(3) + " + " + ".join(["y"] * 6000) + "\n")
     (project / "ok.py").write_text(BAD)
-    settings = resolve_settings(Options(), cwd=project)
+    settings = resolve_settings(Options(overrides=["show-hints=true"]), cwd=project)
     files = [(str(project / name), name) for name in ("slow.py", "ok.py")]
     results = fix_files(files, settings, 1, time_limit=2)
     assert [d.code for d in results[0].diagnostics] == ["TL902"] and results[0].fixed == {}
@@ -214,7 +214,8 @@ _GREEDY_CHECK = textwrap.dedent("""
 
     engine.parse_module = greedy
     names = sys.argv[1:]
-    found = engine.check_files([(name, name) for name in names], resolve_settings(Options()), 2, [], time_limit=30)
+    settings = resolve_settings(Options(overrides=["show-hints=true"]))
+    found = engine.check_files([(name, name) for name in names], settings, 2, [], time_limit=30)
     print(json.dumps([(d.filename, d.code, d.message) for d in found]))
 """)
 
@@ -306,7 +307,8 @@ def test_static_mode_never_imports_executes_or_reads_beyond_the_checked_files(tm
                                       + "x = torch.Tensor(3)\n")
     audit, script = tmp_path / "audit.log", tmp_path / "audited.py"
     script.write_text(_AUDIT)
-    for arguments in (("check", "--no-cache", "."), ("check", "--fix", "--unsafe-fixes", "-j", "2", ".")):
+    for arguments in (("check", "--no-cache", "."),
+                      ("check", "--fix", "--unsafe-fixes", "-j", "2", ".")):
         result = run_torchlint_audited(script, audit, arguments, project)
         assert result.returncode in (0, 1) and "Traceback" not in result.stderr, result.stderr
     assert list(markers.iterdir()) == []
@@ -346,7 +348,7 @@ def _bounded_check(project: Path, *args: str) -> subprocess.CompletedProcess:
     environment = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(
         [sys.executable, "-c", limit + "from torchlint.__main__ import main; main()", "check", "--no-cache",
-         "--output-format", "json", "--fail-on", "note", *args, "."],
+         "--show-hints", "--output-format", "json", "--fail-on", "hint", *args, "."],
         cwd=project, env=environment, capture_output=True, text=True, timeout=60,
     )
 
@@ -437,7 +439,7 @@ def test_a_malformed_pyproject_is_a_usage_error_naming_the_key(project, pyprojec
 def test_file_names_cannot_forge_finding_lines(project, output_format):
     (project / "a\nforged.py:9:9: TL999 planted.py").write_text(BAD)
     (project / "b.py:12:3: TL999 planted.py").write_text(BAD)
-    result = run_torchlint("check", "--no-cache", "--output-format", output_format, ".", cwd=project)
+    result = run_torchlint("check", "--show-hints", "--no-cache", "--output-format", output_format, ".", cwd=project)
     parsed = [match.groups() for line in result.stdout.splitlines() if (match := FINDING_LINE.match(line))]
     # Each file's one finding, at its real place, and nothing else a log parser would read.
     assert sorted(code for _, _, _, code in parsed) == ["TL102", "TL102"]
@@ -451,11 +453,12 @@ def test_a_file_name_that_is_not_utf8_is_cached_and_reported_in_every_format(pro
     # hash it, and UTF-8 cannot encode it.
     name = os.fsdecode(b"latin\xe9.py")
     (project / name).write_text(BAD)
-    text = run_torchlint("check", "--output-format", "concise", "--sarif-file", "out.sarif", ".", cwd=project)
+    text = run_torchlint("check", "--show-hints", "--output-format", "concise", "--sarif-file", "out.sarif", ".",
+                         cwd=project)
     assert text.stderr == ""
     assert text.stdout.startswith("latin\\udce9.py:2:5: TL102")
     assert len(json.loads((project / "out.sarif").read_text())["runs"][0]["results"]) == 1
-    records = run_torchlint("check", "--output-format", "json", ".", cwd=project)  # from the cache
+    records = run_torchlint("check", "--show-hints", "--output-format", "json", ".", cwd=project)  # from the cache
     assert _codes(records) == [(name, "TL102")]
 
 
@@ -471,7 +474,7 @@ def test_a_project_file_whose_name_is_not_utf8_is_listed_with_the_others(project
 def test_a_long_source_line_is_shown_cut_around_the_finding(project):
     line = "x = [" + "1, " * 2000 + "torch.Tensor([3.0])" + ", 2" * 2000 + "]"
     (project / "generated.py").write_text("import torch\n" + line + "\n")
-    result = run_torchlint("check", "--no-cache", ".", cwd=project)
+    result = run_torchlint("check", "--show-hints", "--no-cache", ".", cwd=project)
     shown = [row for row in result.stdout.splitlines() if row.startswith("2 | ")]
     assert len(shown) == 1 and len(shown[0]) < 200
     assert "1, torch.Tensor([3.0]), 2" in shown[0] and shown[0].startswith("2 | …") and shown[0].endswith("…")
@@ -482,7 +485,7 @@ def test_a_long_source_line_is_shown_cut_around_the_finding(project):
 def test_fix_writes_a_file_whose_name_fills_the_limit(project):
     name = "m" * 250 + ".py"  # 253 bytes: a temporary name repeating it whole would not fit
     (project / name).write_text(BAD)
-    result = run_torchlint("check", "--fix", "--no-cache", ".", cwd=project)
+    result = run_torchlint("check", "--show-hints", "--fix", "--no-cache", ".", cwd=project)
     assert result.returncode == 0, result.stdout + result.stderr
     assert (project / name).read_text() == FIXED
     assert sorted(path.name for path in project.iterdir()) == sorted([name, "pyproject.toml"])

@@ -141,10 +141,10 @@ def test_the_action_annotates_findings_writes_sarif_and_fails_on_usage_errors(in
 
 
 def test_the_action_annotates_notes_as_notices_that_fail_only_under_its_fail_on(installed, tmp_path) -> None:
-    (tmp_path / "train.py").write_text("import torch\nlengths = torch.LongTensor([3, 4])\n")
+    (tmp_path / "train.py").write_text("import torch\nx = torch.rand(3)\ngrowth = torch.exp(x) - 1\n")
     check = _run_action(installed, tmp_path, {})[-1]
     assert check.returncode == 0, check.stderr
-    assert check.stdout.startswith("::notice title=torchlint (TL102),file=train.py,line=2,")
+    assert check.stdout.startswith("::notice title=torchlint (TL206),file=train.py,line=3,")
     assert _run_action(installed, tmp_path, {"fail-on": "note"})[-1].returncode == 1
 
 

@@ -19,7 +19,8 @@ from torchlint.notebook.check import check_notebook
 from torchlint.notebook.ipython import mask_cell
 from torchlint.rules import all_rules
 
-SETTINGS = Settings(rules=tuple(rule for rule in all_rules() if rule.default_enabled and not rule.runtime_only))
+SETTINGS = Settings(rules=tuple(rule for rule in all_rules() if rule.default_enabled and not rule.runtime_only),
+                    show_hints=True)
 SCHEMA = Path(__file__).resolve().parent / "data" / "sarif" / "sarif-schema-2.1.0.json"
 LEGACY = "x = torch.Tensor([3])"  # TL102
 FIXED = "x = torch.tensor([3], dtype=torch.get_default_dtype())"  # its safe fix
@@ -106,7 +107,7 @@ def project_notebook(project) -> Path:
 
 
 def test_text_output_names_the_cell_and_shows_its_source(project_notebook) -> None:
-    result = run_torchlint("check", "nb.ipynb", "--no-color", cwd=project_notebook)
+    result = run_torchlint("check", "--show-hints", "nb.ipynb", "--no-color", cwd=project_notebook)
     blocks = result.stdout.split("\n\n")
     assert blocks[0].splitlines()[0].startswith("nb.ipynb:cell 2:5:5: TL102 [*] ")
     assert blocks[0].splitlines()[2:4] == ["5 | x = torch.Tensor([3])", "  |     ^^^^^^^^^^^^^^^^^ TL102"]
@@ -120,7 +121,7 @@ def _legacy_rows(project: Path) -> list[int]:
 
 
 def test_github_names_the_cell_and_points_at_its_json_row(project_notebook) -> None:
-    result = run_torchlint("check", "nb.ipynb", "--output-format", "github", cwd=project_notebook)
+    result = run_torchlint("check", "--show-hints", "nb.ipynb", "--output-format", "github", cwd=project_notebook)
     first, second = result.stdout.splitlines()
     rows = _legacy_rows(project_notebook)
     assert first.startswith(f"::notice title=torchlint (TL102) in cell 2,file=nb.ipynb,line={rows[0]},"
@@ -130,7 +131,7 @@ def test_github_names_the_cell_and_points_at_its_json_row(project_notebook) -> N
 
 
 def test_sarif_carries_the_cell(project_notebook) -> None:
-    result = run_torchlint("check", "nb.ipynb", "--output-format", "sarif", cwd=project_notebook)
+    result = run_torchlint("check", "--show-hints", "nb.ipynb", "--output-format", "sarif", cwd=project_notebook)
     log = json.loads(result.stdout)
     jsonschema.validate(log, json.loads(SCHEMA.read_text()))
     results = log["runs"][0]["results"]
@@ -144,7 +145,7 @@ def test_sarif_carries_the_cell(project_notebook) -> None:
 
 
 def test_json_output_is_sorted_by_cell_with_cell_relative_fixes(project_notebook) -> None:
-    result = run_torchlint("check", "nb.ipynb", "--output-format", "json", cwd=project_notebook)
+    result = run_torchlint("check", "--show-hints", "nb.ipynb", "--output-format", "json", cwd=project_notebook)
     found = json.loads(result.stdout)
     assert [(d["cell"], d["location"]["row"]) for d in found] == [(2, 5), (3, 2)]
     assert found[1]["fix"]["edits"] == [
@@ -190,7 +191,7 @@ def test_fix_keeps_a_byte_order_mark(tmp_path) -> None:
 
 def test_diff_shows_the_changed_cells_and_writes_nothing(project_notebook) -> None:
     before = (project_notebook / "nb.ipynb").read_text()
-    result = run_torchlint("check", "nb.ipynb", "--diff", cwd=project_notebook)
+    result = run_torchlint("check", "--show-hints", "nb.ipynb", "--diff", cwd=project_notebook)
     assert (project_notebook / "nb.ipynb").read_text() == before
     assert result.returncode == 1
     assert result.stdout == (
@@ -236,7 +237,7 @@ def test_checkpoints_are_excluded_by_default(project) -> None:
     (project / ".ipynb_checkpoints").mkdir()
     (project / ".ipynb_checkpoints" / "nb-checkpoint.ipynb").write_text(nbformat_text(notebook("import torch\n" + LEGACY)))
     (project / "nb.ipynb").write_text(nbformat_text(notebook("import torch\n" + LEGACY)))
-    result = run_torchlint("check", ".", "--output-format", "json", cwd=project)
+    result = run_torchlint("check", "--show-hints", ".", "--output-format", "json", cwd=project)
     assert [Path(d["filename"]).name for d in json.loads(result.stdout)] == ["nb.ipynb"]
 
 

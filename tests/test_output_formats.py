@@ -21,7 +21,7 @@ def repo(project):
 
 
 def test_json_has_ruff_fields(repo):
-    result = run_torchlint("check", "--output-format", "json", cwd=repo)
+    result = run_torchlint("check", "--show-hints", "--output-format", "json", cwd=repo)
     findings = json.loads(result.stdout)
     first = findings[0]
     assert set(first) == {
@@ -45,7 +45,7 @@ def test_json_is_an_empty_array_when_clean(project):
 
 
 def test_github_annotations(repo):
-    lines = run_torchlint("check", "--output-format", "github", cwd=repo).stdout.splitlines()
+    lines = run_torchlint("check", "--show-hints", "--output-format", "github", cwd=repo).stdout.splitlines()
     # A note (legacy spelling of working code) is a notice: annotated, never a failure's colour.
     assert lines[0] == (
         "::notice title=torchlint (TL102),file=src/bad%2Cname.py,line=4,col=5,endLine=4,endColumn=25::"
@@ -66,7 +66,7 @@ def test_github_escapes_percent_and_newlines():
 
 
 def test_sarif_validates_and_has_what_code_scanning_needs(repo):
-    result = run_torchlint("check", "--output-format", "sarif", cwd=repo)
+    result = run_torchlint("check", "--show-hints", "--output-format", "sarif", cwd=repo)
     log = json.loads(result.stdout)
     jsonschema.validate(log, json.loads(SCHEMA.read_text()))
     run = log["runs"][0]
@@ -85,7 +85,7 @@ def test_sarif_validates_and_has_what_code_scanning_needs(repo):
 
 
 def test_sarif_file_is_written_beside_the_chosen_output_in_one_run(repo):
-    result = run_torchlint("check", "--output-format", "github", "--sarif-file", "out.sarif", cwd=repo)
+    result = run_torchlint("check", "--show-hints", "--output-format", "github", "--sarif-file", "out.sarif", cwd=repo)
     assert result.returncode == 1
     annotations = result.stdout.splitlines()
     log = json.loads((repo / "out.sarif").read_text())
@@ -95,9 +95,9 @@ def test_sarif_file_is_written_beside_the_chosen_output_in_one_run(repo):
 
 
 def test_sarif_fingerprints_survive_moved_lines(repo):
-    before = json.loads(run_torchlint("check", "--output-format", "sarif", cwd=repo).stdout)
+    before = json.loads(run_torchlint("check", "--show-hints", "--output-format", "sarif", cwd=repo).stdout)
     (repo / "src" / "bad,name.py").write_text("# a new first line\n" + BAD)
-    after = json.loads(run_torchlint("check", "--output-format", "sarif", cwd=repo).stdout)
+    after = json.loads(run_torchlint("check", "--show-hints", "--output-format", "sarif", cwd=repo).stdout)
 
     def prints(log):
         return [r["partialFingerprints"]["primaryLocationLineHash"] for r in log["runs"][0]["results"]]

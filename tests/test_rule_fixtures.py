@@ -35,7 +35,8 @@ def _expected_rows(source: str, code: str) -> list[int]:
 
 
 def render_findings(source: str, code: str, filename: str) -> str:
-    diagnostics = check_source(source, filename, Settings(rules=(get_rule(code),)))
+    # Hints too: the fixtures test what each rule finds, whatever a run shows by default.
+    diagnostics = check_source(source, filename, Settings(rules=(get_rule(code),), show_hints=True))
     lines = []
     for d in diagnostics:
         # A finding less or more severe than its rule says so; the usual severity is implied.

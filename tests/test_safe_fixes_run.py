@@ -14,7 +14,7 @@ from torchlint.fix import fix_text
 from torchlint.rules import all_rules
 
 SAMPLE = Path(__file__).parent / "data" / "safe_fixes" / "working_code.py"
-EVERY_RULE = Settings(rules=tuple(rule for rule in all_rules() if not rule.runtime_only))
+EVERY_RULE = Settings(rules=tuple(rule for rule in all_rules() if not rule.runtime_only), show_hints=True)
 
 
 def _load(source: str) -> dict:

@@ -69,7 +69,8 @@ def _code_fingerprint() -> str:
 
 def cache_key(filename: str, data: bytes, settings: Settings) -> str:
     rules = ",".join(rule.code for rule in settings.rules_for(filename))
-    header = f"{_code_fingerprint()}\0{rules}\0{settings.target_torch_version}\0{settings.torch_ceiling}\0{filename}\0"
+    header = (f"{_code_fingerprint()}\0{rules}\0{settings.target_torch_version}\0{settings.torch_ceiling}\0"
+              f"{settings.show_hints}\0{filename}\0")
     return hashlib.sha256(header.encode("utf-8", "surrogatepass") + data).hexdigest()
 
 

@@ -143,8 +143,11 @@ class _CheckCommand(click.Command):
               help="With --runtime: run `python -m MODULE` (e.g. pytest) instead of a script; its arguments after `--`.")
 @click.option("--fail-on", "fail_on", metavar="LEVEL,VERDICTS",
               help="The least severe finding that fails the run: error, warning (the default: notes never "
-                   "fail) or note. With --runtime, also the verdicts that fail it (comma-separated: confirmed, "
+                   "fail), note or hint. With --runtime, also the verdicts that fail it (comma-separated: confirmed, "
                    "refuted, not-observed, not-reached, not-checked; default: every verdict).")
+@click.option("--show-hints", is_flag=True,
+              help="Also report hints: newer spellings of code that behaves the same (`torch.Tensor([1, 2])`, "
+                   "`torch.norm`). The same as --config show-hints=true.")
 @click.option("--run-record", "run_record", type=click.Path(dir_okay=False), metavar="FILE",
               help="With --runtime: write the run record (script, arguments, exit status, timed out, device, verdict counts) as JSON to FILE.")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False), metavar="FILE",
@@ -160,7 +163,7 @@ class _CheckCommand(click.Command):
 def check(paths, select, ignore, extend_select, output_format, exit_zero, sarif_file, statistics, config_values, isolated,
           show_settings, jobs, force_exclude, quiet, color, no_color, stdin_filename, no_cache, fix, unsafe_fixes,
           diff, show_fixes, exit_non_zero_on_fix, baseline, write_baseline, diff_base, progress, add_noqa, runtime,
-          module, fail_on, run_record, report_file, device, timeout, dry_run) -> None:
+          module, fail_on, show_hints, run_record, report_file, device, timeout, dry_run) -> None:
     """Check PATHS (files or directories; default: the current directory).
 
     With --runtime: `torchlint check --runtime SCRIPT -- ARGS...` (or `--runtime -m MODULE -- ARGS...`)
@@ -169,6 +172,7 @@ def check(paths, select, ignore, extend_select, output_format, exit_zero, sarif_
     also draws the run: gradient flow per layer, the first NaN/Inf, what never learned, host syncs.
     """
     script_args = click.get_current_context().meta.get("script_args")
+    config_values += ("show-hints=true",) if show_hints else ()
     resolver = SettingsResolver(_options(config_values, isolated, select, ignore, extend_select))
     settings = resolver.default
     if show_settings:
@@ -442,7 +446,7 @@ def _fail_on(fail_on: str | None, configured: Severity, runtime: bool) -> tuple[
         choices = ", ".join([*(level.value for level in Severity), *FAIL_ON])
         raise click.UsageError(f"--fail-on: unknown level or verdict {unknown[0]!r}; choose from {choices}")
     if len(levels) > 1:
-        raise click.UsageError("--fail-on: name one level (error, warning or note)")
+        raise click.UsageError("--fail-on: name one level (error, warning, note or hint)")
     if named_verdicts and not runtime:
         raise click.UsageError("--fail-on: verdicts need --runtime")
     verdicts = {FAIL_ON[name] for name in named_verdicts} or set(FAIL_ON.values())

@@ -39,7 +39,8 @@ KEY_TYPES = {
     "target-torch-version": 'a version string such as "2.4"',
     "fix": "true or false",
     "unsafe-fixes": "true or false",
-    "fail-on": 'one of "error", "warning", "note"',
+    "fail-on": 'one of "error", "warning", "note", "hint"',
+    "show-hints": "true or false",
 }
 KNOWN_KEYS = frozenset(KEY_TYPES)
 
@@ -90,6 +91,8 @@ class Settings:
     fix_policy: FixPolicy = FixPolicy()
     # The least severe finding that fails the run: notes are advice and pass by default.
     fail_on: Severity = Severity.WARNING
+    # Hints (a newer spelling of code that behaves the same) are left out unless asked for.
+    show_hints: bool = False
     # (setting, where its value came from), for `--show-settings`.
     origins: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
@@ -287,6 +290,7 @@ def resolve_settings(options: Options, cwd: Path | None = None) -> Settings:
         fix=table.get("fix", False),
         unsafe_fixes=table.get("unsafe-fixes", False),
         fail_on=Severity(table.get("fail-on", Severity.WARNING.value)),
+        show_hints=table.get("show-hints", False),
         fix_policy=FixPolicy(*(frozenset(_codes(table, key, origin)) for key in (
             "unfixable", "extend-safe-fixes", "extend-unsafe-fixes"))),
         origins=tuple(sorted(origins.items())),
@@ -367,6 +371,7 @@ def describe(settings: Settings) -> str:
         f"fix = {str(settings.fix).lower()}  # {origins.get('fix', 'defaults')}",
         f"unsafe-fixes = {str(settings.unsafe_fixes).lower()}  # {origins.get('unsafe-fixes', 'defaults')}",
         f'fail-on = "{settings.fail_on.value}"  # {origins.get("fail-on", "defaults")}',
+        f"show-hints = {str(settings.show_hints).lower()}  # {origins.get('show-hints', 'defaults')}",
     ]
     for key, codes in (("unfixable", settings.fix_policy.unfixable), ("extend-safe-fixes", settings.fix_policy.safe),
                        ("extend-unsafe-fixes", settings.fix_policy.unsafe)):

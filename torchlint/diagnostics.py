@@ -7,18 +7,22 @@ from enum import Enum
 
 
 class Severity(str, Enum):
-    """How bad a finding is. A note is advice about code that works (a legacy spelling, a
-    performance hint): shown, but it fails a run only under `fail-on = "note"`."""
+    """How bad a finding is. A note is advice about code that works (a performance hint, a
+    precision loss): shown, but it fails a run only under `fail-on = "note"`. A hint is a newer
+    spelling of code that behaves the same (`torch.tensor([1.0, 2.0])` for
+    `torch.Tensor([1, 2])`): shown only under `show-hints = true`, as no reader of working code
+    needs it."""
 
     ERROR = "error"
     WARNING = "warning"
     NOTE = "note"
+    HINT = "hint"
 
     def at_least(self, threshold: Severity) -> bool:
         return _RANKS[self] >= _RANKS[threshold]
 
 
-_RANKS = {Severity.NOTE: 0, Severity.WARNING: 1, Severity.ERROR: 2}
+_RANKS = {Severity.HINT: -1, Severity.NOTE: 0, Severity.WARNING: 1, Severity.ERROR: 2}
 
 
 class Applicability(str, Enum):

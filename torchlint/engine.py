@@ -20,7 +20,7 @@ from torchlint.analysis.names import nested_statement_lists
 from torchlint.cache import ResultCache, cached_results, look_up
 from torchlint.config import UNSUPPRESSIBLE, Settings
 from torchlint.context import FileContext
-from torchlint.diagnostics import Diagnostic, Edit, Fix, Location, Related
+from torchlint.diagnostics import Diagnostic, Edit, Fix, Location, Related, Severity
 from torchlint.positions import StatementPositions
 from torchlint.project.index import ProjectView
 from torchlint.reports import FixSpec, PendingReport, RelatedNode
@@ -362,6 +362,8 @@ def _check_source(source: str, filename: str, settings: Settings, module: cst.Mo
     if judge_noqa:
         judged = {rule.code for rule in rule_classes}
         found += unused_noqa(suppressions, found, judged, _KNOWN_CODES, source, filename)
+    if not settings.show_hints:  # after judging the noqa comments: a hidden hint still uses its own
+        found = [diagnostic for diagnostic in found if diagnostic.severity is not Severity.HINT]
     return sorted(_unique(_not_suppressed(found, suppressions)), key=Diagnostic.sort_key)
 
 

@@ -36,7 +36,8 @@ def test_entries_are_complete(api) -> None:
 
 def _reported_names(code: str, fixture: str) -> set[str]:
     path = FIXTURES / fixture
-    diagnostics = check_source(path.read_text(encoding="utf-8"), path.name, Settings(rules=(get_rule(code),)))
+    settings = Settings(rules=(get_rule(code),), show_hints=True)
+    diagnostics = check_source(path.read_text(encoding="utf-8"), path.name, settings)
     return {name for d in diagnostics for name in re.findall(r"`([\w.]+)`", d.message)}
 
 

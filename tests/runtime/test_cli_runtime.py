@@ -130,7 +130,7 @@ def test_sarif_carries_verdicts_and_the_run_record_and_fail_on_lets_ci_pass(scri
 
     path = script(CI_SCRIPT)
     (tmp_path / "sibling.py").write_text("import torch\nt = torch.Tensor(2)\n")  # never runs
-    result = _torchlint("check", "--runtime", "--device", "cpu", "--output-format", "sarif",
+    result = _torchlint("check", "--show-hints", "--runtime", "--device", "cpu", "--output-format", "sarif",
                         "--run-record", "run.json", "--fail-on", "confirmed", "train.py", "--", "--epochs", "2",
                         cwd=tmp_path)
     # Only refuted and not-reached findings: `--fail-on confirmed` lets the run pass.

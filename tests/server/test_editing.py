@@ -33,10 +33,10 @@ def codes(diagnostics: list[types.Diagnostic]) -> list[str]:
 
 
 def cli_fix(tmp_path, text: str, *options: str) -> str:
-    """What `torchlint check --fix` writes for this text."""
+    """What `torchlint check --fix` writes for this text, hints included as in the editor."""
     path = tmp_path / "cli_fixed.py"
     path.write_text(text, encoding="utf-8")
-    run_torchlint("check", "--fix", "--no-cache", *options, str(path), cwd=tmp_path)
+    run_torchlint("check", "--show-hints", "--fix", "--no-cache", *options, str(path), cwd=tmp_path)
     return path.read_text(encoding="utf-8")
 
 

@@ -112,7 +112,7 @@ async def test_quick_fix_on_a_cell_matches_check_fix_of_the_notebook(editor: Edi
          "metadata": {}, **({"outputs": [], "execution_count": None} if kind == types.NotebookCellKind.Code else {})}
         for kind, text in cells
     ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
-    run_torchlint("check", "--fix", "--no-cache", str(on_disk), cwd=tmp_path)
+    run_torchlint("check", "--show-hints", "--fix", "--no-cache", str(on_disk), cwd=tmp_path)
     assert fixed == json.loads(on_disk.read_text(encoding="utf-8"))["cells"][2]["source"] != cells[2][1]
 
 

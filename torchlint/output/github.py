@@ -21,8 +21,8 @@ def _escape_property(text: str) -> str:
 
 
 def _level(diagnostic: Diagnostic) -> str:
-    """A note, or a finding the run proved wrong, is a notice, not an error or a warning."""
-    if diagnostic.runtime == "refuted" or diagnostic.severity == Severity.NOTE:
+    """A note or hint, or a finding the run proved wrong, is a notice, not an error or a warning."""
+    if diagnostic.runtime == "refuted" or diagnostic.severity in (Severity.NOTE, Severity.HINT):
         return "notice"
     return diagnostic.severity.value
 

@@ -13,7 +13,7 @@ from torchlint.output.notebooks import cell_label, json_rows
 from torchlint.output.text import source_lines
 
 _SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-_LEVELS = {"error": "error", "warning": "warning", "note": "note"}
+_LEVELS = {"error": "error", "warning": "warning", "note": "note", "hint": "note"}
 
 
 def _rule_descriptor(rule) -> dict:

@@ -72,7 +72,7 @@ def place(finding: Diagnostic | Related) -> str:
     return f"{shown_filename(finding.filename)}:{cell}{finding.location.row}:{finding.location.column}:"
 
 
-_SEVERITY_COLORS = {"error": _RED, "warning": _YELLOW, "note": _CYAN}
+_SEVERITY_COLORS = {"error": _RED, "warning": _YELLOW, "note": _CYAN, "hint": _CYAN}
 
 
 def headline(diagnostic: Diagnostic, context: OutputContext) -> str:
@@ -83,8 +83,8 @@ def headline(diagnostic: Diagnostic, context: OutputContext) -> str:
         parts.append(f"[{diagnostic.runtime}]")
     if is_fixable(diagnostic, context):
         parts.append(_paint("[*]", _CYAN, context))
-    if diagnostic.severity == Severity.NOTE:
-        parts.append(_paint("[note]", _CYAN, context))
+    if diagnostic.severity in (Severity.NOTE, Severity.HINT):
+        parts.append(_paint(f"[{diagnostic.severity.value}]", _CYAN, context))
     message = diagnostic.message
     if diagnostic.runtime_detail:
         message += f" ({diagnostic.runtime_detail})"
@@ -137,9 +137,14 @@ def summary(diagnostics: list[Diagnostic], context: OutputContext) -> str:
     if not diagnostics:
         return "All checks passed!"
     fixable = sum(1 for d in diagnostics if is_fixable(d, context))
-    notes = sum(1 for d in diagnostics if d.severity == Severity.NOTE)
-    of_them = f"{notes} {'note' if notes == 1 else 'notes'}, " if notes else ""
+    of_them = "".join(_count_of(diagnostics, severity) for severity in (Severity.NOTE, Severity.HINT))
     return f"Found {_findings(len(diagnostics))} ({of_them}{fixable} fixable{more})."
+
+
+def _count_of(diagnostics: list[Diagnostic], severity: Severity) -> str:
+    """`2 notes, `: how many findings are of a mild severity, for the summary."""
+    count = sum(1 for d in diagnostics if d.severity == severity)
+    return f"{count} {severity.value}{'' if count == 1 else 's'}, " if count else ""
 
 
 def fix_listing(fixed_per_file: list[tuple[str, dict[str, int]]], heading: str) -> str:

@@ -92,18 +92,19 @@ class LegacyTensorConstructor(Rule):
     torch.FloatTensor`) and other argument forms get no fix.
 
     ## Severity
-    A warning where the arguments may be misread: integers that are not shown to be a shape, a
-    name that may hold a tensor (aliased, not copied). Where the code shows what it means, the
-    legacy constructor works as intended and the finding is a note (advice to modernise, failing a
-    run only under `fail-on = "note"`): a shape filled at once (`nn.Parameter(torch.Tensor(n, m))`
-    then `reset_parameters()`, `torch.LongTensor(len(batch), T).zero_()`), or values given as a
-    list (`torch.LongTensor([1, 2])`, a list comprehension, `list(...)`, `range(...)`,
-    `.tolist()`, a name assigned one, a parameter annotated or defaulted as a sequence, an entry of
-    a dict the function fills with lists, `defaultdict(list)` or `d[k] += list(...)`, and the values
-    its `.items()` walks), or a NumPy array (shared when its dtype matches, as `torch.as_tensor`
-    shares it). A whole shape such as `x.size()` counts as integers. A storage
-    (`torch.ByteTensor(torch.ByteStorage.from_buffer(buffer))`, `t.untyped_storage()`) is neither:
-    a note that names `torch.frombuffer(buffer, dtype=torch.uint8)` or `.set_(storage)`.
+    A warning where the arguments may be misread: integers that are not shown to be a shape, a name
+    that may hold a tensor (aliased, not copied). Where the code shows what it means, the legacy
+    constructor works as intended and the finding is a hint (a newer spelling of the same code,
+    reported only under `show-hints = true` or `--show-hints`, and in the editor): a shape filled at
+    once (`nn.Parameter(torch.Tensor(n, m))` then `reset_parameters()`,
+    `torch.LongTensor(len(batch), T).zero_()`), or values given as a list
+    (`torch.LongTensor([1, 2])`, a list comprehension, `list(...)`, `range(...)`, `.tolist()`, a
+    name assigned one, a parameter annotated or defaulted as a sequence, an entry of a dict the
+    function fills with lists, `defaultdict(list)` or `d[k] += list(...)`, and the values its
+    `.items()` walks), or a NumPy array (shared when its dtype matches, as `torch.as_tensor` shares
+    it). A whole shape such as `x.size()` counts as integers. A storage
+    (`torch.ByteTensor(torch.ByteStorage.from_buffer(buffer))`, `t.untyped_storage()`) is neither: a
+    hint that names `torch.frombuffer(buffer, dtype=torch.uint8)` or `.set_(storage)`.
 
     Bug left in place: the `torch.empty` fix keeps uninitialized memory, which is why it is offered
     only where the code fills it. Computation changed: no. One difference remains, on purpose:
@@ -139,7 +140,7 @@ class LegacyTensorConstructor(Rule):
                 f"`{written}(...)` allocates uninitialized memory of that shape through a legacy constructor; "
                 "say so with `torch.empty(...)`"
             )
-            self.report(node, message, fix=shape_fix, severity=Severity.NOTE)
+            self.report(node, message, fix=shape_fix, severity=Severity.HINT)
         elif plain and all(_is_int_literal(arg.value) for arg in node.args):
             shape, values = self._replacements(node, name, on_cuda)
             self.report(
@@ -148,7 +149,7 @@ class LegacyTensorConstructor(Rule):
                 f"those values; use `{shape}` (or `torch.zeros`) for a shape, `{values}` for values",
             )
         elif plain and len(node.args) == 1 and (storage := self._storage(node.args[0].value)) is not None:
-            self.report(node, self._storage_message(written, name, storage), severity=Severity.NOTE)
+            self.report(node, self._storage_message(written, name, storage), severity=Severity.HINT)
         elif plain and len(node.args) == 1 and self._holds_values(node.args[0].value):
             # A NumPy array of the constructor's dtype is shared, not copied: as `torch.as_tensor` does.
             same = "torch.as_tensor" if self._numpy_array(node.args[0].value) else "torch.tensor"
@@ -157,7 +158,7 @@ class LegacyTensorConstructor(Rule):
                 f"`{same}(..., dtype=...)` says the same"
             )
             fix = None if aliased else self._data_fix(node, name, on_cuda)
-            self.report(node, message, fix=fix, severity=Severity.NOTE)
+            self.report(node, message, fix=fix, severity=Severity.HINT)
         else:
             message = (
                 f"`{written}(...)` is a legacy constructor (integers become a shape, tensors are aliased); "

@@ -83,8 +83,9 @@ class DeprecatedApiUse(Rule):
     ## Severity
     A warning, except for the APIs that current torch still runs without a warning (deprecated in
     the documentation only: `torch.norm`, `torch.svd`, `torch.ger`, `torch.autograd.Variable`,
-    `nn.UpsamplingNearest2d`, `nn.UpsamplingBilinear2d`): their uses are notes, advice to
-    modernise working code that fails a run only under `fail-on = "note"`.
+    `nn.UpsamplingNearest2d`, `nn.UpsamplingBilinear2d`): their uses are hints, a newer spelling
+    of working code, reported only under `show-hints = true` or `--show-hints` (and in the
+    editor).
 
     Bug left in place: no. Computation changed: no for the safe fixes (same function under its
     current name, or a rewrite checked to give identical results); yes for the unsafe renames, as
@@ -333,8 +334,8 @@ class DeprecatedApiUse(Rule):
 
 
 def _severity(*apis: DeprecatedApi) -> Severity:
-    """A note where every API still works without a warning (a deprecation in the docs only)."""
-    return Severity.NOTE if all(api.silent for api in apis) else Severity.WARNING
+    """A hint where every API still works without a warning (a deprecation in the docs only)."""
+    return Severity.HINT if all(api.silent for api in apis) else Severity.WARNING
 
 
 def _first_and_flag(ctx, call: cst.Call, flag: str) -> tuple[str, cst.BaseExpression | None] | None:

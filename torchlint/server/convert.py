@@ -23,7 +23,7 @@ FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.torchlint"
 
 _SEVERITIES = {
     Severity.ERROR: types.DiagnosticSeverity.Error, Severity.WARNING: types.DiagnosticSeverity.Warning,
-    Severity.NOTE: types.DiagnosticSeverity.Information,
+    Severity.NOTE: types.DiagnosticSeverity.Information, Severity.HINT: types.DiagnosticSeverity.Hint,
 }
 
 

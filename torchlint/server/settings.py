@@ -6,7 +6,7 @@ checked with the defaults meanwhile."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -81,12 +81,22 @@ class DocumentSettings:
     def _resolve(self, directory: Path, key: tuple) -> Settings:
         options = Options(select=self._options.select, ignore=self._options.ignore)
         try:
-            return resolve_settings(options, directory)
+            return _with_hints(resolve_settings(options, directory))
         except ConfigError as error:
             if key not in self._reported:
                 self._reported.add(key)
                 self._report(f"torchlint: {error}; checking with the default settings until it is fixed")
-            return resolve_settings(Options(select=options.select, ignore=options.ignore, isolated=True), directory)
+            isolated = Options(select=options.select, ignore=options.ignore, isolated=True)
+            return _with_hints(resolve_settings(isolated, directory))
+
+
+def _with_hints(settings: Settings) -> Settings:
+    """Hints are shown in the editor unless the configuration says `show-hints = false`: an editor
+    draws them faintly, outside its problems list, on the line where a newer spelling is cheapest
+    to take."""
+    if any(key == "show-hints" for key, _ in settings.origins):
+        return settings
+    return replace(settings, show_hints=True)
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
