@@ -98,11 +98,12 @@ class LegacyTensorConstructor(Rule):
     reported only under `show-hints = true` or `--show-hints`, and in the editor): a shape filled at
     once (`nn.Parameter(torch.Tensor(n, m))` then `reset_parameters()`,
     `torch.LongTensor(len(batch), T).zero_()`), or values given as a list
-    (`torch.LongTensor([1, 2])`, a list comprehension, `list(...)`, `range(...)`, `.tolist()`, a
-    name assigned one, a parameter annotated or defaulted as a sequence, an entry of a dict the
-    function fills with lists, `defaultdict(list)` or `d[k] += list(...)`, and the values its
-    `.items()` walks), or a NumPy array (shared when its dtype matches, as `torch.as_tensor` shares
-    it). A whole shape such as `x.size()` counts as integers. A storage
+    (`torch.LongTensor([1, 2])`, a list comprehension, `list(...)`, `range(...)`, `sorted(...)`,
+    `.tolist()`, a list repeated as `[1.0] * n`, a name assigned one, a parameter annotated or
+    defaulted as a sequence, an entry of a dict the function fills with lists, `defaultdict(list)`
+    or `d[k] += list(...)`, and the values its `.items()` walks), or a NumPy array (shared when its
+    dtype matches, as `torch.as_tensor` shares it). A whole shape such as `x.size()` counts as
+    integers. A storage
     (`torch.ByteTensor(torch.ByteStorage.from_buffer(buffer))`, `t.untyped_storage()`) is neither: a
     hint that names `torch.frombuffer(buffer, dtype=torch.uint8)` or `.set_(storage)`.
 
@@ -341,9 +342,12 @@ _STORAGE_METHODS = frozenset({"storage", "untyped_storage", "_typed_storage"})
 
 
 def _makes_list(value: cst.BaseExpression) -> bool:
-    """A list display or comprehension, `list(...)`, `tuple(...)`, `range(...)`, `x.tolist()`."""
+    """A list display or comprehension, `list(...)`, `tuple(...)`, `range(...)`, `sorted(...)`,
+    `x.tolist()`, or a list display repeated (`[1.0] * n`)."""
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
+        return isinstance(value.left, cst.List) or isinstance(value.right, cst.List)
     return isinstance(value, (cst.List, cst.ListComp)) or isinstance(value, cst.Call) and (
-        dotted_name(value.func) in ("list", "tuple", "range") or method_name(value) == "tolist"
+        dotted_name(value.func) in ("list", "tuple", "range", "sorted") or method_name(value) == "tolist"
     )
 
 
