@@ -6,11 +6,13 @@ from collections.abc import Iterator
 import libcst as cst
 
 from torchlint.analysis.names import (
-    SEQUENCE_TYPE_NAMES, annotation_words, dotted_name, is_name, method_name, method_receiver, parameter_named,
-    positional_args,
+    SEQUENCE_TYPE_NAMES, annotation_words, dotted_name, is_name, keyword_arg, method_name, method_receiver,
+    parameter_named, positional_args,
 )
+from torchlint.analysis.tensor_facts.domain import Device
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTOR_DTYPES, PARAMETER_CLASSES
 from torchlint.analysis.torch_api import torch_module_name
+from torchlint.analysis.values import device_string_kind, string_value
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
@@ -92,7 +94,10 @@ class LegacyTensorConstructor(Rule):
     torch.FloatTensor`) and other argument forms get no fix.
 
     ## Severity
-    A warning where the arguments may be misread: integers that are not shown to be a shape, a name
+    An error where the call passes `device=` anything but the CPU (`torch.LongTensor(ids,
+    device=x.device)`): the legacy constructors allocate on the CPU only, and raise "legacy
+    constructor expects device type: cpu" for any other device, so the code fails as soon as it
+    runs on the accelerator it was written for. A warning where the arguments may be misread: integers that are not shown to be a shape, a name
     that may hold a tensor (aliased, not copied). Where the code shows what it means, the legacy
     constructor works as intended and the finding is a hint (a newer spelling of the same code,
     reported only under `show-hints = true` or `--show-hints`, and in the editor): a shape filled at
@@ -133,6 +138,14 @@ class LegacyTensorConstructor(Rule):
             return
         name, on_cuda, aliased = constructor
         written = self.ctx.code_for(node.func)
+        if not on_cuda and (device := self._device_off_the_cpu(node)) is not None:
+            message = (
+                f"`{written}(..., device={self.ctx.code_for(device)})` raises for every device but the CPU "
+                "(legacy constructor expects device type: cpu); use `torch.tensor(..., device=...)` for data or "
+                "`torch.empty(..., device=...)` for a shape"
+            )
+            self.report(node, message, severity=Severity.ERROR)
+            return
         plain = all(not arg.keyword and not arg.star for arg in node.args)
         shape_fix = None if aliased or not plain else self._shape_fix(node, name, on_cuda)
         sizes = all(_is_size(arg.value) and not self.ctx.kinds.is_tensor(arg.value) for arg in node.args)
@@ -167,10 +180,25 @@ class LegacyTensorConstructor(Rule):
             )
             self.report(node, message, fix=None if aliased else self._data_fix(node, name, on_cuda))
 
+    def _device_off_the_cpu(self, node: cst.Call) -> cst.BaseExpression | None:
+        """The `device=` argument, unless it names the CPU (`"cpu"`, `torch.device("cpu")`, or a
+        name assigned one): a legacy constructor allocates on the CPU and raises for any other."""
+        arg = keyword_arg(node, "device")
+        if arg is None:
+            return None
+        value = self._resolved(arg.value)
+        if isinstance(value, cst.Call) and self.ctx.qualified_name(value.func) == "torch.device" and value.args:
+            value = self._resolved(value.args[0].value)
+        text = string_value(value)
+        return None if text is not None and device_string_kind(text) is Device.CPU else arg.value
+
+    def _resolved(self, expr: cst.BaseExpression) -> cst.BaseExpression:
+        return self.ctx.kinds.resolve(expr) if isinstance(expr, cst.Name) else expr
+
     def _storage(self, expr: cst.BaseExpression) -> cst.Call | None:
         """The call that made a storage (`torch.ByteStorage.from_buffer(buffer)`, `t.untyped_storage()`)
         that `expr` is, or is a name assigned: a tensor on it is neither a shape nor a copy of data."""
-        value = self.ctx.kinds.resolve(expr) if isinstance(expr, cst.Name) else expr
+        value = self._resolved(expr)
         if not isinstance(value, cst.Call):
             return None
         callee = self.ctx.callee(value) or ""
@@ -191,7 +219,7 @@ class LegacyTensorConstructor(Rule):
         comprehension, `list(...)`, `tuple(...)`, `range(...)`, `x.tolist()`, a NumPy array
         (`np.vstack(...)`), a name assigned one of these, or a parameter annotated as a sequence
         or with one for its default (`std: tuple[float, ...] = (58.4, 57.1, 57.4)`)."""
-        value = self.ctx.kinds.resolve(expr) if isinstance(expr, cst.Name) else expr
+        value = self._resolved(expr)
         if isinstance(value, (cst.List, cst.Tuple, cst.ListComp)) or self._numpy_array(expr):
             return True
         if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name):
@@ -238,7 +266,7 @@ class LegacyTensorConstructor(Rule):
 
     def _numpy_array(self, expr: cst.BaseExpression) -> bool:
         """`np.vstack(...)`, a name assigned one, or a parameter annotated `np.ndarray`."""
-        value = self.ctx.kinds.resolve(expr) if isinstance(expr, cst.Name) else expr
+        value = self._resolved(expr)
         if isinstance(value, cst.Call):
             return (self.ctx.qualified_name(value.func) or "").startswith("numpy.")
         return isinstance(value, cst.Name) and "ndarray" in (annotation_words(self.ctx.enclosing_function(), value.value) or ())
