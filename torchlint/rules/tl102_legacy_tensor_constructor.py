@@ -94,23 +94,23 @@ class LegacyTensorConstructor(Rule):
     torch.FloatTensor`) and other argument forms get no fix.
 
     ## Severity
-    An error where the call passes `device=` anything but the CPU (`torch.LongTensor(ids,
-    device=x.device)`): the legacy constructors allocate on the CPU only, and raise "legacy
-    constructor expects device type: cpu" for any other device, so the code fails as soon as it
-    runs on the accelerator it was written for. A warning where the arguments may be misread: integers that are not shown to be a shape, a name
-    that may hold a tensor (aliased, not copied). Where the code shows what it means, the legacy
-    constructor works as intended and the finding is a hint (a newer spelling of the same code,
-    reported only under `show-hints = true` or `--show-hints`, and in the editor): a shape filled at
-    once (`nn.Parameter(torch.Tensor(n, m))` then `reset_parameters()`,
-    `torch.LongTensor(len(batch), T).zero_()`), or values given as a list
+    An error where the call passes `device=` anything but the CPU
+    (`torch.LongTensor(ids, device=x.device)`): the legacy constructors allocate on the CPU only,
+    and raise "legacy constructor expects device type: cpu" for any other device, so the code fails
+    as soon as it runs on the accelerator it was written for. A warning where the arguments may be
+    misread: integers that are not shown to be a shape, a name that may hold a tensor (aliased, not
+    copied). Where the code shows what it means, the legacy constructor works as intended and the
+    finding is a hint (a newer spelling of the same code, reported only under `show-hints = true` or
+    `--show-hints`, and in the editor): a shape filled at once (`nn.Parameter(torch.Tensor(n, m))`
+    then `reset_parameters()`, `torch.LongTensor(len(batch), T).zero_()`), or values given as a list
     (`torch.LongTensor([1, 2])`, a list comprehension, `list(...)`, `range(...)`, `sorted(...)`,
     `.tolist()`, a list repeated as `[1.0] * n`, a name assigned one, a parameter annotated or
     defaulted as a sequence, an entry of a dict the function fills with lists, `defaultdict(list)`
     or `d[k] += list(...)`, and the values its `.items()` walks), or a NumPy array (shared when its
     dtype matches, as `torch.as_tensor` shares it). A whole shape such as `x.size()` counts as
-    integers. A storage
-    (`torch.ByteTensor(torch.ByteStorage.from_buffer(buffer))`, `t.untyped_storage()`) is neither: a
-    hint that names `torch.frombuffer(buffer, dtype=torch.uint8)` or `.set_(storage)`.
+    integers. A storage (`torch.ByteTensor(torch.ByteStorage.from_buffer(buffer))`,
+    `t.untyped_storage()`) is neither: a hint that names
+    `torch.frombuffer(buffer, dtype=torch.uint8)` or `.set_(storage)`.
 
     Bug left in place: the `torch.empty` fix keeps uninitialized memory, which is why it is offered
     only where the code fills it. Computation changed: no. One difference remains, on purpose:
