@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol
+from typing import Iterator, Protocol
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -120,6 +120,12 @@ class FileContext:
     @property
     def parent(self) -> cst.CSTNode | None:
         return self.ancestors[-1] if self.ancestors else None
+
+    def enclosing_with_child(self, node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, cst.CSTNode]]:
+        """Each ancestor of `node` (the node being visited), innermost first, with its child on
+        the way down to `node`: which branch of an `if` the node is in."""
+        chain = [*self.ancestors, node]
+        return zip(reversed(chain[:-1]), reversed(chain[1:]))
 
     def enclosing(self, *kinds: type[cst.CSTNode]) -> cst.CSTNode | None:
         for node in reversed(self.ancestors):

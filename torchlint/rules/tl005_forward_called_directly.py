@@ -133,8 +133,7 @@ class ForwardCalledDirectly(Rule):
         author chose `.forward` for that case on purpose (a module that is not registered, which
         FX cannot trace as a call of a submodule)."""
         written = self.ctx.code_for(receiver)
-        chain = [*self.ctx.ancestors, call]
-        for parent, child in zip(reversed(chain[:-1]), reversed(chain[1:])):
+        for parent, child in self.ctx.enclosing_with_child(call):
             if not isinstance(parent, (cst.IfExp, cst.If)):
                 continue
             other = other_branch(parent, child)

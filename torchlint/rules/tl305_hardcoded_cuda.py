@@ -180,8 +180,7 @@ class HardcodedCuda(Rule):
         return self.ctx.qualified_name(expr) is not None
 
     def _unguarded(self, call: cst.Call) -> bool:
-        chain = [*self.ctx.ancestors, call]
-        for ancestor, child in zip(reversed(chain[:-1]), reversed(chain[1:])):
+        for ancestor, child in self.ctx.enclosing_with_child(call):
             if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)):
                 if self._mentions_guard(ancestor.test) or self._falls_back_to_cpu(ancestor, child):
                     return False
