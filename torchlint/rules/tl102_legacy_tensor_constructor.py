@@ -9,6 +9,7 @@ from torchlint.analysis.names import (
     SEQUENCE_TYPE_NAMES, annotation_words, dotted_name, is_name, keyword_arg, method_name, method_receiver,
     parameter_named, positional_args,
 )
+from torchlint.analysis.shape_checks import brief_code
 from torchlint.analysis.tensor_facts.domain import Device
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTOR_DTYPES, PARAMETER_CLASSES
 from torchlint.analysis.torch_api import torch_module_name
@@ -97,20 +98,32 @@ class LegacyTensorConstructor(Rule):
     An error where the call passes `device=` anything but the CPU
     (`torch.LongTensor(ids, device=x.device)`): the legacy constructors allocate on the CPU only,
     and raise "legacy constructor expects device type: cpu" for any other device, so the code fails
-    as soon as it runs on the accelerator it was written for. A warning where the arguments may be
-    misread: integers that are not shown to be a shape, a name that may hold a tensor (aliased, not
-    copied). Where the code shows what it means, the legacy constructor works as intended and the
-    finding is a hint (a newer spelling of the same code, reported only under `show-hints = true` or
-    `--show-hints`, and in the editor): a shape filled at once (`nn.Parameter(torch.Tensor(n, m))`
-    then `reset_parameters()`, `torch.LongTensor(len(batch), T).zero_()`), or values given as a list
-    (`torch.LongTensor([1, 2])`, a list comprehension, `list(...)`, `range(...)`, `sorted(...)`,
-    `.tolist()`, a list repeated as `[1.0] * n`, a name assigned one, a parameter annotated or
-    defaulted as a sequence, an entry of a dict the function fills with lists, `defaultdict(list)`
-    or `d[k] += list(...)`, and the values its `.items()` walks), or a NumPy array (shared when its
-    dtype matches, as `torch.as_tensor` shares it). A whole shape such as `x.size()` counts as
-    integers. A storage (`torch.ByteTensor(torch.ByteStorage.from_buffer(buffer))`,
-    `t.untyped_storage()`) is neither: a hint that names
-    `torch.frombuffer(buffer, dtype=torch.uint8)` or `.set_(storage)`.
+    as soon as it runs on the accelerator it was written for. A warning where the code shows the
+    arguments are misread: integers, or a number (a parameter annotated `int`, `len(...)`, a
+    function that returns `-> int`), that are not shown to be a shape to fill; sizes allocated and
+    not filled before use; a tensor, which `torch.Tensor(t)` returns as it is (same storage, dtype
+    and device: no copy, no conversion) and a typed constructor (`torch.FloatTensor(t)`) shares, or
+    raises for any tensor but a CPU one of its dtype.
+
+    Where the code shows what it means, or does not show it at all, the legacy constructor works as
+    intended in most code and the finding is a hint (a newer spelling of the same code, reported only
+    under `show-hints = true` or `--show-hints`, and in the editor):
+    - a shape filled before any read: `nn.Parameter(torch.Tensor(n, m))` then `reset_parameters()`,
+      `nn.init.zeros_(torch.Tensor(n, m))`, `torch.LongTensor(len(batch), T).zero_()`, or
+      `mask = torch.FloatTensor(*shape)` in an `if` whose next use, after it, is `mask.uniform_()`;
+    - values given as a list (`torch.LongTensor([1, 2])`, a list comprehension, `list(...)`,
+      `range(...)`, `sorted(...)`, `.tolist()`, a list repeated as `[1.0] * n`, a name assigned one, a
+      parameter annotated or defaulted as a sequence, an entry of a dict the function fills with
+      lists, `defaultdict(list)` or `d[k] += list(...)`, and the values its `.items()` walks), or a
+      NumPy array (shared when its dtype matches, as `torch.as_tensor` shares it);
+    - a floating tensor no one else holds, which `torch.Tensor` returns unchanged
+      (`torch.Tensor(torch.randn(n))`, `qs = torch.Tensor(qs)`);
+    - one argument of a kind the code does not show (`torch.FloatTensor(obs)`): in most code it is
+      data, converted as intended; the hint says what it would be if it were an integer or a tensor.
+    A whole shape such as `x.size()` counts as integers. A storage
+    (`torch.ByteTensor(torch.ByteStorage.from_buffer(buffer))`, `t.untyped_storage()`) is neither: a
+    hint that names `torch.frombuffer(buffer, dtype=torch.uint8)` or `.set_(storage)`. A
+    `torch.cuda.*Tensor` call is never a hint: torch warns at every such call since 2.1.
 
     Bug left in place: the `torch.empty` fix keeps uninitialized memory, which is why it is offered
     only where the code fills it. Computation changed: no. One difference remains, on purpose:
@@ -148,13 +161,18 @@ class LegacyTensorConstructor(Rule):
             return
         plain = all(not arg.keyword and not arg.star for arg in node.args)
         shape_fix = None if aliased or not plain else self._shape_fix(node, name, on_cuda)
+        # A `device=` still here names the CPU, where the constructor allocates anyway: one value.
+        one_value = len(node.args) == 1 and plain or len(node.args) == 2 and not node.args[0].keyword \
+            and not node.args[0].star and keyword_arg(node, "device") is not None
+        # Two sizes or an unpacked shape can only be a shape; one size may be data.
+        shape_given = any(arg.star for arg in node.args) or len(positional_args(node)) >= 2
         sizes = all(_is_size(arg.value) and not self.ctx.kinds.is_tensor(arg.value) for arg in node.args)
-        if not aliased and sizes and self._filled_as_shape(node):
+        if not aliased and (sizes or shape_given) and self._filled_as_shape(node):
             message = (
                 f"`{written}(...)` allocates uninitialized memory of that shape through a legacy constructor; "
                 "say so with `torch.empty(...)`"
             )
-            self.report(node, message, fix=shape_fix, severity=Severity.HINT)
+            self._report(node, message, on_cuda, Severity.HINT, fix=shape_fix)
         elif plain and all(_is_int_literal(arg.value) for arg in node.args):
             shape, values = self._replacements(node, name, on_cuda)
             self.report(
@@ -162,9 +180,9 @@ class LegacyTensorConstructor(Rule):
                 f"`{written}(...)` with integers allocates uninitialized memory of that shape, not a tensor of "
                 f"those values; use `{shape}` (or `torch.zeros`) for a shape, `{values}` for values",
             )
-        elif plain and len(node.args) == 1 and (storage := self._storage(node.args[0].value)) is not None:
-            self.report(node, self._storage_message(written, name, storage), severity=Severity.HINT)
-        elif plain and len(node.args) == 1 and self._holds_values(node.args[0].value):
+        elif one_value and (storage := self._storage(node.args[0].value)) is not None:
+            self._report(node, self._storage_message(written, name, storage), on_cuda, Severity.HINT)
+        elif one_value and self._holds_values(node.args[0].value):
             # A NumPy array of the constructor's dtype is shared, not copied: as `torch.as_tensor` does.
             same = "torch.as_tensor" if self._numpy_array(node.args[0].value) else "torch.tensor"
             message = (
@@ -172,13 +190,73 @@ class LegacyTensorConstructor(Rule):
                 f"`{same}(..., dtype=...)` says the same"
             )
             fix = None if aliased else self._data_fix(node, name, on_cuda)
-            self.report(node, message, fix=fix, severity=Severity.HINT)
+            self._report(node, message, on_cuda, Severity.HINT, fix=fix)
+        elif one_value:
+            message, severity = self._single_value_message(written, name, node.args[0].value)
+            self._report(node, message, on_cuda, severity)
+        elif shape_given:
+            message = (
+                f"`{written}(...)` with sizes allocates uninitialized memory of that shape; fill it before use, "
+                "and say so with `torch.empty(...)` (or `torch.zeros(...)`)"
+            )
+            self.report(node, message)
         else:
             message = (
                 f"`{written}(...)` is a legacy constructor (integers become a shape, tensors are aliased); "
                 "use `torch.tensor(...)` for data or `torch.empty(...)` for a shape"
             )
             self.report(node, message, fix=None if aliased else self._data_fix(node, name, on_cuda))
+
+    def _report(self, node: cst.Call, message: str, on_cuda: bool, severity: Severity, fix=None) -> None:
+        """Report; a `torch.cuda.*Tensor` call is never a mere spelling: it warns at every call."""
+        if on_cuda and severity is Severity.HINT:
+            message += " (and `torch.cuda.*Tensor` constructors warn at every call since torch 2.1)"
+            severity = Severity.WARNING
+        self.report(node, message, fix=fix, severity=severity)
+
+    def _single_value_message(self, written: str, name: str, arg: cst.BaseExpression) -> tuple[str, Severity]:
+        """What `torch.FloatTensor(x)` does with the one argument the code shows the kind of, and how
+        much that matters: a number becomes a shape and a tensor is shared (warnings); a value of a
+        kind the code does not show is data in most code, converted as intended (a hint)."""
+        shown = brief_code(self.ctx, arg, limit=30)
+        dtype = LEGACY_CONSTRUCTOR_DTYPES.get(name)
+        if self.ctx.kinds.is_number(arg):
+            return (f"`{written}({shown})` of a number allocates that many uninitialized elements (a shape), not a "
+                    f"tensor holding the number; use `torch.tensor({shown})` for the value, `torch.empty({shown})` "
+                    "for a shape"), Severity.WARNING
+        if self.ctx.kinds.is_tensor(arg) and dtype is None and self._nothing_else_holds(arg):
+            return (f"`{written}({shown})` returns that tensor itself (no copy, no conversion to the default "
+                    "dtype), which nothing else holds; drop the call"), Severity.HINT
+        if self.ctx.kinds.is_tensor(arg) and dtype is None:
+            return (f"`{written}({shown})` of a tensor returns a tensor sharing its storage, dtype and device, not "
+                    "a copy in the default dtype; use `.clone()` for a copy, `.float()` for a conversion"), \
+                Severity.WARNING
+        if self.ctx.kinds.is_tensor(arg):
+            return (f"`{written}({shown})` of a tensor raises unless it is already a CPU {dtype} tensor, and then "
+                    f"shares its storage rather than copying; use `.to(torch.{dtype})` (and `.clone()` for a copy)"), \
+                Severity.WARNING
+        return (f"`{written}({shown})` converts data through a legacy constructor (were it an integer, it would be a "
+                "shape; a tensor, shared); `torch.tensor(..., dtype=...)` says it is data"), Severity.HINT
+
+    def _nothing_else_holds(self, tensor: cst.BaseExpression) -> bool:
+        """A floating tensor that `torch.Tensor(...)` shares with no one: a temporary
+        (`torch.Tensor(torch.randn(n))`), or a name the statement rebinds (`qs = torch.Tensor(qs)`)."""
+        facts = self.ctx.kinds.tensor(tensor)
+        if facts is None or not self._floating(facts):
+            return False
+        if isinstance(tensor, cst.Call):
+            return True
+        assignment = self.ctx.ancestors[-1] if self.ctx.ancestors else None
+        return isinstance(assignment, cst.Assign) and len(assignment.targets) == 1 \
+            and dotted_name(assignment.targets[0].target) == dotted_name(tensor) is not None
+
+    def _floating(self, facts) -> bool:
+        """The tensor has a floating dtype: known, or made by a factory whose default dtype is one."""
+        if facts.dtype is not None:
+            return facts.dtype.startswith(("float", "bfloat"))
+        origin = facts.origin
+        return origin is not None and self.ctx.callee(origin) in _FLOAT_FACTORIES \
+            and keyword_arg(origin, "dtype") is None
 
     def _device_off_the_cpu(self, node: cst.Call) -> cst.BaseExpression | None:
         """The `device=` argument, unless it names the CPU (`"cpu"`, `torch.device("cpu")`, or a
@@ -294,38 +372,53 @@ class LegacyTensorConstructor(Rule):
 
     def _filled_as_shape(self, node: cst.Call) -> bool:
         """The code shows the integers are a shape to be filled: `nn.Parameter(torch.Tensor(n, m))`,
-        `torch.Tensor(n).uniform_(...)`, or `w = torch.Tensor(n, m)` whose first use is an
-        in-place initialiser (`w.normal_()`, `nn.init.xavier_uniform_(w)`)."""
+        `nn.init.zeros_(torch.Tensor(n, m))`, `torch.Tensor(n).uniform_(...)`, or `w = torch.Tensor(n, m)`
+        whose first use, in its block or after the `if` that holds it, is an in-place initialiser
+        (`w.normal_()`, `nn.init.xavier_uniform_(w)`, `mask = mask.uniform_() > p`). A conversion
+        on the way (`torch.Tensor(*size).to(torch.float32)`) changes none of that."""
         ancestors = self.ctx.ancestors
+        while len(ancestors) >= 2 and isinstance(ancestors[-1], cst.Attribute) and ancestors[-1].value is node \
+                and ancestors[-1].attr.value in _CONVERSIONS and isinstance(ancestors[-2], cst.Call):
+            node, ancestors = ancestors[-2], ancestors[:-2]
         parent = ancestors[-1] if ancestors else None
         if isinstance(parent, cst.Arg) and len(ancestors) >= 2 and isinstance(ancestors[-2], cst.Call):
-            return self.ctx.callee(ancestors[-2]) in PARAMETER_CLASSES
+            callee = self.ctx.callee(ancestors[-2]) or ""
+            first = positional_args(ancestors[-2])[:1] == [parent]
+            return callee in PARAMETER_CLASSES or first and callee.startswith("torch.nn.init.")
         if isinstance(parent, cst.Attribute) and len(ancestors) >= 2 and isinstance(ancestors[-2], cst.Call):
             return parent.value is node and parent.attr.value in _INITIALISERS
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
-            return self._initialised_next(parent)
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and len(ancestors) >= 2:
+            return self._initialised_next(parent, ancestors[:-1])
         return False
 
-    def _initialised_next(self, assignment: cst.Assign) -> bool:
+    def _initialised_next(self, assignment: cst.Assign, ancestors: list[cst.CSTNode]) -> bool:
         written = dotted_name(assignment.targets[0].target)
-        block = next((node for node in reversed(self.ctx.ancestors) if isinstance(node, (cst.IndentedBlock, cst.Module))), None)
-        line = self.ctx.ancestors[-2] if len(self.ctx.ancestors) >= 2 else None
-        if written is None or block is None or line not in block.body:
+        if written is None or not isinstance(ancestors[-1], cst.SimpleStatementLine):
             return False
         mention = re.compile(rf"(?<![\w.]){re.escape(written)}(?!\w)")
-        for statement in block.body[block.body.index(line) + 1:]:
-            if not mention.search(self.ctx.module.code_for_node(statement)):
-                continue
-            call = _only_call(statement)
-            if call is None:
-                return False
-            receiver = method_receiver(call)
-            if receiver is not None and dotted_name(receiver) in (written, f"{written}.data"):
-                return method_name(call) in _INITIALISERS
-            qualified = self.ctx.callee(call) or ""
-            first = positional_args(call)[0].value if positional_args(call) else None
-            return qualified.startswith("torch.nn.init.") and first is not None and dotted_name(first) == written
+        for statement in _statements_after(ancestors):
+            if mention.search(self.ctx.module.code_for_node(statement)):
+                return self._initialises(statement, written)
         return False
+
+    def _initialises(self, statement: cst.CSTNode, written: str) -> bool:
+        """The statement's first use of `written` fills it in place: `w.normal_(0, 0.02)`,
+        `nn.init.xavier_uniform_(w)`, `mask = mask.uniform_() > p`."""
+        if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+                and isinstance(statement.body[0], (cst.Expr, cst.Assign))):
+            return False
+        # The first call or mention in evaluation order: a call comes before its receiver.
+        value = statement.body[0].value
+        first = next((node for node in (value, *nodes_in_order(value))
+                      if isinstance(node, cst.Call) or dotted_name(node) == written), None)
+        if not isinstance(first, cst.Call):
+            return False
+        receiver = method_receiver(first)
+        if receiver is not None and dotted_name(receiver) in (written, f"{written}.data"):
+            return method_name(first) in _INITIALISERS
+        arguments = positional_args(first)
+        return (self.ctx.callee(first) or "").startswith("torch.nn.init.") and bool(arguments) \
+            and dotted_name(arguments[0].value) == written
 
     def _shape_fix(self, node: cst.Call, name: str, on_cuda: bool) -> FixSpec | None:
         torch_name = torch_module_name(self.ctx)
@@ -364,6 +457,15 @@ class LegacyTensorConstructor(Rule):
         replacement = f"{torch_name}.tensor({self.ctx.code_for(data)}{dtype_argument}{device})"
         return FixSpec("Replace with `torch.tensor(...)`", ((node, replacement),))
 
+
+# Conversions that keep a freshly allocated tensor's role (and its garbage).
+_CONVERSIONS = frozenset({"to", "float", "double", "half", "bfloat16", "cuda", "cpu"})
+
+# Factories whose tensor has the default (floating) dtype unless `dtype=` says otherwise.
+_FLOAT_FACTORIES = frozenset(
+    f"torch.{name}" for name in ("randn", "rand", "zeros", "ones", "empty", "linspace", "logspace", "randn_like",
+                                 "rand_like")
+)
 
 # Methods of a tensor that return its storage.
 _STORAGE_METHODS = frozenset({"storage", "untyped_storage", "_typed_storage"})
@@ -407,10 +509,16 @@ def _leaves(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         yield node
 
 
-def _only_call(statement: cst.CSTNode) -> cst.Call | None:
-    """The call a one-expression statement line makes (`w.normal_(0, 0.02)`), else None."""
-    if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
-        small = statement.body[0]
-        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-            return small.value
-    return None
+def _statements_after(ancestors: list[cst.CSTNode]) -> Iterator[cst.BaseStatement]:
+    """The statements that run after the statement `ancestors[-1]`: the rest of its block, then
+    the rest of each block around the `if`, `with` or `try` that holds it, up to a loop or a
+    function (whose next run starts over)."""
+    child = ancestors[-1]
+    for node in reversed(ancestors[:-1]):
+        if isinstance(node, (cst.IndentedBlock, cst.Module)):
+            if child in node.body:
+                yield from node.body[node.body.index(child) + 1:]
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.For, cst.While)):
+            return
+        elif isinstance(node, cst.BaseCompoundStatement):
+            child = node
