@@ -33,10 +33,11 @@ def test_the_same_line_is_an_error_once_the_file_moves_the_model() -> None:
     assert _severities(moved) == [(16, Severity.ERROR), (20, Severity.ERROR)]
 
 
-# Hints (working code in a legacy spelling), a note (a precision loss) and a warning (integers
-# that may be a botched value).
+# Hints (working code in a legacy spelling), a note (a precision loss in a file that takes
+# `log1p` of the values, so cares about them near 0) and a warning (integers that may be a
+# botched value).
 HINTS = "import torch\n\nlengths = torch.LongTensor([3, 4])\nnorm = torch.norm(lengths.float())\n"
-NOTE = "import torch\n\nx = torch.rand(3)\ngrowth = torch.exp(x) - 1\n"
+NOTE = "import torch\n\nx = torch.rand(3)\ngrowth = torch.exp(x) - 1\nback = torch.log1p(growth)\n"
 NOTE_AND_WARNING = NOTE + "scale = torch.Tensor(3)\n"
 
 

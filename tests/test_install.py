@@ -141,7 +141,8 @@ def test_the_action_annotates_findings_writes_sarif_and_fails_on_usage_errors(in
 
 
 def test_the_action_annotates_notes_as_notices_that_fail_only_under_its_fail_on(installed, tmp_path) -> None:
-    (tmp_path / "train.py").write_text("import torch\nx = torch.rand(3)\ngrowth = torch.exp(x) - 1\n")
+    source = "import torch\nx = torch.rand(3)\ngrowth = torch.exp(x) - 1\nback = torch.log1p(growth)\n"
+    (tmp_path / "train.py").write_text(source)
     check = _run_action(installed, tmp_path, {})[-1]
     assert check.returncode == 0, check.stderr
     assert check.stdout.startswith("::notice title=torchlint (TL206),file=train.py,line=3,")

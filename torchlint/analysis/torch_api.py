@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from torchlint.analysis.loops import name_hint
 from torchlint.analysis.module_attributes import self_attribute
 from torchlint.analysis.names import argument, keyword_arg, method_name, method_receiver, positional_args
 from torchlint.analysis.project_facts import Note
+from torchlint.diagnostics import Severity
 from torchlint.reports import RelatedNode
 
 SOFTMAX_FUNCTIONS = frozenset(
@@ -23,6 +26,13 @@ ACTIVATION_LAYERS = {"torch.nn.Softmax": "softmax", "torch.nn.LogSoftmax": "log_
 LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
 # Layers whose output are raw scores: a model ending in one returns logits, the values "logits".
 SCORE_LAYERS = frozenset({"torch.nn.Linear", "torch.nn.LazyLinear", "torch.nn.Bilinear"})
+
+
+def precision_severity(ctx, inverse: str) -> Severity:
+    """How much a manual `log(1 + x)` or `exp(x) - 1` matters: a note where the file calls the
+    precise inverse (`expm1`, `log1p`), whose author works with values near 0 and loses them in the
+    round trip; elsewhere a hint, as most code never sees an `x` small enough to tell the two apart."""
+    return Severity.NOTE if re.search(rf"\b{inverse}\(", ctx.source) else Severity.HINT
 
 
 def call_matches(ctx, call: cst.Call, functions: frozenset[str], method: str | None) -> bool:

@@ -4,7 +4,7 @@ import libcst as cst
 
 from torchlint.analysis.literals import is_literal_one, is_number, needs_parentheses
 from torchlint.analysis.names import positional_args
-from torchlint.analysis.torch_api import EXP_FUNCTIONS, torch_module_name, unary_operand
+from torchlint.analysis.torch_api import EXP_FUNCTIONS, precision_severity, torch_module_name, unary_operand
 from torchlint.analysis.whole_numbers import rounded_to_whole
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
@@ -36,7 +36,10 @@ class ManualExpm1(Rule):
     For `x` near 0, `exp(x)` is close to 1 and the subtraction cancels almost every significant
     digit: in float32, `torch.exp(x) - 1` is 0 for `|x| < 6e-8` and has large relative errors well
     beyond that. `torch.expm1(x)` computes the same value accurately. Away from 0 both agree, and
-    most code never sees such small `x`: a note, which fails a run only under `fail-on = "note"`.
+    most code never sees such small `x`: a hint (shown under `show-hints = true` or `--show-hints`,
+    and in the editor). Where the file also calls `log1p`, its author works with values near 0 and
+    `exp(x) - 1` undoes that care on the way back: a note, which fails a run only under
+    `fail-on = "note"`.
 
     ## Example
     ```python
@@ -62,6 +65,11 @@ class ManualExpm1(Rule):
     severity = Severity.NOTE
     fix_applicability = Applicability.SAFE
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._severity = precision_severity(ctx, "log1p")
+        self._paired = ", which this file's `log1p` keeps" if self._severity is Severity.NOTE else ""
+
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Subtract) and is_literal_one(node.right):
             left = node.left
@@ -77,8 +85,9 @@ class ManualExpm1(Rule):
         is_method = self.ctx.callee(left) is None
         self.report(
             left,
-            "`exp(x) - 1` loses precision for `x` near 0; use `torch.expm1(x)`",
+            f"`exp(x) - 1` loses precision for `x` near 0{self._paired}; use `torch.expm1(x)`",
             fix=self._fix(node, exponent, is_method),
+            severity=self._severity,
         )
 
     def _is_constant(self, exponent: cst.BaseExpression) -> bool:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.literals import is_literal_one, is_number, needs_parentheses
-from torchlint.analysis.torch_api import EXP_FUNCTIONS, LOG_FUNCTIONS, torch_module_name, unary_operand
+from torchlint.analysis.torch_api import EXP_FUNCTIONS, LOG_FUNCTIONS, precision_severity, torch_module_name, unary_operand
 from torchlint.analysis.whole_numbers import rounded_to_whole
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
@@ -33,8 +33,11 @@ class ManualLog1p(Rule):
     For `x` near 0, `1 + x` (or `1 - x`) rounds to 1 before the log is taken: in float32, `torch.log(1 + x)` is
     0 for `|x| < 6e-8` and inaccurate well beyond that. `torch.log1p(x)` computes the same value
     accurately. For `log(1 + exp(x))` use `F.softplus(x)`, which also avoids the overflow of `exp`.
-    Away from 0 both agree, and most code never sees such small `x`: a note, which fails a run
-    only under `fail-on = "note"`.
+    Away from 0 both agree, and most code never sees such small `x`: a hint (shown under
+    `show-hints = true` or `--show-hints`, and in the editor). Where the file also calls `expm1`,
+    its author works with values near 0 and `log(1 + x)` loses what the inverse keeps: a note,
+    which fails a run only under `fail-on = "note"`. So is `log(1 + exp(x))` everywhere: `exp`
+    overflows to `inf` for `x` above 88 in float32.
 
     ## Example
     ```python
@@ -61,6 +64,11 @@ class ManualLog1p(Rule):
     severity = Severity.NOTE
     fix_applicability = Applicability.SAFE
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._severity = precision_severity(ctx, "expm1")
+        self._paired = ", which this file's `expm1` keeps" if self._severity is Severity.NOTE else ""
+
     def visit_Call(self, node: cst.Call) -> None:
         logged = unary_operand(self.ctx, node, LOG_FUNCTIONS, "log")
         if not isinstance(logged, cst.BinaryOperation) or not isinstance(logged.operator, (cst.Add, cst.Subtract)):
@@ -81,10 +89,10 @@ class ManualLog1p(Rule):
             self.report(node, "`log(1 + exp(x))` overflows and loses precision; use `F.softplus(x)`")
             return
         if negated:
-            message = "`log(1 - x)` loses precision for `x` near 0; use `torch.log1p(-x)`"
+            message = f"`log(1 - x)` loses precision for `x` near 0{self._paired}; use `torch.log1p(-x)`"
         else:
-            message = "`log(1 + x)` loses precision for `x` near 0; use `torch.log1p(x)`"
-        self.report(node, message, fix=self._fix(node, operand, negated))
+            message = f"`log(1 + x)` loses precision for `x` near 0{self._paired}; use `torch.log1p(x)`"
+        self.report(node, message, fix=self._fix(node, operand, negated), severity=self._severity)
 
     def _fix(self, node: cst.Call, operand: cst.BaseExpression, negated: bool) -> FixSpec | None:
         code = self.ctx.code_for(operand)
