@@ -3,7 +3,9 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.literals import is_literal_one, is_number, needs_parentheses
-from torchlint.analysis.torch_api import EXP_FUNCTIONS, LOG_FUNCTIONS, precision_severity, torch_module_name, unary_operand
+from torchlint.analysis.torch_api import (
+    EXP_FUNCTIONS, LOG_FUNCTIONS, precision_severity, torch_module_name, unary_operand,
+)
 from torchlint.analysis.whole_numbers import rounded_to_whole
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
