@@ -913,12 +913,12 @@ def test_loads_in_test_code_read_files_the_suite_controls(project):
                      "tests/test_model.py": "import torch\n\n\ndef test_round_trip(model, tmp_path):\n"
                                             "    torch.save(model, tmp_path / 'm.pt')\n"
                                             "    return torch.load(tmp_path / 'm.pt')\n"})
-    settings = resolve_settings(Options(select=["TL502"]), cwd=project)
+    settings = resolve_settings(Options(select=["TL502"], overrides=["show-hints=true"]), cwd=project)
 
     def rows(name):
         return [d.location.row for d in engine.check_files([(str(project / name), name)], settings, 1, use_cache=False)]
 
-    assert rows("lib/io.py") == [5, 9]
+    assert rows("lib/io.py") == [5, 9]  # the explicit opt-out at row 9 is a hint
     assert rows("tests/helpers.py") == rows("lib/test_io.py") == []
     assert rows("tests/test_model.py") == [6]
 

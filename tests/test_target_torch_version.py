@@ -26,17 +26,20 @@ SOURCE = textwrap.dedent(
 )
 
 
-def rows(code: str, target: tuple[int, int] | None, ceiling: tuple[int, int] | None = None) -> list[int]:
-    settings = Settings(rules=(get_rule(code),), target_torch_version=target, torch_ceiling=ceiling)
+def rows(code: str, target: tuple[int, int] | None, ceiling: tuple[int, int] | None = None,
+         show_hints: bool = False) -> list[int]:
+    settings = Settings(rules=(get_rule(code),), target_torch_version=target, torch_ceiling=ceiling,
+                        show_hints=show_hints)
     return [d.location.row for d in check_source(SOURCE, "t.py", settings)]
 
 
 def test_torch_load_default_is_safe_from_2_6() -> None:
-    assert rows("TL502", None) == [6, 7]
-    assert rows("TL502", (2, 5)) == [6, 7]
-    # From 2.6 a missing weights_only means True; an explicit False stays a finding.
-    assert rows("TL502", (2, 6)) == [7]
-    assert rows("TL502", (3, 0)) == [7]
+    assert rows("TL502", None, show_hints=True) == [6, 7]
+    assert rows("TL502", (2, 5), show_hints=True) == [6, 7]
+    # From 2.6 a missing weights_only means True; an explicit False stays a finding (a hint).
+    assert rows("TL502", (2, 6), show_hints=True) == [7]
+    assert rows("TL502", (3, 0), show_hints=True) == [7]
+    assert rows("TL502", (2, 5)) == [6]
 
 
 def test_torch_load_of_a_pickled_model_fails_from_2_6() -> None:

@@ -7,7 +7,7 @@ import libcst as cst
 
 from torchlint.analysis.call_edits import keyword, with_arguments
 from torchlint.analysis.names import (
-    argument, dotted_name, is_name, keyword_arg, parameter_named, positional_args, single_index,
+    argument, dotted_name, is_name, keyword_arg, method_name, parameter_named, positional_args, single_index,
 )
 from torchlint.analysis.tensor_facts.domain import ModuleValue
 from torchlint.analysis.torch_api import LOAD_FUNCTIONS
@@ -72,8 +72,8 @@ class UnsafeTorchLoad(Rule):
     state = torch.load("model.pt", map_location="cpu", weights_only=True)
     ```
     For files you trust that hold other objects, allow-list their classes with
-    `torch.serialization.add_safe_globals([...])`, or pass `weights_only=False` and suppress this
-    finding with a `# noqa: TL502` comment that says why the file is trusted.
+    `torch.serialization.add_safe_globals([...])`, or pass `weights_only=False`: an explicit
+    opt-out is a choice the code shows, reported as a hint (see Severity).
 
     Where the file holds a whole pickled Module (the loaded object is used as a model:
     `model = torch.load(path)` then `model.eval()` or `model(x)`, or an entry of it so,
@@ -90,6 +90,12 @@ class UnsafeTorchLoad(Rule):
     same directory of the object (`os.path.join(self.processed_dir, name)`). There the finding is
     a note (failing a run only under `fail-on = "note"`) that points at the save: the load is safe
     for the files this code writes, and runs any code in a file a user hands it from elsewhere.
+    An explicit `weights_only=False` is a hint (reported under `show-hints = true` or
+    `--show-hints`, and in the editor): the author chose it, and the choice is in plain sight of a
+    reviewer. It is a warning where all the load reads goes to `load_state_dict`
+    (`model.load_state_dict(torch.load(path, weights_only=False))`, or a name passed whole to it
+    and used nowhere else): a state dict loads under `weights_only=True` too, so the opt-out buys
+    nothing and lets a planted file run code.
     Still errors: a saved dict display (`torch.save({"docs": docs, "emb": emb}, path)`), plain
     data that `weights_only=True` would load (one holding what NumPy makes, such as
     `np.random.get_state()` in a training loop's checkpoint, is not: `weights_only=True` rejects
@@ -117,9 +123,9 @@ class UnsafeTorchLoad(Rule):
         self._saved_module: cst.Call | None = None  # the file's first `torch.save(model, path)`
         # The file's `torch.save` calls of more than a dict display, and where they write.
         self._saves: list[tuple[cst.Call, _FilePlace]] = []
-        # Loads judged once the whole file is read: those with an explicit `weights_only=False`, and
-        # those without `weights_only` (with the fix).
-        self._unsafe: list[tuple[cst.Call, _FilePlace | None]] = []
+        # Loads judged once the whole file is read: those with an explicit `weights_only=False` (and
+        # whether all they load goes to `load_state_dict`), and those without `weights_only` (with the fix).
+        self._unsafe: list[tuple[cst.Call, _FilePlace | None, bool]] = []
         self._unmarked: list[tuple[cst.Call, FixSpec | None, _FilePlace | None]] = []
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -156,7 +162,7 @@ class UnsafeTorchLoad(Rule):
             if not (isinstance(value, cst.Name) and value.value == "False"):
                 return  # True, or a variable the caller chose; `None` is handled below
             if not self.ctx.guards.in_compat_code(node, fallback_only=True):
-                self._unsafe.append((node, self._place(argument(node, 0, "f"))))
+                self._unsafe.append((node, self._place(argument(node, 0, "f")), self._loads_state_dict(node)))
             return
         if self.ctx.guards.in_compat_code(node, fallback_only=True):
             return
@@ -173,23 +179,28 @@ class UnsafeTorchLoad(Rule):
     def leave_Module(self, node: cst.Module) -> None:
         # The test suite loads files it controls: no file from elsewhere reaches its loads.
         trusted = self.ctx.serves_tests
-        for load, place in self._unsafe if not trusted else ():
-            self._report_unsafe(load, self._save_of(place))
+        for load, place, state_dict in self._unsafe if not trusted else ():
+            self._report_unsafe(load, self._save_of(place), state_dict)
         for load, fix, place in self._unmarked:
             if self._saved_module is not None:
                 self._report_pickled_module(load, RelatedNode(self._saved_module, "a whole module is saved here"))
             elif not self._safe_by_default() and not trusted:
                 self._report_unmarked(load, fix, self._save_of(place))
 
-    def _report_unsafe(self, load: cst.Call, save: cst.Call | None) -> None:
+    def _report_unsafe(self, load: cst.Call, save: cst.Call | None, state_dict: bool) -> None:
+        """An explicit `weights_only=False` is a choice the code shows (a hint), unless all it loads
+        is a state dict, which `weights_only=True` loads as well (a warning)."""
         message = "`torch.load(..., weights_only=False)` can run arbitrary code from the file"
-        if save is None:
+        if state_dict:
+            self.report(load, f"{message}, and need not: all it loads goes to `load_state_dict`, a state dict that "
+                              "`weights_only=True` loads too", severity=Severity.WARNING)
+        elif save is None:
             self.report(load, f"{message}; load only trusted files, or use `weights_only=True` with "
-                              "`torch.serialization.add_safe_globals`")
+                              "`torch.serialization.add_safe_globals`", severity=Severity.HINT)
         else:
             self.report(load, f"{message}: it reads back what this code saves, so it is safe until a user "
                               "hands it a file from elsewhere",
-                        related=(RelatedNode(save, "the file is saved here"),), severity=Severity.NOTE)
+                        related=(RelatedNode(save, "the file is saved here"),), severity=Severity.HINT)
 
     def _report_unmarked(self, load: cst.Call, fix: FixSpec | None, save: cst.Call | None) -> None:
         message = "`torch.load` without `weights_only` unpickles arbitrary code before torch 2.6"
@@ -275,6 +286,26 @@ class UnsafeTorchLoad(Rule):
 
     def _is_fresh(self, expr: cst.BaseExpression) -> bool:
         return isinstance(expr, cst.Call) and self.ctx.callee(expr) in _FRESH_FILES
+
+    def _loads_state_dict(self, load: cst.Call) -> bool:
+        """All the load reads goes to `load_state_dict`: `model.load_state_dict(torch.load(path))`,
+        or the name it is assigned to passed whole to it (and to nothing else) in the same function."""
+        ancestors = self.ctx.ancestors
+        if len(ancestors) >= 2 and isinstance(ancestors[-1], cst.Arg) and isinstance(ancestors[-2], cst.Call):
+            return method_name(ancestors[-2]) == "load_state_dict"
+        assignment = ancestors[-1] if ancestors else None
+        if not (isinstance(assignment, cst.Assign) and len(assignment.targets) == 1
+                and isinstance(assignment.targets[0].target, cst.Name)):
+            return False
+        name = assignment.targets[0].target.value
+        scope = self.ctx.enclosing_function() or self.ctx.module
+        nodes = list(nodes_in_order(scope))
+        written = {id(target.target) for node in nodes if isinstance(node, cst.Assign) for target in node.targets}
+        reads = [node for node in nodes if is_name(node, name) and id(node) not in written]
+        loaded = [node for node in nodes if isinstance(node, cst.Call)
+                  and method_name(node) == "load_state_dict" and node.args and is_name(node.args[0].value, name)]
+        # One read of the name (in either branch that assigns it): the argument of `load_state_dict`.
+        return len(loaded) == 1 and len(reads) == 1
 
     def _used_as_module(self, load: cst.Call) -> cst.CSTNode | None:
         """`torch.load(path).eval()`, or the name it is assigned to (through `.to(device)`) called
