@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from torchlint.analysis.dataflow import assigned_names
@@ -21,6 +23,14 @@ _REDUCTION_FLAGS = ("reduction", "reduce", "size_average")
 _LOSS_FUNCTION_ENDINGS = ("_loss", "cross_entropy", "kl_div", "nll_loss")
 
 # Where a name or attribute is a use of what it refers to (not a definition or a target).
+# `warnings.filterwarnings("ignore", category=FutureWarning)`, `simplefilter(action="ignore", ...)`
+# of a deprecation category or of a message that says "deprecated": the file silences a
+# deprecation warning it has seen, and keeps the API on purpose.
+_SILENCED = re.compile(
+    r"\b(?:filterwarnings|simplefilter)\(\s*(?:action\s*=\s*)?[\"']ignore[\"']"
+    r"[^)]*?(?:FutureWarning|DeprecationWarning|deprecat)",
+    re.S,
+)
 _USE_PARENTS = (cst.Call, cst.Decorator, cst.Arg, cst.Assign, cst.AnnAssign, cst.Element, cst.Return, cst.IfExp)
 
 
@@ -85,7 +95,10 @@ class DeprecatedApiUse(Rule):
     the documentation only: `torch.norm`, `torch.svd`, `torch.ger`, `torch.autograd.Variable`,
     `nn.UpsamplingNearest2d`, `nn.UpsamplingBilinear2d`): their uses are hints, a newer spelling
     of working code, reported only under `show-hints = true` or `--show-hints` (and in the
-    editor).
+    editor). So are the uses of an API that still works in a file that silences deprecation
+    warnings (`warnings.simplefilter("ignore", FutureWarning)`, or a `filterwarnings("ignore", ...)`
+    of a message that says "deprecated"): its author has seen the warning and keeps the API on
+    purpose. A removed API stays a warning: it raises whatever the filters say.
 
     Bug left in place: no. Computation changed: no for the safe fixes (same function under its
     current name, or a rewrite checked to give identical results); yes for the unsafe renames, as
@@ -107,6 +120,7 @@ class DeprecatedApiUse(Rule):
         self._assigned: dict[int, set[str]] = {}
         # Local names an import binds to a deprecated API under another name (`qr as old_qr`).
         self._aliases: set[str] = set()
+        self._silenced = _SILENCED.search(ctx.source) is not None
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -244,7 +258,7 @@ class DeprecatedApiUse(Rule):
             names = ", ".join(f"`{api.name}`" for api in found)
             advice = "; ".join(f"for `{api.last_segment}` {api.advice()}" for api in found)
             message = f"import of deprecated {names}; {advice}"
-        self.report(node, message, fix=fix, severity=_severity(*found))
+        self.report(node, message, fix=fix, severity=self._severity(*found))
 
     def _check_use(self, node: cst.Name | cst.Attribute) -> None:
         parent = self.ctx.parent
@@ -259,7 +273,13 @@ class DeprecatedApiUse(Rule):
                 self.report(keyword_arg(call, keyword), advice)
                 return
         self.report(node, f"`{api.name}` is {api.describe()}; {api.advice()}", fix=self._use_fix(node, api, call),
-                    severity=_severity(api))
+                    severity=self._severity(api))
+
+    def _severity(self, *apis: DeprecatedApi) -> Severity:
+        """A hint where every API still works without a warning (a deprecation in the docs only),
+        or still works and the file silences deprecation warnings (its author keeps the API on purpose)."""
+        working = not any(api.removed for api in apis)
+        return Severity.HINT if all(api.silent for api in apis) or working and self._silenced else Severity.WARNING
 
     @staticmethod
     def _is_value_of(parent: cst.CSTNode, node: cst.CSTNode) -> bool:
@@ -333,9 +353,6 @@ class DeprecatedApiUse(Rule):
         )
 
 
-def _severity(*apis: DeprecatedApi) -> Severity:
-    """A hint where every API still works without a warning (a deprecation in the docs only)."""
-    return Severity.HINT if all(api.silent for api in apis) else Severity.WARNING
 
 
 def _first_and_flag(ctx, call: cst.Call, flag: str) -> tuple[str, cst.BaseExpression | None] | None:
