@@ -100,6 +100,9 @@ class DeprecatedApiUse(Rule):
     of a message that says "deprecated"): its author has seen the warning and keeps the API on
     purpose. A removed API stays a warning: it raises whatever the filters say.
 
+    Not reported: a function named in a set display (`{torch.empty, torch.range}`, a table of
+    factories that a `TorchFunctionMode` compares against), which is compared, never called.
+
     Bug left in place: no. Computation changed: no for the safe fixes (same function under its
     current name, or a rewrite checked to give identical results); yes for the unsafe renames, as
     described.
@@ -262,7 +265,7 @@ class DeprecatedApiUse(Rule):
 
     def _check_use(self, node: cst.Name | cst.Attribute) -> None:
         parent = self.ctx.parent
-        if not isinstance(parent, _USE_PARENTS) or not self._is_value_of(parent, node):
+        if not isinstance(parent, _USE_PARENTS) or not self._is_value_of(parent, node) or self._in_a_set():
             return
         api = DEPRECATED_BY_NAME.get(self.ctx.qualified_name(node) or "")
         if api is None or not old_api_reportable(self.ctx, api, node):
@@ -280,6 +283,12 @@ class DeprecatedApiUse(Rule):
         or still works and the file silences deprecation warnings (its author keeps the API on purpose)."""
         working = not any(api.removed for api in apis)
         return Severity.HINT if all(api.silent for api in apis) or working and self._silenced else Severity.WARNING
+
+    def _in_a_set(self) -> bool:
+        """A function named in a set display (`{torch.empty, torch.range}`, `fn in {...}`) is
+        compared by identity, not called: it never warns, and renaming it would change the test."""
+        ancestors = self.ctx.ancestors
+        return len(ancestors) >= 2 and isinstance(ancestors[-1], cst.Element) and isinstance(ancestors[-2], cst.Set)
 
     @staticmethod
     def _is_value_of(parent: cst.CSTNode, node: cst.CSTNode) -> bool:
