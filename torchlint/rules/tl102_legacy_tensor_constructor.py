@@ -192,7 +192,7 @@ class LegacyTensorConstructor(Rule):
             fix = None if aliased else self._data_fix(node, name, on_cuda)
             self._report(node, message, on_cuda, Severity.HINT, fix=fix)
         elif one_value:
-            message, severity = self._single_value_message(written, name, node.args[0].value)
+            message, severity = self._single_value_message(written, name, on_cuda, node.args[0].value)
             self._report(node, message, on_cuda, severity)
         elif shape_given:
             message = (
@@ -214,7 +214,8 @@ class LegacyTensorConstructor(Rule):
             severity = Severity.WARNING
         self.report(node, message, fix=fix, severity=severity)
 
-    def _single_value_message(self, written: str, name: str, arg: cst.BaseExpression) -> tuple[str, Severity]:
+    def _single_value_message(self, written: str, name: str, on_cuda: bool,
+                              arg: cst.BaseExpression) -> tuple[str, Severity]:
         """What `torch.FloatTensor(x)` does with the one argument the code shows the kind of, and how
         much that matters: a number becomes a shape and a tensor is shared (warnings); a value of a
         kind the code does not show is data in most code, converted as intended (a hint)."""
@@ -232,9 +233,10 @@ class LegacyTensorConstructor(Rule):
                     "a copy in the default dtype; use `.clone()` for a copy, `.float()` for a conversion"), \
                 Severity.WARNING
         if self._shown_tensor(arg):
-            return (f"`{written}({shown})` of a tensor raises unless it is already a CPU {dtype} tensor, and then "
-                    f"shares its storage rather than copying; use `.to(torch.{dtype})` (and `.clone()` for a copy)"), \
-                Severity.WARNING
+            device = "CUDA" if on_cuda else "CPU"
+            return (f"`{written}({shown})` of a tensor raises unless it is already a {device} {dtype} tensor, and "
+                    f"then shares its storage rather than copying; use `.to(torch.{dtype})` (and `.clone()` for a "
+                    "copy)"), Severity.WARNING
         return (f"`{written}({shown})` converts data through a legacy constructor (were it an integer, it would be a "
                 "shape; a tensor, shared); `torch.tensor(..., dtype=...)` says it is data"), Severity.HINT
 
