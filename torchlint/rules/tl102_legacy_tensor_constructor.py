@@ -225,20 +225,19 @@ class LegacyTensorConstructor(Rule):
             return (f"`{written}({shown})` of a number allocates that many uninitialized elements (a shape), not a "
                     f"tensor holding the number; use `torch.tensor({shown})` for the value, `torch.empty({shown})` "
                     "for a shape"), Severity.WARNING
-        if self._shown_tensor(arg) and dtype is None and self._nothing_else_holds(arg):
-            return (f"`{written}({shown})` returns that tensor itself (no copy, no conversion to the default "
-                    "dtype), which nothing else holds; drop the call"), Severity.HINT
-        if self._shown_tensor(arg) and dtype is None:
-            return (f"`{written}({shown})` of a tensor returns a tensor sharing its storage, dtype and device, not "
-                    "a copy in the default dtype; use `.clone()` for a copy, `.float()` for a conversion"), \
-                Severity.WARNING
-        if self._shown_tensor(arg):
+        if not self._shown_tensor(arg):
+            return (f"`{written}({shown})` converts data through a legacy constructor (were it an integer, it would "
+                    "be a shape; a tensor, shared); `torch.tensor(..., dtype=...)` says it is data"), Severity.HINT
+        if dtype is not None:
             device = "CUDA" if on_cuda else "CPU"
             return (f"`{written}({shown})` of a tensor raises unless it is already a {device} {dtype} tensor, and "
                     f"then shares its storage rather than copying; use `.to(torch.{dtype})` (and `.clone()` for a "
                     "copy)"), Severity.WARNING
-        return (f"`{written}({shown})` converts data through a legacy constructor (were it an integer, it would be a "
-                "shape; a tensor, shared); `torch.tensor(..., dtype=...)` says it is data"), Severity.HINT
+        if self._nothing_else_holds(arg):
+            return (f"`{written}({shown})` returns that tensor itself (no copy, no conversion to the default "
+                    "dtype), which nothing else holds; drop the call"), Severity.HINT
+        return (f"`{written}({shown})` of a tensor returns a tensor sharing its storage, dtype and device, not a copy "
+                "in the default dtype; use `.clone()` for a copy, `.float()` for a conversion"), Severity.WARNING
 
     def _shown_tensor(self, arg: cst.BaseExpression) -> bool:
         """A tensor by what made it or an annotation; not a parameter known only by how it is used
