@@ -28,11 +28,14 @@ LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
 SCORE_LAYERS = frozenset({"torch.nn.Linear", "torch.nn.LazyLinear", "torch.nn.Bilinear"})
 
 
-def precision_severity(ctx, inverse: str) -> Severity:
-    """How much a manual `log(1 + x)` or `exp(x) - 1` matters: a note where the file calls the
-    precise inverse (`expm1`, `log1p`), whose author works with values near 0 and loses them in the
-    round trip; elsewhere a hint, as most code never sees an `x` small enough to tell the two apart."""
-    return Severity.NOTE if re.search(rf"\b{inverse}\(", ctx.source) else Severity.HINT
+def precision_severity(ctx, inverse: str) -> tuple[Severity, str]:
+    """How much a manual `log(1 + x)` or `exp(x) - 1` matters, and the words that say why: a note
+    where the file calls the precise inverse (`expm1`, `log1p`), whose author works with values near
+    0 and loses them in the round trip; elsewhere a hint, as most code never sees an `x` small enough
+    to tell the two apart."""
+    if re.search(rf"\b{inverse}\(", ctx.source):
+        return Severity.NOTE, f", which this file's `{inverse}` keeps"
+    return Severity.HINT, ""
 
 
 def call_matches(ctx, call: cst.Call, functions: frozenset[str], method: str | None) -> bool:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from functools import cached_property
+
 import libcst as cst
 
 from torchlint.analysis.literals import is_literal_one, is_number, needs_parentheses
@@ -65,10 +67,10 @@ class ManualExpm1(Rule):
     severity = Severity.NOTE
     fix_applicability = Applicability.SAFE
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self._severity = precision_severity(ctx, "log1p")
-        self._paired = ", which this file's `log1p` keeps" if self._severity is Severity.NOTE else ""
+    @cached_property
+    def _precision(self) -> tuple[Severity, str]:
+        """Asked at the first finding only: most files have none."""
+        return precision_severity(self.ctx, "log1p")
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Subtract) and is_literal_one(node.right):
@@ -83,11 +85,12 @@ class ManualExpm1(Rule):
         if exponent is None or self._is_constant(exponent) or rounded_to_whole(self.ctx):
             return
         is_method = self.ctx.callee(left) is None
+        severity, why = self._precision
         self.report(
             left,
-            f"`exp(x) - 1` loses precision for `x` near 0{self._paired}; use `torch.expm1(x)`",
+            f"`exp(x) - 1` loses precision for `x` near 0{why}; use `torch.expm1(x)`",
             fix=self._fix(node, exponent, is_method),
-            severity=self._severity,
+            severity=severity,
         )
 
     def _is_constant(self, exponent: cst.BaseExpression) -> bool:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from functools import cached_property
+
 import libcst as cst
 
 from torchlint.analysis.literals import is_literal_one, is_number, needs_parentheses
@@ -66,10 +68,10 @@ class ManualLog1p(Rule):
     severity = Severity.NOTE
     fix_applicability = Applicability.SAFE
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self._severity = precision_severity(ctx, "expm1")
-        self._paired = ", which this file's `expm1` keeps" if self._severity is Severity.NOTE else ""
+    @cached_property
+    def _precision(self) -> tuple[Severity, str]:
+        """Asked at the first finding only: most files have none."""
+        return precision_severity(self.ctx, "expm1")
 
     def visit_Call(self, node: cst.Call) -> None:
         logged = unary_operand(self.ctx, node, LOG_FUNCTIONS, "log")
@@ -90,11 +92,12 @@ class ManualLog1p(Rule):
         if not negated and isinstance(operand, cst.Call) and unary_operand(self.ctx, operand, EXP_FUNCTIONS, "exp") is not None:
             self.report(node, "`log(1 + exp(x))` overflows and loses precision; use `F.softplus(x)`")
             return
+        severity, why = self._precision
         if negated:
-            message = f"`log(1 - x)` loses precision for `x` near 0{self._paired}; use `torch.log1p(-x)`"
+            message = f"`log(1 - x)` loses precision for `x` near 0{why}; use `torch.log1p(-x)`"
         else:
-            message = f"`log(1 + x)` loses precision for `x` near 0{self._paired}; use `torch.log1p(x)`"
-        self.report(node, message, fix=self._fix(node, operand, negated), severity=self._severity)
+            message = f"`log(1 + x)` loses precision for `x` near 0{why}; use `torch.log1p(x)`"
+        self.report(node, message, fix=self._fix(node, operand, negated), severity=severity)
 
     def _fix(self, node: cst.Call, operand: cst.BaseExpression, negated: bool) -> FixSpec | None:
         code = self.ctx.code_for(operand)
