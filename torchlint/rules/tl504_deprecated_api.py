@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from functools import cached_property
 
 import libcst as cst
 
@@ -123,7 +124,6 @@ class DeprecatedApiUse(Rule):
         self._assigned: dict[int, set[str]] = {}
         # Local names an import binds to a deprecated API under another name (`qr as old_qr`).
         self._aliases: set[str] = set()
-        self._silenced = _SILENCED.search(ctx.source) is not None
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -265,10 +265,10 @@ class DeprecatedApiUse(Rule):
 
     def _check_use(self, node: cst.Name | cst.Attribute) -> None:
         parent = self.ctx.parent
-        if not isinstance(parent, _USE_PARENTS) or not self._is_value_of(parent, node) or self._in_a_set():
+        if not isinstance(parent, _USE_PARENTS) or not self._is_value_of(parent, node):
             return
         api = DEPRECATED_BY_NAME.get(self.ctx.qualified_name(node) or "")
-        if api is None or not old_api_reportable(self.ctx, api, node):
+        if api is None or self._in_a_set() or not old_api_reportable(self.ctx, api, node):
             return
         call = parent if isinstance(parent, cst.Call) else None
         for (name, keyword), advice in DEPRECATED_KEYWORDS.items():
@@ -283,6 +283,11 @@ class DeprecatedApiUse(Rule):
         or still works and the file silences deprecation warnings (its author keeps the API on purpose)."""
         working = not any(api.removed for api in apis)
         return Severity.HINT if all(api.silent for api in apis) or working and self._silenced else Severity.WARNING
+
+    @cached_property
+    def _silenced(self) -> bool:
+        """Asked at the first deprecated API only: most files use none."""
+        return _SILENCED.search(self.ctx.source) is not None
 
     def _in_a_set(self) -> bool:
         """A function named in a set display (`{torch.empty, torch.range}`, `fn in {...}`) is
