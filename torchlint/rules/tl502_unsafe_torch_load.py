@@ -293,11 +293,9 @@ class UnsafeTorchLoad(Rule):
         ancestors = self.ctx.ancestors
         if len(ancestors) >= 2 and isinstance(ancestors[-1], cst.Arg) and isinstance(ancestors[-2], cst.Call):
             return method_name(ancestors[-2]) == "load_state_dict"
-        assignment = ancestors[-1] if ancestors else None
-        if not (isinstance(assignment, cst.Assign) and len(assignment.targets) == 1
-                and isinstance(assignment.targets[0].target, cst.Name)):
+        name = _assigned_name(ancestors[-1] if ancestors else None)
+        if name is None:
             return False
-        name = assignment.targets[0].target.value
         scope = self.ctx.enclosing_function() or self.ctx.module
         nodes = list(nodes_in_order(scope))
         written = {id(target.target) for node in nodes if isinstance(node, cst.Assign) for target in node.targets}
@@ -316,11 +314,9 @@ class UnsafeTorchLoad(Rule):
             if ancestors[index].attr.value in _MODULE_METHODS:
                 return ancestors[index - 1]
             index -= 2
-        assignment = ancestors[index] if index >= 0 else None
-        if not (isinstance(assignment, cst.Assign) and len(assignment.targets) == 1
-                and isinstance(assignment.targets[0].target, cst.Name)):
+        name = _assigned_name(ancestors[index] if index >= 0 else None)
+        if name is None:
             return None
-        name = assignment.targets[0].target.value
         scope = self.ctx.enclosing_function() or self.ctx.module
         for node in nodes_in_order(scope):
             if isinstance(node, cst.Call) and _uses_as_module(node.func, name):
@@ -356,6 +352,14 @@ class _FilePlace:
             return True
         bare = self.text.isidentifier()
         return self.text == other.text and (not bare or self.parameter and other.parameter)
+
+
+def _assigned_name(statement: cst.CSTNode | None) -> str | None:
+    """The one name `statement` assigns the loaded object to (`state = torch.load(path)`)."""
+    if isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
+            and isinstance(statement.targets[0].target, cst.Name):
+        return statement.targets[0].target.value
+    return None
 
 
 def _opened_path(function: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
