@@ -146,8 +146,9 @@ class _CheckCommand(click.Command):
                    "fail), note or hint. With --runtime, also the verdicts that fail it (comma-separated: confirmed, "
                    "refuted, not-observed, not-reached, not-checked; default: every verdict).")
 @click.option("--show-hints", is_flag=True,
-              help="Also report hints: newer spellings of code that behaves the same (`torch.Tensor([1, 2])`, "
-                   "`torch.norm`). The same as --config show-hints=true.")
+              help="Also report hints: newer or more exact spellings of code that works as intended in most "
+                   "code (`torch.Tensor([1, 2])`, `torch.norm`, `log(1 + x)`, an explicit "
+                   "`weights_only=False`). The same as --config show-hints=true.")
 @click.option("--run-record", "run_record", type=click.Path(dir_okay=False), metavar="FILE",
               help="With --runtime: write the run record (script, arguments, exit status, timed out, device, verdict counts) as JSON to FILE.")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False), metavar="FILE",

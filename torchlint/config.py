@@ -91,7 +91,7 @@ class Settings:
     fix_policy: FixPolicy = FixPolicy()
     # The least severe finding that fails the run: notes are advice and pass by default.
     fail_on: Severity = Severity.WARNING
-    # Hints (a newer spelling of code that behaves the same) are left out unless asked for.
+    # Hints (a newer or more exact spelling of code that works as intended) are left out unless asked for.
     show_hints: bool = False
     # (setting, where its value came from), for `--show-settings`.
     origins: tuple[tuple[str, str], ...] = field(default=(), compare=False)

@@ -8,10 +8,10 @@ from enum import Enum
 
 class Severity(str, Enum):
     """How bad a finding is. A note is advice about code that works (a performance hint, a
-    precision loss): shown, but it fails a run only under `fail-on = "note"`. A hint is a newer
-    spelling of code that behaves the same (`torch.tensor([1.0, 2.0])` for
-    `torch.Tensor([1, 2])`): shown only under `show-hints = true`, as no reader of working code
-    needs it."""
+    precision loss): shown, but it fails a run only under `fail-on = "note"`. A hint is a newer or
+    more exact spelling of code that works as intended in most code (`torch.tensor([1.0, 2.0])` for
+    `torch.Tensor([1, 2])`, `torch.log1p(x)` for `log(1 + x)`): shown only under
+    `show-hints = true`, as few readers of such code would change it."""
 
     ERROR = "error"
     WARNING = "warning"
