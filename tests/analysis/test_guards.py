@@ -44,6 +44,8 @@ def verdicts(source: str, fallback_only: bool = False) -> list[bool]:
         'is_torch_greater_or_equal("2.4")',
         'version.parse(torch.__version__) >= version.parse("2.4")',
         "TORCH_2_4",
+        "torch_geometric.typing.WITH_PT24",
+        "PT_2_4",
         'hasattr(torch.amp, "GradScaler")',
         'RequirementCache("torch>=2.4")',
         "torch_version >= (2, 4)",
@@ -62,7 +64,8 @@ def test_version_tests_guard_both_branches(test: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "test", ["use_amp", "args.version == 2", "hasattr(model, 'module')", "is_torch_available()", "self.training"]
+    "test", ["use_amp", "args.version == 2", "hasattr(model, 'module')", "is_torch_available()", "self.training",
+             "ckpt_12", "opt_2_4", "PT2"]
 )
 def test_other_conditions_do_not_guard(test: str) -> None:
     assert verdicts(f"if {test}:\n    probe()\nelse:\n    probe()\n") == [False, False]
@@ -100,6 +103,37 @@ def test_statements_after_an_early_returning_gate() -> None:
             return new()
     """
     assert verdicts(source) == [True, False, False]
+
+
+def test_a_gate_whose_every_path_returns_or_raises() -> None:
+    source = """
+    def load(path):
+        if WITH_PT24:
+            try:
+                with open(path, "rb") as f:
+                    return new(f)
+            except RuntimeError as error:
+                if "safe_globals" in str(error):
+                    return old(path)
+                else:
+                    raise
+        return probe()
+
+    def falls_through(path):
+        if WITH_PT24:
+            try:
+                return new(path)
+            except RuntimeError:
+                warn()
+        return probe()
+
+    def only_raises(path):
+        if WITH_PT24:
+            with open(path) as f:
+                raise ValueError(f)
+        return probe()
+    """
+    assert verdicts(source, fallback_only=True) == [True, False, False]
 
 
 def test_try_fallbacks() -> None:

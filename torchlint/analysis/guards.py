@@ -5,14 +5,16 @@ API-hygiene rules (deprecated APIs, `torch.load` without `weights_only`, checkpo
 torch versions. `ctx.guards.in_compat_code(node)` answers True inside:
 
 - either branch of an `if` or conditional expression whose test checks the torch version or the
-  presence of a torch API: `if _TORCH_GREATER_EQUAL_2_4:`, `is_torch_version("<", "2.4")`,
+  presence of a torch API: `if _TORCH_GREATER_EQUAL_2_4:`, `if WITH_PT24:`, `is_torch_version("<", "2.4")`,
   `version.parse(torch.__version__) >= ...`, `hasattr(torch.amp, "GradScaler")`,
   `RequirementCache("torch>=2.4")`, and in a file that reads `torch.__version__` a local
   version compared with a tuple (`version = parse(torch.__version__)`, then
   `if version < (1, 12, 0):`); both branches count, since the new-API branch does not hold
   the deprecated spelling and the other one is the fallback;
 - the statements that follow such an `if` in the same block when its body ends in `return`
-  (`if TORCH_2_4: return torch.amp...` then `return torch.cuda.amp...`);
+  (`if TORCH_2_4: return torch.amp...` then `return torch.cuda.amp...`), also through a `try`,
+  a `with` or an inner `if` whose every path returns or raises (PyG's `if WITH_PT24: try: with
+  open(f): return torch.load(f, weights_only=True) except ...: raise` then the old load);
 - an assignment that such an `if` right after it overrides (`weight_norm = nn.utils.weight_norm`
   then `if hasattr(nn.utils.parametrizations, "weight_norm"): weight_norm = ...`);
 - a `try` whose handlers catch `ImportError`, `ModuleNotFoundError`, `AttributeError` or
@@ -38,7 +40,7 @@ from torchlint.analysis.names import dotted_name, suite_statements
 
 _VERSION_TEST = re.compile(
     r"torch\w*version|version\w*torch|torch\.__version__|torch\w*(greater|less|_ge_|_gt_|_le_|_lt_|_eq_)"
-    r"|torch_?\d|hasattr\(\s*(torch|functorch|F|nn)\b[\w.]*\s*,|sys\.version_info"
+    r"|torch_?\d|(?<![a-z])pt_?(\d_\d|\d\d)|hasattr\(\s*(torch|functorch|F|nn)\b[\w.]*\s*,|sys\.version_info"
     r"|RequirementCache\(\s*f?['\"](torch|lightning)|compare_version\(\s*['\"]torch|\bTYPE_CHECKING\b",
     re.IGNORECASE,
 )
@@ -57,7 +59,7 @@ _COMPARISONS = {">=": True, ">": True, "<": False, "<=": False}
 _OPERATOR_NEWER = {
     cst.GreaterThanEqual: True, cst.GreaterThan: True, cst.LessThan: False, cst.LessThanEqual: False,
 }
-_NEWER_WORD = re.compile(r"greater|newer|at_?least|_ge(_|$)|_gt(_|$)|(^|_)ge_|torch_?\d", re.IGNORECASE)
+_NEWER_WORD = re.compile(r"greater|newer|at_?least|_ge(_|$)|_gt(_|$)|(^|_)ge_|torch_?\d|with_pt_?\d", re.IGNORECASE)
 _OLDER_WORD = re.compile(r"less|older|below|_lt(_|$)|_le(_|$)|(^|_)lt_", re.IGNORECASE)
 
 
@@ -85,13 +87,37 @@ def _caught_names(handler: cst.ExceptHandler) -> set[str] | None:
 
 
 def _ends_in_return(block: cst.BaseSuite) -> bool:
-    statements = getattr(block, "body", ())
-    if not statements:
-        return False
-    last = statements[-1]
+    """Every path through the block returns, or raises where another returns: `return new()`, a
+    `try` whose body and handlers return (`return load(f, weights_only=True)`, or a warning then
+    the unsafe load) or raise, within a `with` or both branches of an `if`. A block that only
+    raises (`if not TORCH_2: raise ImportError`) guards what follows, and is not a fallback."""
+    leaves = _leaves(block)
+    return leaves is not None and leaves
+
+
+def _leaves(block: cst.BaseSuite) -> bool | None:
+    """None when some path falls through the block; else whether some path returns."""
+    statements = block.body if isinstance(block, cst.IndentedBlock) else ()
+    return _statement_leaves(statements[-1]) if statements else None
+
+
+def _statement_leaves(last: cst.BaseStatement) -> bool | None:
     if isinstance(last, cst.SimpleStatementLine):
-        return any(isinstance(small, cst.Return) for small in last.body)
-    return False
+        if any(isinstance(small, cst.Return) for small in last.body):
+            return True
+        return False if any(isinstance(small, cst.Raise) for small in last.body) else None
+    if isinstance(last, cst.With):
+        return _leaves(last.body)
+    if isinstance(last, cst.If):
+        orelse = last.orelse
+        otherwise = _statement_leaves(orelse) if isinstance(orelse, cst.If) else \
+            _leaves(orelse.body) if orelse is not None else None
+        branches = [_leaves(last.body), otherwise]
+    elif isinstance(last, cst.Try) and last.orelse is None and last.finalbody is None:
+        branches = [_leaves(last.body), *(_leaves(handler.body) for handler in last.handlers)]
+    else:
+        return None
+    return None if None in branches else any(branches)
 
 
 class Guards:

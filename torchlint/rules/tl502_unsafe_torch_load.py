@@ -44,7 +44,8 @@ class UnsafeTorchLoad(Rule):
     `weights_only=True`; without a configured version the missing argument is reported, as
     TorchFix's TOR102 does). A variable passed as `weights_only`, calls with `**kwargs` (which may carry it;
     `*args` cannot, `weights_only` is keyword-only),
-    version-gated fallbacks, `try`/`except` fallbacks and a load of what the same function saved
+    version-gated fallbacks (also the load after `if WITH_PT24:` whose every path returns a
+    `weights_only=True` load or raises), `try`/`except` fallbacks and a load of what the same function saved
     just before into an `io.BytesIO()` or a temporary file it made (`torch.save(module, buffer)`
     then `torch.load(buffer)`: a copy through memory, a round trip in a test) are not flagged,
     nor are the loads of test code (a test module, or a module of a test folder such as
