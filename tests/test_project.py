@@ -685,6 +685,54 @@ class Model(nn.Module):
 '''
 
 
+KEPT_DEVICE_BASES = """\
+import torch.nn as nn
+
+
+class Recommender(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.device = config["device"]
+
+
+class Tracked(nn.Module):
+    @property
+    def device(self):
+        return next(self.parameters()).device
+"""
+KEPT_DEVICE_MODELS = """\
+import torch
+from pkg.bases import Recommender, Tracked
+
+
+class GraphModel(Recommender):
+    def __init__(self, config, heads):
+        super().__init__(config)
+        self.heads = torch.LongTensor(heads).to(self.device)
+
+    def forward(self, users):
+        return self.heads[users]
+
+
+class Masked(Tracked):
+    def __init__(self, n):
+        super().__init__()
+        self.mask = torch.ones(n).to(self.device)
+
+    def forward(self, x):
+        return x * self.mask
+"""
+
+
+def test_a_tensor_made_on_the_device_a_base_of_another_file_keeps_is_a_hint(project):
+    """RecBole's models place their tensors on the `self.device` their base's `__init__` sets from
+    the config: a hint. A base whose `device` is a property of the parameters keeps the warning."""
+    _write(project, {"pkg/__init__.py": "", "pkg/bases.py": KEPT_DEVICE_BASES, "pkg/models.py": KEPT_DEVICE_MODELS})
+    settings = resolve_settings(Options(select=["TL401"], overrides=["show-hints=true"]), cwd=project)
+    found = engine.check_files([(str(project / "pkg/models.py"), "pkg/models.py")], settings, 1)
+    assert [(d.location.row, d.severity.value) for d in found] == [(8, "hint"), (17, "warning")]
+
+
 def test_an_apply_override_of_another_file_moves_the_attribute_it_names(project):
     """YOLO's Model moves its Detect head's `stride` in `_apply`: the head's `stride` is moved
     with the model, its `anchors` are not (a true TL401)."""

@@ -67,7 +67,8 @@ class ProjectFacts(Protocol):
         """The checked file's path inside its project (`tests/helpers.py`); None without one."""
 
     def lookup(self, qualified: str) -> Fact | None:
-        """What the imported name `qualified` (as the import table writes it) is in the project."""
+        """What the imported name `qualified` (as the import table writes it) is in the project; for
+        `Class.name`, a method of the class or its bases, or an "attribute" its `__init__` sets."""
 
     def events(self, qualified: str) -> tuple[StepEvent, ...]:
         """The training-step events of an imported function, through the project functions it calls."""

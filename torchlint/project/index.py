@@ -2,7 +2,8 @@
 
     fact = ctx.project.lookup("model.Net")          # a `Fact`, or None (not the project's, unknown)
     fact.kind                                        # "module class", "module", "tensor", "optimizer",
-                                                     # "scheduler", "scaler", "function", "class", "constant"
+                                                     # "scheduler", "scaler", "function", "class", "constant",
+                                                     # "attribute" (`Class.name` set by its `__init__`)
     fact.notes                                       # where it came from: (path, row, message) links
     ctx.project.dependencies()                       # {path: state} of every file and listing consulted
 
@@ -483,7 +484,8 @@ class _Resolver:
 
     def method(self, module: str, summary: ModuleSummary, class_name: str, method: str, depth: int,
                seen: frozenset) -> Fact | None:
-        """A method of a class of the project, its own or inherited from a base of the project."""
+        """A method of a class of the project, its own or inherited from a base of the project; or
+        an attribute its `__init__` sets on the instance (kind "attribute")."""
         key = ("method", module, class_name, method)
         definition = summary.classes[class_name]
         if definition is None or depth > MAX_DEPTH or key in seen:
@@ -491,6 +493,9 @@ class _Resolver:
         seen = seen | {key}
         if method in definition.methods:
             return self.function(module, summary, f"{class_name}.{method}", depth, seen)
+        if method in definition.assigned:
+            note = Note(module, definition.assigned[method], 1, f"`{class_name}.__init__` sets `self.{method}` here")
+            return Fact("attribute", method, (note,))
         for base in definition.bases:
             if base in summary.classes and base != class_name:
                 found = self.method(module, summary, base, method, depth + 1, seen)

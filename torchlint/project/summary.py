@@ -75,6 +75,8 @@ class ClassSummary:
     # The activation every `return` of `forward` ends in ("softmax", "sigmoid"), with the row and
     # column of the first such return: what a loss that wants logits must not be given.
     output: tuple[str, int, int] | None = None
+    # Every `self.<name> = ...` of `__init__`, with its row: the names it sets on the instance.
+    assigned: dict[str, int] = field(default_factory=dict)
 
     @property
     def defines_forward(self) -> bool:
@@ -308,13 +310,14 @@ def _class(classdef: ast.ClassDef, imports: dict[str, str], offset: int) -> Clas
         for statement in classdef.body if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
     initializer = next((s for s in classdef.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
-    buffers, attributes = _instance_setup(initializer, imports) if initializer is not None else ((), {})
+    buffers, attributes, assigned = _instance_setup(initializer, imports, offset) if initializer is not None \
+        else ((), {}, {})
     # A generic base is its class: `Model` of `Model[DT]`.
     bases = tuple(_written(base.value if isinstance(base, ast.Subscript) else base, imports) or "?"
                   for base in classdef.bases)
     forward = next((s for s in classdef.body if isinstance(s, ast.FunctionDef) and s.name == "forward"), None)
     output = _output_activation(forward, attributes, imports, offset) if forward is not None else None
-    return ClassSummary(classdef.lineno + offset, bases, methods, buffers, attributes, output)
+    return ClassSummary(classdef.lineno + offset, bases, methods, buffers, attributes, output, assigned)
 
 
 _ACTIVATION_FUNCTIONS = {**dict.fromkeys(SOFTMAX_FUNCTIONS, "softmax"), **dict.fromkeys(SIGMOID_FUNCTIONS, "sigmoid")}
@@ -371,22 +374,30 @@ def _activation_of(value: ast.expr, attributes: dict[str, str], imports: dict[st
     return func.attr if func.attr in ("softmax", "sigmoid") and not written.startswith("torch.") else None
 
 
-def _instance_setup(initializer: ast.FunctionDef, imports: dict[str, str]) -> tuple[tuple[str, ...], dict[str, str]]:
-    """The buffers `__init__` registers by name and what it assigns from calls (`self.x = Callee(...)`)."""
+def _instance_setup(initializer: ast.FunctionDef, imports: dict[str, str], offset: int):
+    """The buffers `__init__` registers by name, what it assigns from calls (`self.x = Callee(...)`)
+    and every name it assigns (`self.device = config["device"]`), with the row."""
     self_name = initializer.args.args[0].arg if initializer.args.args else "self"
     buffers: list[str] = []
     attributes: dict[str, str] = {}
+    assigned: dict[str, int] = {}
     for node in ast.walk(initializer):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register_buffer" \
                 and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             buffers.append(node.args[0].value)
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call):
-            target = node.targets[0]
-            callee = _written(node.value.func, imports)
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                    and target.value.id == self_name and callee is not None:
-                attributes.setdefault(target.attr, callee)
-    return tuple(buffers), attributes
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [target.attr for target in targets if _on_instance(target, self_name)]
+            for name in names:
+                assigned.setdefault(name, node.lineno + offset)
+            callee = _written(node.value.func, imports) if isinstance(node.value, ast.Call) else None
+            if isinstance(node, ast.Assign) and len(targets) == 1 and names and callee is not None:
+                attributes.setdefault(names[0], callee)
+    return tuple(buffers), attributes, assigned
+
+
+def _on_instance(target: ast.expr, self_name: str) -> bool:
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == self_name
 
 
 def _function(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str], offset: int = 0) -> FunctionSummary:

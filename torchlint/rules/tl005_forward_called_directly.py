@@ -209,11 +209,16 @@ class ForwardCalledDirectly(Rule):
             self._own_call[id(classdef)] = self._base_replaces_call(classdef, frozenset())
         return self._own_call[id(classdef)]
 
+    def _defines_call(self, base: str) -> bool:
+        """A project base defines `__call__` (an instance attribute of that name is not called)."""
+        fact = self.ctx.project.lookup(f"{base}.__call__")
+        return fact is not None and fact.kind != "attribute"
+
     def _base_replaces_call(self, classdef: cst.ClassDef, seen: frozenset[str]) -> bool:
         for base in classdef.bases:
             written = dotted_name(base.value)
             qualified = self.ctx.qualified_name(base.value) or written or ""
-            if qualified.startswith(_OWN_CALL_LIBRARIES) or self.ctx.project.lookup(f"{qualified}.__call__"):
+            if qualified.startswith(_OWN_CALL_LIBRARIES) or self._defines_call(qualified):
                 return True
             local = next((c for c in _classes_of(self.ctx.module) if c.name.value == written), None)
             if local is not None and written not in seen and (

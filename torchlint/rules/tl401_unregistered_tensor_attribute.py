@@ -5,8 +5,8 @@ import libcst as cst
 from torchlint.analysis.literals import is_number
 from torchlint.analysis.module_attributes import ClassFrames, first_parameter, self_attribute
 from torchlint.analysis.names import (
-    SEQUENCE_TYPE_NAMES, annotation_words, dotted_name, method_name, method_named, method_receiver, parameter_named,
-    positional_args, single_index, suite_statements,
+    SEQUENCE_TYPE_NAMES, annotation_words, argument, dotted_name, keyword_arg, method_name, method_named,
+    method_receiver, parameter_named, positional_args, single_index, suite_statements,
 )
 from torchlint.analysis.nn_layers import parameterized_layer
 from torchlint.analysis.tensor_facts.domain import TensorFacts
@@ -504,6 +504,18 @@ class UnregisteredTensorAttribute(Rule):
         self.register_buffer("mask", torch.ones(dim, dim).tril())
         self.scale = nn.Parameter(torch.ones(dim))
     ```
+
+    ## Severity
+    A warning, except for a tensor made on the device the class keeps itself: placed on
+    `self.device` (`torch.LongTensor(ids).to(self.device)`, `torch.zeros(n, device=self._device)`)
+    where the class, a base of the file or a base of another project file sets that attribute
+    (`self.device = config["device"]`, as RecBole's models do) rather than defining it as a
+    property. There the finding is a hint (reported under `show-hints = true` or `--show-hints`):
+    the class places its tensors by hand, and the tensor goes wrong only when the Module is moved
+    after all, or restored from a checkpoint. A `device` property (`next(self.parameters()).device`,
+    Lightning's, or one of a base from another library) is the parameters' device when `__init__`
+    runs, before the model is moved: a warning. So is a tensor that requires grad, which the
+    optimizer never sees.
     """
 
     code = "TL401"
@@ -515,6 +527,8 @@ class UnregisteredTensorAttribute(Rule):
         super().__init__(ctx)
         self._classes = ClassFrames(ctx)
         self._reads_outside_init: set[str] | None = None
+        # The device attribute each candidate is placed on (`.to(self.device)`), by assignment.
+        self._placed_on: dict[int, str] = {}
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._classes.enter(node)
@@ -539,7 +553,42 @@ class UnregisteredTensorAttribute(Rule):
             # tensor is never used on the wrong device, and nothing is lost with the state_dict.
             if (used or self._read_outside_init(name) and not self._moved_by_subclasses(node, name)) \
                     and name not in self.ctx.project.moved_by_apply():
-                self.report(assignment, message, related=used)
+                self._report(node, assignment, name, message, used)
+
+    def _report(self, classdef: cst.ClassDef, assignment: cst.Assign, name: str, message: str, used) -> None:
+        """A tensor made on the device the class keeps itself (`self.device = config["device"]`,
+        then `.to(self.device)`) is a hint: the class places its tensors by hand, and this one goes
+        wrong only when the Module is moved after all, or restored from a checkpoint."""
+        device = self._placed_on.get(id(assignment))
+        if device is None or not self._keeps_device(classdef, device, frozenset()):
+            self.report(assignment, message, related=used)
+            return
+        self.report(assignment, f"`self.{name}` is made on `self.{device}`, the device this class keeps, and not "
+                                f"registered: a later `.to()`/`.cuda()` leaves it there and `state_dict()` does "
+                                f"not save it; `self.register_buffer(\"{name}\", ...)` would do both",
+                    related=used, severity=Severity.HINT)
+
+    def _keeps_device(self, classdef: cst.ClassDef, device: str, seen: frozenset[str]) -> bool | None:
+        """The class (or a base of the file or the project) sets `self.<device>` itself: True; it
+        defines it as a method or property (`def device(self): return next(self.parameters()).device`,
+        the device of the parameters when `__init__` ran): False; None when unknown (a base from
+        another library, such as Lightning's, whose `device` follows the Module)."""
+        if method_named(classdef, device) is not None:
+            return False
+        if _sets_attribute(classdef, device):
+            return True
+        for base in classdef.bases:
+            written = dotted_name(base.value)
+            local = self.ctx.module_classes.class_named(written) if written and written not in seen else None
+            if local is not None:
+                verdict = self._keeps_device(local, device, seen | {written})
+            else:
+                qualified = self.ctx.qualified_name(base.value)
+                fact = self.ctx.project.lookup(f"{qualified}.{device}") if qualified else None
+                verdict = None if fact is None else fact.kind == "attribute"
+            if verdict is not None:
+                return verdict
+        return None
 
     def _moved_by_subclasses(self, classdef: cst.ClassDef, name: str) -> bool:
         """The subclasses of the file (`class RAMNormal(RAM):`) read the attribute, and move it
@@ -591,6 +640,9 @@ class UnregisteredTensorAttribute(Rule):
             return  # `self.kernel = torch.roll(self.kernel, ...)`: the attribute is reported once
         written = self.ctx.code_for(factory.func)
         frame.tensor_factories[name] = factory
+        device = _placement(self._classes, node.value)
+        if device is not None and not requires_grad_true(factory):
+            self._placed_on[id(node)] = device
         frame.candidates.append(
             (
                 node,
@@ -674,6 +726,33 @@ class UnregisteredTensorAttribute(Rule):
 
     def _is_parameter(self, value: cst.BaseExpression) -> bool:
         return isinstance(value, cst.Call) and self.ctx.callee(value) in PARAMETER_CLASSES
+
+
+def _placement(classes: ClassFrames, value: cst.BaseExpression) -> str | None:
+    """`device` for `torch.LongTensor(ids).to(self.device)` or `torch.zeros(n, device=self._device)
+    .clone()`: the attribute of the instance, named for a device, that the value is placed on last."""
+    while isinstance(value, cst.Call):
+        moves = isinstance(value.func, cst.Attribute) and value.func.attr.value in ("to", "cuda")
+        keyword = keyword_arg(value, "device")
+        target = argument(value, 0, "device") if moves else keyword.value if keyword is not None else None
+        if target is not None or moves:
+            name = classes.self_target(target) if target is not None else None
+            return name if name is not None and "device" in name else None
+        value = method_receiver(value)
+    return None
+
+
+def _sets_attribute(classdef: cst.ClassDef, name: str) -> bool:
+    """A method of the class assigns `<self>.<name>`, anywhere in its body."""
+    for statement in suite_statements(classdef.body):
+        receiver = first_parameter(statement) if isinstance(statement, cst.FunctionDef) else None
+        if receiver is not None and any(
+                isinstance(node, (cst.Assign, cst.AnnAssign)) and any(
+                    self_attribute(target, receiver) == name
+                    for target in ([t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]))
+                for node in nodes_in_order(statement)):
+            return True
+    return False
 
 
 def _attribute_reads_outside_init(module: cst.Module, skipped: tuple[cst.ClassDef, ...] = ()) -> set[str]:
