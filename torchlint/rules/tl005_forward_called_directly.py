@@ -25,6 +25,7 @@ _NAMED_SUBMODULE_ITERATORS = frozenset({"named_children", "named_modules"})
 # `(module, module_in, module_out)`, `(m, inputs, outputs)`.
 _HOOK_INPUT = re.compile(r"_?(?:module_)?(?:in|inp|input|inputs|args)")
 _HOOK_OUTPUT = re.compile(r"_?(?:module_)?(?:out|output|outputs|result)")
+_LOSS_NAME = re.compile(r"loss|criterion", re.IGNORECASE)
 
 
 class ForwardCalledDirectly(Rule):
@@ -77,6 +78,13 @@ class ForwardCalledDirectly(Rule):
         x = layer(x)
     ```
 
+    ## Severity
+    A warning, except on a loss module, by its name (`self.ce_loss.forward(...)`,
+    `self.criterion.forward(...)`) or its class (`self.ce = nn.CrossEntropyLoss()`,
+    `self.vicreg_loss = VICRegLoss()`), as losses built from other losses call them: a hint
+    (reported under `show-hints = true` or `--show-hints`). Nothing hooks into a loss as pruning,
+    quantization observers and sharding do into layers, so the call seldom differs.
+
     ## Fix safety
     The fix rewrites `m.forward(x)` to `m(x)` and is unsafe: the module's hooks start running,
     which is the point, but changes what the call does when hooks are registered.
@@ -121,11 +129,21 @@ class ForwardCalledDirectly(Rule):
                 or self._called_in_other_branch(node, receiver):
             return
         written = self.ctx.code_for(receiver)
-        self.report(
-            node,
-            f"`{written}.forward(...)` skips the module's hooks; call `{written}(...)`",
-            fix=FixSpec(f"Call `{written}(...)`", ((func, written),), Applicability.UNSAFE),
-        )
+        fix = FixSpec(f"Call `{written}(...)`", ((func, written),), Applicability.UNSAFE)
+        if self._is_loss(receiver):
+            self.report(node, f"`{written}.forward(...)` skips the module's hooks, which a loss seldom has; call "
+                              f"`{written}(...)`", fix=fix, severity=Severity.HINT)
+            return
+        self.report(node, f"`{written}.forward(...)` skips the module's hooks; call `{written}(...)`", fix=fix)
+
+    def _is_loss(self, receiver: cst.BaseExpression) -> bool:
+        """A loss module, by its name (`self.ce_loss`, `criterion`) or its class (`nn.CrossEntropyLoss()`,
+        `VICRegLoss()`): a function of its inputs that nothing hooks into, as pruning, observers and
+        sharding do into layers."""
+        if _LOSS_NAME.search(last_word(receiver) or ""):
+            return True
+        made = self.ctx.self_attributes.value_of(receiver) if isinstance(receiver, cst.Attribute) else None
+        return isinstance(made, cst.Call) and (dotted_name(made.func) or "").endswith("Loss")
 
     def _called_in_other_branch(self, call: cst.Call, receiver: cst.BaseExpression) -> bool:
         """The other branch of the nearest `if` (or `... if ... else ...`) around the call calls the
