@@ -5,9 +5,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from torchlint.analysis.dataflow import target_names
 from torchlint.analysis.names import (
     SEQUENCE_TYPE_NAMES, annotation_words, dotted_name, is_name, keyword_arg, method_name, method_receiver,
-    parameter_named, positional_args,
+    parameter_named, positional_args, suite_statements,
 )
 from torchlint.analysis.shape_checks import brief_code
 from torchlint.analysis.tensor_facts.domain import Device
@@ -84,7 +85,7 @@ class LegacyTensorConstructor(Rule):
     So integers get no fix, and the message shows both replacements, unless the code shows a
     shape to be filled: inside `nn.Parameter(...)`, or followed by an in-place initialiser
     (`torch.Tensor(n).uniform_()`, or `w = torch.Tensor(n, m)` whose first use is `w.normal_()`
-    or `nn.init.xavier_uniform_(w)`). There the fix to `torch.empty(...)` is safe: identical
+    or `nn.init.xavier_uniform_(w)`), or by a loop that stores each element. There the fix to `torch.empty(...)` is safe: identical
     behaviour, now explicit. A list or tuple argument is data, and the fix keeps its dtype:
     `torch.LongTensor([1, 2])` becomes `torch.tensor([1, 2], dtype=torch.int64)`, and
     `torch.Tensor([1, 2])`, whose dtype is the default one (float64 after
@@ -110,7 +111,9 @@ class LegacyTensorConstructor(Rule):
     under `show-hints = true` or `--show-hints`, and in the editor):
     - a shape filled before any read: `nn.Parameter(torch.Tensor(n, m))` then `reset_parameters()`,
       `nn.init.zeros_(torch.Tensor(n, m))`, `torch.LongTensor(len(batch), T).zero_()`, or
-      `mask = torch.FloatTensor(*shape)` in an `if` whose next use, after it, is `mask.uniform_()`;
+      `mask = torch.FloatTensor(*shape)` in an `if` whose next use, after it, is `mask.uniform_()`,
+      or `lengths = torch.LongTensor(len(batch))` then a loop whose first use stores the element
+      its variable indexes (`for i in range(n): lengths[i] = mel.size(1)`, Tacotron2's collate);
     - values given as a list (`torch.LongTensor([1, 2])`, a list comprehension, `list(...)`,
       `range(...)`, `sorted(...)`, `.tolist()`, a list repeated as `[1.0] * n`, a name assigned one, a
       parameter annotated or defaulted as a sequence, an entry of a dict the function fills with
@@ -410,8 +413,23 @@ class LegacyTensorConstructor(Rule):
         mention = re.compile(rf"(?<![\w.]){re.escape(written)}(?!\w)")
         for statement in _statements_after(ancestors):
             if mention.search(self.ctx.module.code_for_node(statement)):
-                return self._initialises(statement, written)
+                return self._fills_elements(statement, written, mention) if isinstance(statement, cst.For) \
+                    else self._initialises(statement, written)
         return False
+
+    def _fills_elements(self, loop: cst.For, written: str, mention: re.Pattern) -> bool:
+        """`for i in range(len(ids)): ... lengths[i] = mel.size(1)`: the loop's first use of the
+        tensor stores the element its variable indexes, as Tacotron2's collate fills the lengths."""
+        variables = set(target_names(loop.target))
+        line = next((line for line in suite_statements(loop.body)
+                     if mention.search(self.ctx.module.code_for_node(line))), None)
+        store = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+        if not isinstance(store, cst.Assign) or len(store.targets) != 1:
+            return False
+        target = store.targets[0].target
+        return isinstance(target, cst.Subscript) and dotted_name(target.value) == written and any(
+            isinstance(node, cst.Name) and node.value in variables
+            for element in target.slice for node in nodes_in_order(element))
 
     def _initialises(self, statement: cst.CSTNode, written: str) -> bool:
         """The statement's first use of `written` fills it in place: `w.normal_(0, 0.02)`,
