@@ -85,8 +85,8 @@ class LegacyTensorConstructor(Rule):
     So integers get no fix, and the message shows both replacements, unless the code shows a
     shape to be filled: inside `nn.Parameter(...)`, or followed by an in-place initialiser
     (`torch.Tensor(n).uniform_()`, or `w = torch.Tensor(n, m)` whose first use is `w.normal_()`
-    or `nn.init.xavier_uniform_(w)`), or by a loop that stores each element. There the fix to `torch.empty(...)` is safe: identical
-    behaviour, now explicit. A list or tuple argument is data, and the fix keeps its dtype:
+    or `nn.init.xavier_uniform_(w)`), or by a loop that stores each element. There the fix to
+    `torch.empty(...)` is safe: identical behaviour, now explicit. A list or tuple argument is data, and the fix keeps its dtype:
     `torch.LongTensor([1, 2])` becomes `torch.tensor([1, 2], dtype=torch.int64)`, and
     `torch.Tensor([1, 2])`, whose dtype is the default one (float64 after
     `torch.set_default_dtype(torch.float64)`, as in code that calls a library), becomes
