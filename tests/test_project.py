@@ -731,6 +731,8 @@ def test_a_tensor_made_on_the_device_a_base_of_another_file_keeps_is_a_hint(proj
     settings = resolve_settings(Options(select=["TL401"], overrides=["show-hints=true"]), cwd=project)
     found = engine.check_files([(str(project / "pkg/models.py"), "pkg/models.py")], settings, 1)
     assert [(d.location.row, d.severity.value) for d in found] == [(8, "hint"), (17, "warning")]
+    # The hint says where the base sets the device.
+    assert [(r.filename, r.location.row) for r in found[0].related][-1] == ("pkg/bases.py", 7)
 
 
 def test_an_apply_override_of_another_file_moves_the_attribute_it_names(project):

@@ -560,35 +560,39 @@ class UnregisteredTensorAttribute(Rule):
         then `.to(self.device)`) is a hint: the class places its tensors by hand, and this one goes
         wrong only when the Module is moved after all, or restored from a checkpoint."""
         device = self._placed_on.get(id(assignment))
-        if device is None or not self._keeps_device(classdef, device, frozenset()):
+        kept, where = self._kept_device(classdef, device, frozenset()) if device is not None else (None, ())
+        if not kept:
             self.report(assignment, message, related=used)
             return
         self.report(assignment, f"`self.{name}` is made on `self.{device}`, the device this class keeps, and not "
                                 f"registered: a later `.to()`/`.cuda()` leaves it there and `state_dict()` does "
                                 f"not save it; `self.register_buffer(\"{name}\", ...)` would do both",
-                    related=used, severity=Severity.HINT)
+                    related=(*used, *where), severity=Severity.HINT)
 
-    def _keeps_device(self, classdef: cst.ClassDef, device: str, seen: frozenset[str]) -> bool | None:
-        """The class (or a base of the file or the project) sets `self.<device>` itself: True; it
-        defines it as a method or property (`def device(self): return next(self.parameters()).device`,
-        the device of the parameters when `__init__` ran): False; None when unknown (a base from
-        another library, such as Lightning's, whose `device` follows the Module)."""
+    def _kept_device(self, classdef: cst.ClassDef, device: str, seen: frozenset[str]) -> tuple[bool | None, tuple]:
+        """Whether the class (or a base of the file or the project) sets `self.<device>` itself
+        (True, with where), defines it as a method or property (`def device(self): return
+        next(self.parameters()).device`, the device of the parameters when `__init__` ran: False),
+        or neither, as far as torchlint sees (None: a base from another library, such as
+        Lightning's, whose `device` follows the Module)."""
         if method_named(classdef, device) is not None:
-            return False
-        if _sets_attribute(classdef, device):
-            return True
+            return False, ()
+        setter = _attribute_assignment(classdef, device)
+        if setter is not None:
+            return True, (RelatedNode(setter, f"`self.{device}` is set here"),)
         for base in classdef.bases:
             written = dotted_name(base.value)
             local = self.ctx.module_classes.class_named(written) if written and written not in seen else None
             if local is not None:
-                verdict = self._keeps_device(local, device, seen | {written})
+                kept, where = self._kept_device(local, device, seen | {written})
             else:
                 qualified = self.ctx.qualified_name(base.value)
                 fact = self.ctx.project.lookup(f"{qualified}.{device}") if qualified else None
-                verdict = None if fact is None else fact.kind == "attribute"
-            if verdict is not None:
-                return verdict
-        return None
+                kept = None if fact is None else fact.kind == "attribute"
+                where = self.ctx.project.related(fact.notes, self.ctx.path) if kept else ()
+            if kept is not None:
+                return kept, where
+        return None, ()
 
     def _moved_by_subclasses(self, classdef: cst.ClassDef, name: str) -> bool:
         """The subclasses of the file (`class RAMNormal(RAM):`) read the attribute, and move it
@@ -742,17 +746,16 @@ def _placement(classes: ClassFrames, value: cst.BaseExpression) -> str | None:
     return None
 
 
-def _sets_attribute(classdef: cst.ClassDef, name: str) -> bool:
-    """A method of the class assigns `<self>.<name>`, anywhere in its body."""
+def _attribute_assignment(classdef: cst.ClassDef, name: str) -> cst.CSTNode | None:
+    """The first statement of a method of the class that assigns `<self>.<name>`, anywhere in its body."""
     for statement in suite_statements(classdef.body):
         receiver = first_parameter(statement) if isinstance(statement, cst.FunctionDef) else None
-        if receiver is not None and any(
-                isinstance(node, (cst.Assign, cst.AnnAssign)) and any(
-                    self_attribute(target, receiver) == name
-                    for target in ([t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]))
-                for node in nodes_in_order(statement)):
-            return True
-    return False
+        for node in nodes_in_order(statement) if receiver is not None else ():
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else \
+                [node.target] if isinstance(node, cst.AnnAssign) else []
+            if any(self_attribute(target, receiver) == name for target in targets):
+                return node
+    return None
 
 
 def _attribute_reads_outside_init(module: cst.Module, skipped: tuple[cst.ClassDef, ...] = ()) -> set[str]:
