@@ -19,6 +19,11 @@ _GUARD_WORDS = (
 # needs CUDA whatever device it names (`def profile():` of a benchmark script, a loader that copies
 # batches on a side stream).
 _WORKS_CUDA = re.compile(r"ProfilerActivity\.CUDA|cuda_time|cuda\.Event\(|cuda\.Stream\(|cuda\.stream\(")
+# `nn.DataParallel` splits batches over the GPUs it is given, and has none to split over without
+# CUDA: a subclass (PyG's, for graph batches) is multi-GPU code whatever device it names.
+_SPLITS_OVER_GPUS = frozenset({
+    "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel",
+})
 # A CPU device written out: `"cpu"`, `torch.device('cpu')`.
 _CPU_DEVICE = re.compile(r"""["']cpu["']""")
 # Code that runs only when several processes take part: a machine without CUDA (a laptop, CPU-only
@@ -74,7 +79,8 @@ class HardcodedCuda(Rule):
     with -1 or 0: `if device != -1:`, `if args.gpu >= 0:`), `"cuda" if
     torch.cuda.is_available() else "cpu"` or any choice whose other branch is the CPU
     (`torch.device("cpu") if device == torch.device("cpu") else torch.device("cuda", rank)`),
-    code in functions or classes named for CUDA or GPUs (`class CUDAAccelerator`, `def to_gpu`),
+    code in functions or classes named for CUDA or GPUs (`class CUDAAccelerator`, `def to_gpu`)
+    or extending `nn.DataParallel` (which splits batches over GPUs, as PyG's does for graphs),
     test classes under such a decorator
     (`@unittest.skipIf(not torch.cuda.is_available(), ...)`), private helpers (or helpers in a
     test module) and private methods called only from such guarded code in their file or class,
@@ -209,6 +215,8 @@ class HardcodedCuda(Rule):
             return True
         if isinstance(definition, cst.FunctionDef):
             return self._function_guarded(definition)
+        if any(self.ctx.qualified_name(base.value) in _SPLITS_OVER_GPUS for base in definition.bases):
+            return True
         # A class that drives the GPU itself (`torch.cuda.Stream()` in a prefetching loader) needs CUDA.
         return any(self._mentions_guard(decorator) for decorator in definition.decorators) \
             or _WORKS_CUDA.search(self.ctx.code_for(definition.body)) is not None
