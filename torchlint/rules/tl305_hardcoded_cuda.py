@@ -4,7 +4,9 @@ import re
 
 import libcst as cst
 
-from torchlint.analysis.names import dotted_name, keyword_arg, other_branch, positional_args, suite_statements
+from torchlint.analysis.names import (
+    dotted_name, keyword_arg, method_named, other_branch, positional_args, suite_statements,
+)
 from torchlint.analysis.values import string_value
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
@@ -80,7 +82,8 @@ class HardcodedCuda(Rule):
     torch.cuda.is_available() else "cpu"` or any choice whose other branch is the CPU
     (`torch.device("cpu") if device == torch.device("cpu") else torch.device("cuda", rank)`),
     code in functions or classes named for CUDA or GPUs (`class CUDAAccelerator`, `def to_gpu`)
-    or extending `nn.DataParallel` (which splits batches over GPUs, as PyG's does for graphs),
+    or extending `nn.DataParallel` (which splits batches over GPUs, as PyG's does for graphs) or
+    wrapping what they are given in one in `__init__` (`self.net = nn.DataParallel(net)`),
     test classes under such a decorator
     (`@unittest.skipIf(not torch.cuda.is_available(), ...)`), private helpers (or helpers in a
     test module) and private methods called only from such guarded code in their file or class,
@@ -215,11 +218,24 @@ class HardcodedCuda(Rule):
             return True
         if isinstance(definition, cst.FunctionDef):
             return self._function_guarded(definition)
-        if any(self.ctx.qualified_name(base.value) in _SPLITS_OVER_GPUS for base in definition.bases):
+        if self._splits_over_gpus(definition):
             return True
         # A class that drives the GPU itself (`torch.cuda.Stream()` in a prefetching loader) needs CUDA.
         return any(self._mentions_guard(decorator) for decorator in definition.decorators) \
             or _WORKS_CUDA.search(self.ctx.code_for(definition.body)) is not None
+
+    def _splits_over_gpus(self, classdef: cst.ClassDef) -> bool:
+        """The class extends `nn.DataParallel`, or wraps what it is given in one as its `__init__`
+        always does (tianshou's `DataParallelNet`: `self.net = nn.DataParallel(net)`)."""
+        if any(self.ctx.qualified_name(base.value) in _SPLITS_OVER_GPUS for base in classdef.bases):
+            return True
+        initializer = method_named(classdef, "__init__")
+        return initializer is not None and any(
+            isinstance(small, cst.Assign) and isinstance(small.value, cst.Call)
+            and self.ctx.callee(small.value) in _SPLITS_OVER_GPUS
+            for line in suite_statements(initializer.body) if isinstance(line, cst.SimpleStatementLine)
+            for small in line.body
+        )
 
     @staticmethod
     def _names_cuda(definition: cst.FunctionDef | cst.ClassDef) -> bool:
