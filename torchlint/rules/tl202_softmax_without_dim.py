@@ -21,6 +21,9 @@ _MODULES = {
     for name in ("Softmax", "LogSoftmax", "Softmin")
 }
 _DIM_POSITION = {**_FUNCTIONS, **_MODULES}
+# What `dim` is called elsewhere (NumPy's `axis`, a plural): these functions and modules take
+# none of them, so the call raises TypeError before any dimension is guessed.
+_DIM_SPELLINGS = frozenset({"dims", "axis", "axes", "dimension"})
 
 
 class SoftmaxWithoutDim(Rule):
@@ -34,6 +37,11 @@ class SoftmaxWithoutDim(Rule):
     3-D inputs, dim 1 otherwise. For a 3-D batch (batch, sequence, classes) it normalises across
     the *batch*, silently producing wrong probabilities. PyTorch only emits a deprecation warning.
     (`torch.softmax(x)` and `x.softmax()` have no default and raise, so they are not flagged.)
+
+    A call that spells the dimension another way (`F.softmax(x, dims=-1)`, NumPy's `axis=`,
+    `nn.Softmax(axis=1)`) raises TypeError: these take no such parameter. It is reported with a
+    safe fix that renames the keyword to `dim`. (`torch.softmax` and `Tensor.softmax` accept
+    `axis` as NumPy does, and are not flagged.)
 
     ## Example
     ```python
@@ -50,7 +58,9 @@ class SoftmaxWithoutDim(Rule):
     ## Fix safety
     The fix adds `dim=-1` and is unsafe: it states a choice (the last dimension) that the author
     must check, and it changes the result for inputs where PyTorch's guess picked another dim.
-    Where the input is known to be 1-D or 2-D, the guess is the last dim and the fix is safe.
+    Where the input is known to be 1-D or 2-D, the guess is the last dim and the fix is safe. So
+    is renaming a misspelled `dims=` or `axis=` to `dim=`: the call raised before, and now takes the
+    dimension the author wrote.
 
     Bug left in place: possibly, when the intended dim was not the last one; that is why the fix is
     unsafe. Computation changed: yes for inputs where the implicit dim was not the last.
@@ -79,6 +89,17 @@ class SoftmaxWithoutDim(Rule):
         if len(positional_args(node)) > position:
             return
         written = self.ctx.code_for(node.func)
+        misspelled = next((arg for arg in node.args if arg.keyword is not None and arg.keyword.value in _DIM_SPELLINGS),
+                          None)
+        if misspelled is not None:
+            keyword = misspelled.keyword.value
+            self.report(
+                node,
+                f"`{written}(..., {keyword}=...)` raises TypeError: it has no `{keyword}` parameter, the dimension is "
+                "`dim=`",
+                fix=FixSpec(f"Rename `{keyword}=` to `dim=`", ((misspelled.keyword, "dim"),), Applicability.SAFE),
+            )
+            return
         unused = None if position else self._unused_attribute(node)
         if unused is not None:
             self.report(
