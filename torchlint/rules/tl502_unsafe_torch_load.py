@@ -80,8 +80,9 @@ class UnsafeTorchLoad(Rule):
     `model = torch.load(path)` then `model.eval()` or `model(x)`, or an entry of it so,
     `ckpt["model"].float().state_dict()` of a checkpoint that holds whole models; or the same file
     saves one:
-    `torch.save(model, path)`), `weights_only=True` cannot load it: the finding says so, asks for a
-    `state_dict()` or an explicit `weights_only=False` for a trusted file, and offers no fix. It is
+    `torch.save(model, path)`, but not what the function loaded and saves again, edited: `model =
+    torch.load(path)` then `torch.save(model, out)`), `weights_only=True` cannot load it: the
+    finding says so, asks for a `state_dict()` or an explicit `weights_only=False` for a trusted file, and offers no fix. It is
     reported under a `target-torch-version` of 2.6 or newer too: there the load fails.
 
     ## Severity
@@ -258,8 +259,20 @@ class UnsafeTorchLoad(Rule):
         self.report(node, message, related=(evidence,))
 
     def _saves_module(self, save: cst.Call) -> bool:
+        """The save writes a Module, not what the function loaded and saves again (`model =
+        torch.load(path)`, edited, then `torch.save(model, out)`: a name proves nothing there)."""
         saved = positional_args(save)[:1]
-        return bool(saved) and isinstance(self.ctx.tensors.facts(saved[0].value), ModuleValue)
+        return bool(saved) and isinstance(self.ctx.tensors.facts(saved[0].value), ModuleValue) \
+            and not self._loaded_into(saved[0].value)
+
+    def _loaded_into(self, saved: cst.BaseExpression) -> bool:
+        """The function assigns the saved name from a `torch.load(...)`."""
+        function = self.ctx.enclosing_function()
+        return isinstance(saved, cst.Name) and function is not None and any(
+            isinstance(node, cst.Assign) and isinstance(node.value, cst.Call)
+            and self.ctx.callee(node.value) in LOAD_FUNCTIONS
+            and any(is_name(target.target, saved.value) for target in node.targets)
+            for node in nodes_in_order(function))
 
     def _reads_back(self, load: cst.Call) -> bool:
         """`torch.save(state, buffer)` then `torch.load(buffer)` of an `io.BytesIO()` or a
