@@ -91,8 +91,7 @@ def _ends_in_return(block: cst.BaseSuite) -> bool:
     `try` whose body and handlers return (`return load(f, weights_only=True)`, or a warning then
     the unsafe load) or raise, within a `with` or both branches of an `if`. A block that only
     raises (`if not TORCH_2: raise ImportError`) guards what follows, and is not a fallback."""
-    leaves = _leaves(block)
-    return leaves is not None and leaves
+    return _leaves(block) is True
 
 
 def _leaves(block: cst.BaseSuite) -> bool | None:

@@ -86,12 +86,12 @@ class LegacyTensorConstructor(Rule):
     shape to be filled: inside `nn.Parameter(...)`, or followed by an in-place initialiser
     (`torch.Tensor(n).uniform_()`, or `w = torch.Tensor(n, m)` whose first use is `w.normal_()`
     or `nn.init.xavier_uniform_(w)`), or by a loop that stores each element. There the fix to
-    `torch.empty(...)` is safe: identical behaviour, now explicit. A list or tuple argument is data, and the fix keeps its dtype:
-    `torch.LongTensor([1, 2])` becomes `torch.tensor([1, 2], dtype=torch.int64)`, and
-    `torch.Tensor([1, 2])`, whose dtype is the default one (float64 after
-    `torch.set_default_dtype(torch.float64)`, as in code that calls a library), becomes
-    `torch.tensor([1, 2], dtype=torch.get_default_dtype())`, or `torch.tensor([0.5, 1])` where a
-    float literal already makes `torch.tensor` infer that dtype. A
+    `torch.empty(...)` is safe: identical behaviour, now explicit. A list or tuple argument is
+    data, and the fix keeps its dtype: `torch.LongTensor([1, 2])` becomes
+    `torch.tensor([1, 2], dtype=torch.int64)`, and `torch.Tensor([1, 2])`, whose dtype is the
+    default one (float64 after `torch.set_default_dtype(torch.float64)`, as in code that calls a
+    library), becomes `torch.tensor([1, 2], dtype=torch.get_default_dtype())`, or
+    `torch.tensor([0.5, 1])` where a float literal already makes `torch.tensor` infer that dtype. A
     constructor called through an alias (`Tensor = torch.cuda.FloatTensor if cuda else
     torch.FloatTensor`) and other argument forms get no fix.
 

@@ -82,8 +82,9 @@ class UnsafeTorchLoad(Rule):
     saves one:
     `torch.save(model, path)`, but not what the function loaded and saves again, edited: `model =
     torch.load(path)` then `torch.save(model, out)`), `weights_only=True` cannot load it: the
-    finding says so, asks for a `state_dict()` or an explicit `weights_only=False` for a trusted file, and offers no fix. It is
-    reported under a `target-torch-version` of 2.6 or newer too: there the load fails.
+    finding says so, asks for a `state_dict()` or an explicit `weights_only=False` for a trusted
+    file, and offers no fix. It is reported under a `target-torch-version` of 2.6 or newer too:
+    there the load fails.
 
     ## Severity
     An error, except where one method of a class loads the file that another method of the
