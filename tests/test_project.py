@@ -973,6 +973,24 @@ def test_loads_in_test_code_read_files_the_suite_controls(project):
     assert rows("tests/test_model.py") == [6]
 
 
+PER_BATCH_MASK = """\
+import torch
+
+
+def batch_mask(batch, device):
+    return torch.ones(batch, 16).to(device)
+"""
+
+
+def test_test_code_copies_its_small_inputs_once(project):
+    """neuraloperator's and accelerate's tests, and torchrec's `test_utils/`, move an input they
+    just drew: the suite runs it once. The same function in the library runs per batch and is reported."""
+    _write(project, {"lib/masks.py": PER_BATCH_MASK, "tests/helpers.py": PER_BATCH_MASK,
+                     "lib/test_masks.py": PER_BATCH_MASK, "lib/test_utils/inputs.py": PER_BATCH_MASK})
+    found = _findings(project, ["lib/masks.py", "tests/helpers.py", "lib/test_masks.py", "lib/test_utils/inputs.py"])
+    assert [(name, row) for name, code, row in found if code == "TL309"] == [("lib/masks.py", 5)]
+
+
 MOCK_MODULE = """\
 import torch
 from torch import nn

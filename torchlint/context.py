@@ -29,7 +29,11 @@ from torchlint.project.index import ProjectView
 # pytest's and unittest's test files, whose `test_*` functions are tests.
 _TEST_FILE = re.compile(r"test_.*\.py|.*_test\.py")
 # Folders whose modules serve the tests.
-_TEST_FOLDERS = frozenset({"test", "tests", "testing"})
+_TEST_FOLDERS = frozenset({"test", "tests", "testing", "test_utils"})
+# Decorators that make a method or function run once per object or per argument.
+_CACHING_DECORATORS = frozenset({
+    "functools.cached_property", "functools.cache", "functools.lru_cache",
+})
 
 
 class TargetSettings(Protocol):
@@ -155,6 +159,19 @@ class FileContext:
                 return node
         return None
 
+    def runs_once(self) -> bool:
+        """The point of the walk runs once per process or per object: module-level code and the
+        body of `main()` outside any loop (a `__main__` block is module-level code), an `__init__`,
+        a cached property or a cached function. What such code does costs once, not per step."""
+        function = self.enclosing_function()
+        if function is not None and (function.name.value == "__init__" or any(
+                self.qualified_name(_decorator_callee(decorator.decorator)) in _CACHING_DECORATORS
+                for decorator in function.decorators)):
+            return True
+        if function is not None and (function.name.value != "main" or self.enclosing_class() is not None):
+            return False
+        return not any(isinstance(node, (cst.For, cst.While)) for node in self.ancestors)
+
     # Reporting ---------------------------------------------------------------------------
 
     def report(
@@ -162,3 +179,8 @@ class FileContext:
         related: tuple[RelatedNode | Related, ...] = (), severity: Severity | None = None,
     ) -> None:
         self.pending.append(PendingReport(rule, node, message, fix, tuple(self.ancestors), related, severity))
+
+
+def _decorator_callee(decorator: cst.BaseExpression) -> cst.BaseExpression:
+    """`functools.lru_cache` for `@functools.lru_cache(maxsize=None)` and for `@functools.lru_cache`."""
+    return decorator.func if isinstance(decorator, cst.Call) else decorator

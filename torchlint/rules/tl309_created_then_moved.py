@@ -24,8 +24,11 @@ class CreatedThenMoved(Rule):
     with `requires_grad` (TL008: the move makes a non-leaf copy) or drawn from a `generator=`
     (which must be on the device it draws for) are left alone, and so are
     tensors of data (`torch.tensor(values).cuda()`, `torch.as_tensor(...)`, `torch.from_numpy`):
-    torch builds those in host memory and copies them even when given `device=`. Nor is a tensor
-    made in `__init__`: an object is built once, and one copy then costs nothing worth a change.
+    torch builds those in host memory and copies them even when given `device=`. Nor is code
+    that runs once: `__init__`, a cached property (`@functools.cached_property`, `@functools.cache`),
+    module-level code or `main()` outside a loop (a `__main__` block too), and test code (a test
+    module, a module of a `test/`, `tests/`, `testing/` or `test_utils/` folder): one copy there
+    costs nothing worth a change.
 
     ## Why is this bad?
     The tensor is allocated and filled in host memory, then copied to the device: two
@@ -61,8 +64,10 @@ class CreatedThenMoved(Rule):
         if method not in ("to", "cuda"):
             return
         factory = method_receiver(node)
-        if not isinstance(factory, cst.Call) or self.ctx.callee(factory) not in _FACTORIES or self._in_constructor():
+        if not isinstance(factory, cst.Call) or self.ctx.callee(factory) not in _FACTORIES:
             return
+        if self.ctx.runs_once() or self.ctx.serves_tests:
+            return  # one copy costs nothing worth a change
         if any(keyword_arg(factory, name) is not None for name in ("device", "requires_grad", "generator")) \
                 or any(arg.star for arg in factory.args):
             # A leaf that requires grad, moved, is TL008's non-leaf copy: not the same tensor; a
@@ -77,10 +82,6 @@ class CreatedThenMoved(Rule):
             f"the tensor is made on the CPU and copied to `{written}`; create it there with `device={written}`",
             fix=self._fix(node, factory, target),
         )
-
-    def _in_constructor(self) -> bool:
-        function = self.ctx.enclosing_function()
-        return function is not None and function.name.value == "__init__"
 
     def _target(self, call: cst.Call, method: str) -> cst.BaseExpression | str | None:
         """The device the call moves to: the argument of `.to(...)`, `"cuda"` for `.cuda()`."""
