@@ -165,7 +165,7 @@ def test_summaries_are_plain_picklable_data():
     assert pickle.loads(pickle.dumps(summary)) == summary
     assert summary.functions["causal_mask"].returns[0].kind == "tensor"
     assert summary.functions["make_opt"].returns[0].kind == "optimizer"
-    assert [event for event, _, _ in summary.functions["train_step"].events if event != "call"] == [
+    assert [event for event, _, _, _ in summary.functions["train_step"].events if event != "call"] == [
         "backward", "optimizer step"]
     assert summarize("def broken(:\n") is None
 
@@ -374,6 +374,53 @@ def test_a_validation_helper_of_another_file_that_leaves_eval_mode_on(project):
         # evaluate_and_restore switches back; the third loop calls model.train() at its top.
         (32, [("pkg/evaluation.py", 19, "`Validator.run` puts `net` in eval mode here")]),
     ]
+
+
+FLAGGED_EVALUATION = """\
+import torch
+
+
+def evaluate_model(model, loader, is_training=False):
+    if not is_training:
+        model.eval()
+    with torch.no_grad():
+        return [model(x) for x in loader]
+
+
+def validate(model, loader, *, keep_mode=False):
+    if keep_mode:
+        return None
+    else:
+        model.eval()
+    return [model(x) for x in loader]
+"""
+FLAGGED_LOOP = """\
+import torch
+from pkg.evaluation import evaluate_model, validate
+
+model = torch.nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+model.train()
+for epoch in range(10):
+    for x in range(10):
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+    evaluate_model(model, None, is_training=True)
+    evaluate_model(model, None, True)
+    validate(model, None, keep_mode=True)
+    evaluate_model(model, None, is_training=epoch > 5)
+    validate(model, None)
+"""
+
+
+def test_a_flag_of_a_helper_of_another_file_decides_whether_it_leaves_eval_mode_on(project):
+    """stanza's trainers call `evaluate_model(..., is_training=True)`, which switches to eval mode
+    only `if not is_training:`. A flag the call computes, or a default that switches, is reported."""
+    _write(project, {"pkg/__init__.py": "", "pkg/evaluation.py": FLAGGED_EVALUATION, "train.py": FLAGGED_LOOP})
+    settings = resolve_settings(Options(select=["TL015"]), cwd=project)
+    found = engine.check_files([(str(project / "train.py"), "train.py")], settings, 1)
+    assert [d.location.row for d in found] == [15, 16]
 
 
 PLOTS = """\

@@ -39,7 +39,7 @@ from torchlint.analysis.names import (
 from torchlint.walker import child_nodes
 
 if TYPE_CHECKING:
-    from torchlint.analysis.project_facts import Fact, Note, ProjectFacts
+    from torchlint.analysis.project_facts import Fact, Note, ProjectFacts, StepEvent
 
 Loop = cst.For | cst.While
 
@@ -820,6 +820,8 @@ class _Scanner:
         instance of a project class, for `method`), at its call."""
         for event in self.analysis.project.events(qualified):
             kind = _PROJECT_EVENTS.get(event.kind)
+            if _flags_rule_out(call, event, method):
+                continue
             target = None
             if event.parameter is not None:  # a mode switch: of the module the call passes
                 position, name = event.parameter
@@ -1107,6 +1109,30 @@ def _flags_passed(call: cst.Call, function: cst.FunctionDef) -> dict[str, bool]:
         if isinstance(value, cst.Name) and value.value in ("True", "False"):
             passed[name] = value.value == "True"
     return passed
+
+
+def _flags_rule_out(call: cst.Call, event: "StepEvent", method: bool) -> bool:
+    """The call passes, or leaves to its default, a flag value other than the one the event of a
+    function of another file needs (`evaluate(model, training=True)`, `if not training: model.eval()`)."""
+    if any(arg.star for arg in call.args):
+        return False
+    for position, name, needed, default in event.flags:
+        if position is not None:
+            position -= 1 if method else 0  # the instance is not among the call's arguments
+        if position is not None and position >= 0:
+            given = argument(call, position, name)
+        else:
+            keyword = keyword_arg(call, name)
+            given = keyword.value if keyword is not None else None
+        if given is None:
+            passed = default
+        elif isinstance(given, cst.Name) and given.value in ("True", "False"):
+            passed = given.value == "True"
+        else:
+            continue  # a value the call computes: either branch may run
+        if passed is not None and passed != needed:
+            return True
+    return False
 
 
 def _ruled_out(event: Event, function: int, passed: dict[str, bool]) -> bool:

@@ -32,6 +32,10 @@ class StepEvent:
     kind: str
     note: Note
     parameter: tuple[int, str] | None = None
+    # The flags of the asked function the event needs (`if not is_training: model.eval()`): a
+    # parameter's position (None: keyword-only), name, the value needed and its default, if any.
+    # A call that passes, or defaults to, the other value never reaches the event.
+    flags: tuple[tuple[int | None, str, bool, bool | None], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -556,13 +556,16 @@ class _Resolver:
         seen = seen | {key}
         found: list[StepEvent] = []
         owner, is_method, _ = name.rpartition(".")
-        for event, callee, row in definition.events:
+        for event, callee, row, flags in definition.events:
+            # Flags are the asked function's parameters, which its caller passes: deeper ones are not.
+            needed = _needed_flags(definition, flags) if depth == 0 else ()
             if event in (EVAL_MODE, TRAIN_MODE):
                 if depth == 0 and callee in definition.params:
                     note = Note(module, row, 1, f"`{name}` puts `{callee}` in {event} here")
-                    found.append(StepEvent(event, note, (definition.params.index(callee), callee)))
+                    found.append(StepEvent(event, note, (definition.params.index(callee), callee), needed))
             elif event != CALL:
-                found.append(StepEvent(event, Note(module, row, 1, f"`{name}` {_EVENT_TEXT.get(event, event)} here")))
+                note = Note(module, row, 1, f"`{name}` {_EVENT_TEXT.get(event, event)} here")
+                found.append(StepEvent(event, note, flags=needed))
             elif callee.startswith("self."):  # another method of the class (else a submodule's call)
                 sibling = f"{owner}.{callee[5:]}"
                 if is_method and _definition(summary, sibling) is not None:
@@ -574,6 +577,18 @@ class _Resolver:
                 if fact is not None and fact.definition is not None:
                     found.extend(self.function_events(*fact.definition, depth + 1, seen))
         return tuple(found)
+
+
+def _needed_flags(
+    definition: FunctionSummary, flags: tuple[tuple[str, bool], ...],
+) -> tuple[tuple[int | None, str, bool, bool | None], ...]:
+    """`StepEvent.flags` of an event under `flags`, (name, value) pairs of the parameters of `definition`."""
+    defaults = dict(definition.flag_defaults)
+    needed = []
+    for flag, value in flags:
+        position = definition.params.index(flag)
+        needed.append((position if position < definition.positional else None, flag, value, defaults.get(flag)))
+    return tuple(needed)
 
 
 def _definition(summary: ModuleSummary, name: str) -> FunctionSummary | None:

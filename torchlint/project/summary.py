@@ -53,12 +53,18 @@ class Returned:
 class FunctionSummary:
     row: int
     returns: tuple[Returned, ...]
-    # (event, callee, row) in source order; event is one of the constants above, or CALL with its
-    # callee (`self.<method>` for a method of the same class); for a mode switch, the module as
-    # written (`model`, `self.net`) in place of the callee.
-    events: tuple[tuple[str, str, int], ...]
+    # (event, callee, row, flags) in source order; event is one of the constants above, or CALL
+    # with its callee (`self.<method>` for a method of the same class); for a mode switch, the
+    # module as written (`model`, `self.net`) in place of the callee. `flags` are the values of
+    # parameters the function never reassigns that the `if`s around the event require
+    # (`("is_training", False)` under `if not is_training:`).
+    events: tuple[tuple[str, str, int, tuple[tuple[str, bool], ...]], ...]
     # The parameters' names in order (a method's first one is its instance).
     params: tuple[str, ...] = ()
+    # The parameters that default to `True` or `False`, with that default.
+    flag_defaults: tuple[tuple[str, bool], ...] = ()
+    # How many of `params` a call can pass by position (the others are keyword-only).
+    positional: int = 0
 
 
 @dataclass(frozen=True)
@@ -407,8 +413,34 @@ def _function(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[st
         body.visit(statement)
     returns = tuple(body.returned(value) for value in body.returns)
     arguments = function.args
-    params = tuple(arg.arg for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs))
-    return FunctionSummary(function.lineno + offset, returns, tuple(body.events), params)
+    positional = (*arguments.posonlyargs, *arguments.args)
+    params = tuple(arg.arg for arg in (*positional, *arguments.kwonlyargs))
+    # A flag the function reassigns may differ from what the call passed.
+    fixed = set(params) - {node.id for node in ast.walk(function) if isinstance(node, ast.Name)
+                           and isinstance(node.ctx, ast.Store)}
+    events = tuple((event, callee, row, tuple(flag for flag in flags if flag[0] in fixed))
+                   for event, callee, row, flags in body.events)
+    return FunctionSummary(function.lineno + offset, returns, events, params, _flag_defaults(arguments), len(positional))
+
+
+def _flag_defaults(arguments: ast.arguments) -> tuple[tuple[str, bool], ...]:
+    positional = (*arguments.posonlyargs, *arguments.args)
+    defaults = [*zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults),
+                *zip(arguments.kwonlyargs, arguments.kw_defaults)]
+    return tuple((arg.arg, default.value) for arg, default in defaults
+                 if isinstance(default, ast.Constant) and isinstance(default.value, bool))
+
+
+def _flag_values(test: ast.expr, holds: bool) -> tuple[tuple[str, bool], ...]:
+    """The plain names `test` fixes when it is `holds`: `train` True for `if train:`, False for
+    `if not train and valid:`; nothing for what it does not fix (`if a or b:` that holds)."""
+    if isinstance(test, ast.Name):
+        return ((test.id, holds),)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _flag_values(test.operand, not holds)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And if holds else ast.Or):
+        return tuple(flag for value in test.values for flag in _flag_values(value, holds))
+    return ()
 
 
 class _Body(ast.NodeVisitor):
@@ -419,7 +451,21 @@ class _Body(ast.NodeVisitor):
         self.offset = offset
         self.returns: list[ast.expr] = []
         self.assigned: dict[str, ast.expr | None] = {}
-        self.events: list[tuple[str, str, int]] = []
+        self.events: list[tuple[str, str, int, tuple[tuple[str, bool], ...]]] = []
+        # The flag values the `if`s around the visited node require.
+        self.flags: tuple[tuple[str, bool], ...] = ()
+
+    def emit(self, event: str, callee: str, node: ast.AST) -> None:
+        self.events.append((event, callee, node.lineno + self.offset, self.flags))
+
+    def visit_If(self, node: ast.If) -> None:
+        self.visit(node.test)
+        around = self.flags
+        for branch, holds in ((node.body, True), (node.orelse, False)):
+            self.flags = around + _flag_values(node.test, holds)
+            for statement in branch:
+                self.visit(statement)
+        self.flags = around
 
     def visit_FunctionDef(self, node) -> None:
         return  # a nested function runs only when called
@@ -437,13 +483,13 @@ class _Body(ast.NodeVisitor):
             if isinstance(target, ast.Name):
                 self.assigned[target.id] = None if target.id in self.assigned else node.value
             elif _is_grad(target):
-                self.events.append((ZERO_GRAD if _is_none(node.value) else "grad set", "", node.lineno + self.offset))
+                self.emit(ZERO_GRAD if _is_none(node.value) else "grad set", "", node)
             else:
                 self.visit(target)
 
     def visit_Delete(self, node: ast.Delete) -> None:
         if any(_is_grad(target) for target in node.targets):
-            self.events.append((ZERO_GRAD, "", node.lineno + self.offset))
+            self.emit(ZERO_GRAD, "", node)
 
     def visit_Call(self, node: ast.Call) -> None:
         self.generic_visit(node)
@@ -451,11 +497,11 @@ class _Body(ast.NodeVisitor):
         if isinstance(func, ast.Attribute):
             mode = _mode_switch(node, func)
             if mode is not None and _dotted(func.value) is not None:
-                self.events.append((mode, _dotted(func.value), node.lineno + self.offset))
+                self.emit(mode, _dotted(func.value), node)
                 return
             event = self._method_event(node, func)
             if event is not None:
-                self.events.append((event, "", node.lineno + self.offset))
+                self.emit(event, "", node)
                 return
         dotted = _dotted(func)
         # Only calls that can reach another function of the project: local or imported names, and
@@ -464,7 +510,7 @@ class _Body(ast.NodeVisitor):
                 dotted.startswith("self.") and dotted.count(".") == 1)):
             written = _written(func, self.imports) or dotted
             if not written.startswith("torch."):
-                self.events.append((CALL, written, node.lineno + self.offset))
+                self.emit(CALL, written, node)
 
     def _method_event(self, call: ast.Call, func: ast.Attribute) -> str | None:
         method, receiver = func.attr, func.value

@@ -25,7 +25,10 @@ class EvalModeNotRestored(Rule):
     in the same iteration or at the top of the next one. A function that runs an epoch or a
     validation pass by a flag it never reassigns (`def run_epoch(self, epoch, train=True)`, the
     evaluation under `if not train:`, the step under `if train:`) never does both in one call, and
-    a call passing `train=False` runs no step.
+    a call passing `train=False` runs no step. The same holds for a helper of another file: a call
+    `evaluate_model(model, data, is_training=True)` of a helper that switches to eval mode only
+    `if not is_training:` switches nothing; without the flag (its default is `False`) or with
+    one the call computes, it is reported.
 
     Only modules that the file trains are considered: one it calls `.train()` on somewhere, or
     whose `.parameters()` it hands to an optimizer, directly or as the parameter groups a helper
