@@ -105,7 +105,9 @@ class SyncInLoop(Rule):
 
     Not reported: whole tensors of a collection copied to the host one by one (`{k: v.cpu()
     for k, v in model.state_dict().items()}` for a checkpoint, a dict of stats converted with
-    `.numpy()`, a per-task list under `if isinstance(scores, list):`): the copy is the point. A value Python needs every iteration (`if token.item() == eos: break`,
+    `.numpy()`, a per-task list under `if isinstance(scores, list):` or unpacked from what a
+    network returned, `output, _ = self.network(x)` then `[t.cpu().numpy() for t in output]`):
+    the copy is the point. A value Python needs every iteration (`if token.item() == eos: break`,
     `env.step(action.item())`, an index), a sync in the branch for one element of a loop
     (`if key == "batch":`) or in a branch that ends the loop (`if step >= max_steps: ...; break`,
     or `return`), a sync under a throttle (`if step % log_every == 0:`)
@@ -621,11 +623,13 @@ def _throttled(node: cst.CSTNode, chain: list[cst.CSTNode]) -> bool:
 
 def _moves_each_tensor(call: cst.Call, repetition: _Repetition, chain: list[cst.CSTNode]) -> bool:
     """`{k: v.cpu() for k, v in state_dict.items()}`, `for k, v in stats.items(): stats[k] =
-    v.numpy()`, `[x.cpu() for x in scores]` under `if isinstance(scores, list):`: each tensor of
-    a collection copied to the host is the transfer itself (a checkpoint, a conversion), which no
-    accumulation on the device replaces."""
+    v.numpy()`, `[x.cpu() for x in scores]` under `if isinstance(scores, list):` or of an element
+    of what a call returned (`scores, _ = self.network(x)`): each tensor of a collection copied to
+    the host is the transfer itself (a checkpoint, a conversion), which no accumulation on the
+    device replaces."""
     walk = repetition.walk
-    collection = walk is not None and (walk.over_parameters or walk.mapping is not None or _checked_sequence(walk, chain))
+    collection = walk is not None and (walk.over_parameters or walk.mapping is not None or _checked_sequence(walk, chain)
+                                       or _unpacked_from_call(walk, chain))
     return (
         repetition.elements and collection
         and isinstance(call.func, cst.Attribute) and call.func.attr.value in _WHOLE_TENSOR_COPIES
@@ -645,6 +649,21 @@ def _checked_sequence(walk: ElementWalk, chain: list[cst.CSTNode]) -> bool:
             if written and written <= _SEQUENCE_TYPES:
                 return True
     return False
+
+
+def _unpacked_from_call(walk: ElementWalk, chain: list[cst.CSTNode]) -> bool:
+    """The walk's one source is a name the function unpacks from what a call returned
+    (`output, _ = self.network(data)`): a module returns a list of per-task tensors as often as a
+    tensor, and copying each element whole to the host says it holds whole tensors, not rows."""
+    if len(walk.sources) != 1 or not isinstance(walk.sources[0], cst.Name):
+        return False
+    name = walk.sources[0].value
+    function = next((node for node in reversed(chain) if isinstance(node, cst.FunctionDef)), None)
+    return function is not None and any(
+        isinstance(node, cst.Assign) and isinstance(node.value, cst.Call)
+        and any(isinstance(target.target, (cst.Tuple, cst.List)) and name in target_names(target.target)
+                for target in node.targets)
+        for node in nodes_in_order(function.body))
 
 
 def _shown(call: cst.Call) -> str:
