@@ -5,6 +5,8 @@ from __future__ import annotations
 import pickle
 from pathlib import Path
 
+import pytest
+
 from torchlint import engine
 from torchlint.config import Options, resolve_settings
 from torchlint.project.index import ProjectView
@@ -1027,15 +1029,24 @@ import torch
 def batch_mask(batch, device):
     return torch.ones(batch, 16).to(device)
 """
+COUPLED_DECAY = """\
+import torch
 
 
-def test_test_code_copies_its_small_inputs_once(project):
+def build(model):
+    return torch.optim.Adam(model.parameters(), lr=1e-3, weight_decay=1e-4)
+"""
+
+
+@pytest.mark.parametrize(("code", "source"), [("TL309", PER_BATCH_MASK), ("TL016", COUPLED_DECAY)])
+def test_test_code_is_not_told_about_run_time_costs_or_how_well_weights_generalise(project, code, source):
     """neuraloperator's and accelerate's tests, and torchrec's `test_utils/`, move an input they
-    just drew: the suite runs it once. The same function in the library runs per batch and is reported."""
-    _write(project, {"lib/masks.py": PER_BATCH_MASK, "tests/helpers.py": PER_BATCH_MASK,
-                     "lib/test_masks.py": PER_BATCH_MASK, "lib/test_utils/inputs.py": PER_BATCH_MASK})
-    found = _findings(project, ["lib/masks.py", "tests/helpers.py", "lib/test_masks.py", "lib/test_utils/inputs.py"])
-    assert [(name, row) for name, code, row in found if code == "TL309"] == [("lib/masks.py", 5)]
+    just drew (the suite runs it once) and train with Adam's coupled decay (to check mechanics).
+    The same function in the library is reported."""
+    names = ["lib/train.py", "tests/helpers.py", "lib/test_train.py", "lib/test_utils/inputs.py"]
+    _write(project, {name: source for name in names})
+    found = _findings(project, names)
+    assert [(name, row) for name, found_code, row in found if found_code == code] == [("lib/train.py", 5)]
 
 
 MOCK_MODULE = """\

@@ -24,7 +24,9 @@ class AdamCoupledWeightDecay(Rule):
     ## What it does
     Flags `torch.optim.Adam`, `NAdam` and `RAdam` created with a nonzero constant `weight_decay`
     and without `decoupled_weight_decay=True`. A `weight_decay` of 0, or one read from a variable
-    whose value is not known here (a config, a command-line argument), is not flagged.
+    whose value is not known here (a config, a command-line argument), is not flagged, nor is
+    test code (a test module, a module of a `test/`, `tests/`, `testing/` or `test_utils/`
+    folder): a test trains to check what the code does, not how well the weights generalise.
 
     ## Why is this bad?
     These optimizers implement `weight_decay` as an L2 penalty added to the gradient, which Adam
@@ -62,8 +64,8 @@ class AdamCoupledWeightDecay(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         optimizer = _COUPLED_OPTIMIZERS.get(self.ctx.callee(node) or "")
-        if optimizer is None:
-            return
+        if optimizer is None or self.ctx.serves_tests:
+            return  # a test trains to check mechanics, not how well the weights generalise
         decay = argument(node, _WEIGHT_DECAY_POSITION, "weight_decay")
         if decay is None or not _nonzero_constant(self.ctx.kinds.resolve(decay)):
             return
