@@ -68,7 +68,8 @@ class SoftmaxWithoutDim(Rule):
     ## Severity
     An error, except where the input of `F.softmax(x)` (or `log_softmax`, `softmin`) is known to
     be 1-D or 2-D (`x.flatten(start_dim=1)`, `x.view(n, -1)`, the output of `nn.Linear` on a
-    batch of vectors): there the guess is the last dimension, the result is right, and the call
+    batch of vectors, a tensor after `assert x.dim() == 2` or `assert len(x.shape) == 2`): there
+    the guess is the last dimension, the result is right, and the call
     only warns. The finding is a note, and its fix, `dim=-1`, is safe: it computes the same. A
     module stored on an attribute that nothing else in the file names (`self.softmax =
     nn.Softmax()` in a model whose `forward` never uses it) never runs there: a note too, whose

@@ -35,7 +35,8 @@ from torchlint.analysis.module_attributes import registration_of
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import (
     argument, assigned_once, assigns_name, dotted_name, has_parameter, integer, is_constant_false, is_constant_none,
-    isinstance_check, keyword_arg, parameter_named, positional_args, single_index, suite_statements, torch_keyword,
+    is_name, isinstance_check, keyword_arg, parameter_named, positional_args, single_index, suite_statements,
+    torch_keyword,
 )
 from torchlint.analysis.op_shapes import interpolated, narrowed, one_hot, padded, repeated, squeezed, stft_sizes
 from torchlint.analysis.tensor_facts.domain import (
@@ -435,6 +436,22 @@ class Interpreter:
             for child in (getattr(small, "test", None), getattr(small, "exc", None)):
                 if child is not None:
                     self.eval(child, env)
+            if isinstance(small, cst.Assert):
+                env = self._of_asserted_rank(small.test, env)
+        return env
+
+    def _of_asserted_rank(self, test: cst.BaseExpression, env: Env) -> Env:
+        """After `assert x.dim() == 2` (`len(x.shape) == 2`, `x.ndim == 2`), a tensor `x` of
+        unknown shape has two dimensions: the code stops there otherwise."""
+        asserted = _asserted_rank(test)
+        if asserted is None:
+            return env
+        name, rank = asserted
+        value = env.get(name)
+        if not isinstance(value, TensorFacts) or value.layout is not None or value.scalar is not None:
+            return env
+        env = dict(env)
+        env[name] = replace(value, layout=Layout(rank, None, ()), scalar=rank == 0)
         return env
 
     def _updated_in_place(self, expr: cst.BaseExpression, env: Env) -> Env:
@@ -2722,3 +2739,33 @@ def _device_defaults_to_none(call: cst.Call, function: cst.FunctionDef | None) -
     params = function.params.params if function is not None else ()
     param = next((param for param in params if param.name.value == "device"), None)
     return param is not None and is_constant_none(param.default) and not any(arg.star for arg in call.args)
+
+
+def _asserted_rank(test: cst.BaseExpression) -> tuple[str, int] | None:
+    """(`x`, 2) for `x.dim() == 2`, `x.ndim == 2`, `x.ndimension() == 2`, `len(x.shape) == 2`,
+    also written `2 == ...`."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.Equal)):
+        return None
+    left, right = test.left, test.comparisons[0].comparator
+    if isinstance(left, cst.Integer):
+        left, right = right, left
+    if not isinstance(right, cst.Integer):
+        return None
+    measured = _rank_of(left)
+    return (measured, int(right.value)) if measured is not None else None
+
+
+def _rank_of(expr: cst.BaseExpression) -> str | None:
+    """The name whose rank `expr` measures: `x.dim()`, `x.ndimension()`, `x.ndim`, `len(x.shape)`."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not expr.args \
+            and expr.func.attr.value in ("dim", "ndimension"):
+        measured = expr.func.value
+    elif isinstance(expr, cst.Attribute) and expr.attr.value == "ndim":
+        measured = expr.value
+    elif isinstance(expr, cst.Call) and is_name(expr.func, "len") and len(expr.args) == 1 \
+            and isinstance(expr.args[0].value, cst.Attribute) and expr.args[0].value.attr.value == "shape":
+        measured = expr.args[0].value.value
+    else:
+        return None
+    return measured.value if isinstance(measured, cst.Name) else None
