@@ -57,7 +57,9 @@ class EvalWithoutNoGrad(Rule):
     approximations) are left alone, and so are functions that freeze the
     parameters (`p.requires_grad = False`), where autograd records nothing anyway. Test functions
     (`def test_...` in a `test_*.py` or `*_test.py` file) are left alone too: a test's calibration
-    or smoke loop over a toy model loses nothing to autograd.
+    or smoke loop over a toy model loses nothing to autograd. So is code that runs once per object
+    or process (`__init__` probing each new block on a dummy batch, a cached property): the graph
+    it records is freed when it returns.
 
     The model may run in a function of the same file that the loop calls (two calls deep): a
     method of the class called on `self` (`self._eval_step(batch)` running `self.model(x)`), or a
@@ -174,7 +176,7 @@ class EvalWithoutNoGrad(Rule):
         if loop is None or id(loop) in self._reported:
             return None
         if self.ctx.grad_mode.state() is not GradState.DEFAULT or self.ctx.loops.iteration(loop).needs_grad \
-                or self._called_without_grad(self.ctx.enclosing_function()):
+                or self._called_without_grad(self.ctx.enclosing_function()) or self.ctx.runs_once():
             return None
         self._reported.add(id(loop))
         return loop
