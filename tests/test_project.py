@@ -425,6 +425,50 @@ def test_a_flag_of_a_helper_of_another_file_decides_whether_it_leaves_eval_mode_
     assert [d.location.row for d in found] == [15, 16]
 
 
+EARLY_RETURN_TRAINER = """\
+class Trainer:
+    def __init__(self, model, optimizer):
+        self.model = model
+        self.optimizer = optimizer
+
+    def update(self, batch, eval=False):
+        if eval:
+            self.model.eval()
+        else:
+            self.model.train()
+            self.optimizer.zero_grad()
+        loss = self.model(batch).sum()
+        if eval:
+            return loss.item()
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+"""
+EARLY_RETURN_LOOPS = """\
+from torch import optim
+
+from pkg.trainer import Trainer
+
+
+def fit(model, train_batches, dev_batches):
+    trainer = Trainer(model, optim.SGD(model.parameters(), lr=0.1))
+    for epoch in range(3):
+        for batch in train_batches:
+            trainer.update(batch, eval=False)
+        dev_loss = 0.0
+        for batch in dev_batches:
+            dev_loss += trainer.update(batch, eval=True)
+"""
+
+
+def test_a_flag_that_returns_early_in_a_helper_of_another_file_skips_what_follows(project):
+    """stanza's `Trainer.update(batch, eval=True)` clears gradients only `if not eval`, and returns
+    before `backward()` and `step()` `if eval:`: the dev loop runs no step, and misses no zero_grad."""
+    _write(project, {"pkg/__init__.py": "", "pkg/trainer.py": EARLY_RETURN_TRAINER, "train.py": EARLY_RETURN_LOOPS})
+    settings = resolve_settings(Options(select=["TL001", "TL015"]), cwd=project)
+    assert engine.check_files([(str(project / "train.py"), "train.py")], settings, 1) == []
+
+
 PLOTS = """\
 import numpy as np
 import torch

@@ -409,8 +409,7 @@ def _on_instance(target: ast.expr, self_name: str) -> bool:
 def _function(function: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str], offset: int = 0) -> FunctionSummary:
     """`offset`: rows to add to the nodes' own (for a function parsed alone)."""
     body = _Body(imports, offset)
-    for statement in function.body:
-        body.visit(statement)
+    body.visit_block(function.body)
     returns = tuple(body.returned(value) for value in body.returns)
     arguments = function.args
     positional = (*arguments.posonlyargs, *arguments.args)
@@ -458,13 +457,23 @@ class _Body(ast.NodeVisitor):
     def emit(self, event: str, callee: str, node: ast.AST) -> None:
         self.events.append((event, callee, node.lineno + self.offset, self.flags))
 
+    def visit_block(self, statements: list[ast.stmt]) -> None:
+        """The statements of a block in order. After `if eval: return loss` (an `if` whose body
+        leaves the function), the rest of the block runs only where its test is false."""
+        around = self.flags
+        for statement in statements:
+            self.visit(statement)
+            if isinstance(statement, ast.If) and not statement.orelse and statement.body \
+                    and isinstance(statement.body[-1], (ast.Return, ast.Raise)):
+                self.flags += _flag_values(statement.test, False)
+        self.flags = around
+
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
         around = self.flags
         for branch, holds in ((node.body, True), (node.orelse, False)):
             self.flags = around + _flag_values(node.test, holds)
-            for statement in branch:
-                self.visit(statement)
+            self.visit_block(branch)
         self.flags = around
 
     def visit_FunctionDef(self, node) -> None:

@@ -27,8 +27,8 @@ class EvalModeNotRestored(Rule):
     evaluation under `if not train:`, the step under `if train:`) never does both in one call, and
     a call passing `train=False` runs no step. The same holds for a helper of another file: a call
     `evaluate_model(model, data, is_training=True)` of a helper that switches to eval mode only
-    `if not is_training:` switches nothing; without the flag (its default is `False`) or with
-    one the call computes, it is reported.
+    `if not is_training:` (or after `if is_training: return ...`) switches nothing; without the
+    flag (its default is `False`) or with one the call computes, it is reported.
 
     Only modules that the file trains are considered: one it calls `.train()` on somewhere, or
     whose `.parameters()` it hands to an optimizer, directly or as the parameter groups a helper
