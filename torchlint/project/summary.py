@@ -432,7 +432,8 @@ def _flag_defaults(arguments: ast.arguments) -> tuple[tuple[str, bool], ...]:
 
 def _flag_values(test: ast.expr, holds: bool) -> tuple[tuple[str, bool], ...]:
     """The plain names `test` fixes when it is `holds`: `train` True for `if train:`, False for
-    `if not train and valid:`; nothing for what it does not fix (`if a or b:` that holds)."""
+    `if not train and valid:`; nothing for what it does not fix (`if a or b:` that holds). The
+    summaries read `ast`; the loop analysis asks the same of libcst trees (`loops._flag_values`)."""
     if isinstance(test, ast.Name):
         return ((test.id, holds),)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
