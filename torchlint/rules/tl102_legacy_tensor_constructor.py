@@ -120,7 +120,8 @@ class LegacyTensorConstructor(Rule):
       lists, `defaultdict(list)` or `d[k] += list(...)`, and the values its `.items()` walks), or a
       NumPy array (shared when its dtype matches, as `torch.as_tensor` shares it);
     - a floating tensor no one else holds, which `torch.Tensor` returns unchanged
-      (`torch.Tensor(torch.randn(n))`, `qs = torch.Tensor(qs)`);
+      (`torch.Tensor(torch.randn(n))`, `qs = torch.Tensor(qs)`, also where a helper made `qs` with
+      `torch.Tensor(data)`, whose default dtype is always a floating one);
     - one argument of a kind the code does not show (`torch.FloatTensor(obs)`): in most code it is
       data, converted as intended; the hint says what it would be if it were an integer or a tensor.
     A whole shape such as `x.size()` counts as integers. A storage
@@ -492,9 +493,10 @@ class LegacyTensorConstructor(Rule):
 _CONVERSIONS = frozenset({"to", "float", "double", "half", "bfloat16", "cuda", "cpu"})
 
 # Factories whose tensor has the default (floating) dtype unless `dtype=` says otherwise.
+# `torch.Tensor(data)` is one too: the default dtype, which is always a floating one.
 _FLOAT_FACTORIES = frozenset(
     f"torch.{name}" for name in ("randn", "rand", "zeros", "ones", "empty", "linspace", "logspace", "randn_like",
-                                 "rand_like")
+                                 "rand_like", "Tensor")
 )
 
 # Methods of a tensor that return its storage.
