@@ -89,8 +89,9 @@ class SyncInLoop(Rule):
     iteration copied a tensor on the device to the host (`train.append(train_loss.cpu())` then
     `test.append(test_loss.cpu())`), when nothing the read uses was assigned since: the first copy
     waited for all the work queued before it, and is the one reported. So is a read under an
-    `if` that tests any tensor on the device (`if last < best: best_points = points.cpu()`), when nothing the read
-    uses was assigned since: that test waited for all the work queued before it; and a read of a
+    `if` that tests any tensor on the device (`if last < best: best_points = points.cpu()`),
+    when nothing the read uses was assigned since: that test waited for all the work queued
+    before it; and a read of a
     tensor whose truth a later statement of the iteration tests (`if verbose:
     print(energy.item())` then `if torch.isclose(energy, last): break`): the iteration waits for
     it there anyway. Nor is a read after the iteration waited for the whole device
@@ -171,8 +172,7 @@ class SyncInLoop(Rule):
             return
         body = found.node if isinstance(found.node, cst.BaseComp) else found.node.body
         if self._read_before(operand, chain, found.node) or self._tested_later(operand, chain, found.node) \
-                or self._synced_by_test(operand, chain, found.node, known) \
-                or self._copied_before(operand, chain, found.node, known) \
+                or self._waited_before(operand, chain, found.node, known) \
                 or self._device_synced_before(chain, found.node) \
                 or not self._synced_tensor(node, operand, known) \
                 or not self._only_recorded(node, chain, body, 0):
@@ -240,13 +240,15 @@ class SyncInLoop(Rule):
             return _tests_tensor(statement, name)
         return self._syncs(statement, name)
 
-    def _synced_by_test(
+    def _waited_before(
         self, operand: cst.BaseExpression, chain: list[cst.CSTNode], repeated: cst.CSTNode, known: _Known
     ) -> bool:
-        """The `if` the call is under tests the truth of a tensor on the device, and nothing the
-        operand reads is assigned since (`if last_u < best_u: best_x = x.detach().cpu()`): the
-        device ran all the work queued before that test, `x` with it, and the copy waits for
-        nothing more."""
+        """An earlier point of the iteration waited for all the work queued on the device, and
+        nothing the operand reads is assigned since: the `if` the call is under tests the truth of
+        a tensor on the device (`if last_u < best_u: best_x = x.detach().cpu()`), or an earlier
+        statement, run every time, copies another tensor on the device to the host
+        (`train.append(torch.sqrt(train_loss).cpu())` then `test.append(torch.sqrt(test_loss).cpu())`,
+        the first copy being the one reported). This copy waits for nothing more."""
         read = {node.value for node in (operand, *nodes_in_order(operand)) if isinstance(node, cst.Name)}
         tensors = frozenset(known.tensors)
         for statement in _earlier_statements(chain, repeated, tests=True):
@@ -255,21 +257,7 @@ class SyncInLoop(Rule):
                     return True
             elif read & set(assigned_names([statement])):
                 return False
-        return False
-
-    def _copied_before(
-        self, operand: cst.BaseExpression, chain: list[cst.CSTNode], repeated: cst.CSTNode, known: _Known
-    ) -> bool:
-        """An earlier statement of the iteration, run every time, copies another tensor on the
-        device to the host, and nothing the operand reads is assigned since
-        (`train.append(torch.sqrt(train_loss).cpu())` then `test.append(torch.sqrt(test_loss).cpu())`):
-        that copy waited for all the work queued before it, so this one waits for nothing more.
-        The first copy is the one reported."""
-        read = {node.value for node in (operand, *nodes_in_order(operand)) if isinstance(node, cst.Name)}
-        for statement in _earlier_statements(chain, repeated):
-            if read & set(assigned_names([statement])):
-                return False
-            if isinstance(statement, cst.SimpleStatementLine) and any(
+            elif isinstance(statement, cst.SimpleStatementLine) and any(
                     (synced := self._synced_operand(node)) is not None and self._synced_tensor(node, synced, known)
                     for node in nodes_in_order(statement) if isinstance(node, cst.Call)):
                 return True
