@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from torchlint.analysis.module_attributes import in_module_method, self_attribute
@@ -13,6 +15,22 @@ from torchlint.walker import nodes_in_order
 _DROPOUTS = frozenset(
     f"torch.nn.functional.{name}" for name in ("dropout", "dropout1d", "dropout2d", "dropout3d")
 )
+
+# A docstring sentence that says the dropout stays on in evaluation (Tacotron 2's prenet: "This
+# module always applies dropout even in evaluation"), or that it is Monte Carlo dropout.
+_SENTENCES = re.compile(r"[^.]+")
+_KEPT_ON = re.compile(
+    r"\b(?:always|even|still)\b.*\b(?:eval(?:uation)?|inference|test(?:ing)?)\b", re.IGNORECASE | re.DOTALL)
+_TURNED_OFF = re.compile(r"\b(?:not|no|never|disabled?|off|zero|0)\b", re.IGNORECASE)
+_MONTE_CARLO = re.compile(r"\b(?:monte[- ]carlo|mc)[- ]dropout\b", re.IGNORECASE)
+
+
+def _says_kept_on(docstring: str | None) -> bool:
+    if not docstring:
+        return False
+    return _MONTE_CARLO.search(docstring) is not None or any(
+        "dropout" in sentence.lower() and _KEPT_ON.search(sentence) and not _TURNED_OFF.search(sentence)
+        for sentence in _SENTENCES.findall(docstring))
 
 
 def _is_zero(expr: cst.BaseExpression | None) -> bool:
@@ -51,7 +69,9 @@ class FunctionalDropoutWithoutTraining(Rule):
     joined by `and`), or with `p` set to 0 outside training (`self.p if self.training else 0.0`,
     or `if not self.training: p = 0.0` / `else: p = self.p` before the call,
     inline or through a local, also by every method of the class that calls this one with `p`:
-    `self._attention(q, k, v, dropout_p)`).
+    `self._attention(q, k, v, dropout_p)`). Nor where the method's or its class's docstring says
+    the dropout stays on in evaluation (Tacotron 2's prenet: "This module always applies dropout
+    even in evaluation") or is Monte Carlo dropout: the author chose it, and wrote so.
 
     ## Why is this bad?
     The functional form does not know the module's mode: `training` defaults to True, so the
@@ -93,7 +113,7 @@ class FunctionalDropoutWithoutTraining(Rule):
         rate = argument(node, 1, "p")
         if _is_zero(rate) or self._off_outside_training(rate) or self._under_training_test(node):
             return
-        if not in_module_method(self.ctx) or self.ctx.guards.in_version_gate(node):
+        if not in_module_method(self.ctx) or self.ctx.guards.in_version_gate(node) or self._documented_kept_on():
             return
         written = self.ctx.code_for(node.func)
         self.report(
@@ -132,6 +152,12 @@ class FunctionalDropoutWithoutTraining(Rule):
             _is_zero(given) or isinstance(given, cst.Name) and _zeroed_in(caller, given.value)
             for caller, call in calls for given in [argument(call, index, name)]
         )
+
+    def _documented_kept_on(self) -> bool:
+        """The method's or its class's docstring says the dropout stays on in evaluation, or is
+        Monte Carlo dropout: the author chose it, and wrote so."""
+        return any(_says_kept_on(definition.get_docstring())
+                   for definition in (self.ctx.enclosing_function(), self.ctx.enclosing_class()) if definition is not None)
 
     def _under_training_test(self, node: cst.Call) -> bool:
         """In the body of `if self.training:` (also `if self.training and ...:`): eval skips it."""
