@@ -6,6 +6,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from torchlint.analysis.dataflow import target_names
+from torchlint.analysis.module_attributes import registration_of, self_attribute
 from torchlint.analysis.names import (
     SEQUENCE_TYPE_NAMES, annotation_words, dotted_name, is_name, keyword_arg, method_name, method_receiver,
     parameter_named, positional_args, suite_statements,
@@ -18,7 +19,7 @@ from torchlint.analysis.values import device_string_kind, string_value
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
 from torchlint.rule import Rule
-from torchlint.walker import nodes_in_order
+from torchlint.walker import every_node, nodes_in_order
 
 _CONSTRUCTORS = {
     f"{module}.{name}": (name, module == "torch.cuda")
@@ -114,6 +115,9 @@ class LegacyTensorConstructor(Rule):
       `mask = torch.FloatTensor(*shape)` in an `if` whose next use, after it, is `mask.uniform_()`,
       or `lengths = torch.LongTensor(len(batch))` then a loop whose first use stores the element
       its variable indexes (`for i in range(n): lengths[i] = mel.size(1)`, Tacotron2's collate);
+    - a shape never read, kept for its dtype and device: fairseq's
+      `self.register_buffer("_float_tensor", torch.FloatTensor(1))` (or `self._pe = ...`), which
+      the class uses only as `x.type_as(self._float_tensor)`, `x.to(self._pe)` or `.device`;
     - values given as a list (`torch.LongTensor([1, 2])`, a list comprehension, `list(...)`,
       `range(...)`, `sorted(...)`, `.tolist()`, a list repeated as `[1.0] * n`, a name assigned one, a
       parameter annotated or defaulted as a sequence, an entry of a dict the function fills with
@@ -175,6 +179,12 @@ class LegacyTensorConstructor(Rule):
             message = (
                 f"`{written}(...)` allocates uninitialized memory of that shape through a legacy constructor; "
                 "say so with `torch.empty(...)`"
+            )
+            self._report(node, message, on_cuda, Severity.HINT, fix=shape_fix)
+        elif not aliased and sizes and (held := self._kept_for_dtype_and_device(node)) is not None:
+            message = (
+                f"`{written}(...)` allocates uninitialized memory that `self.{held}` keeps only for its dtype and "
+                "device, its values never read; say so with `torch.empty(...)`"
             )
             self._report(node, message, on_cuda, Severity.HINT, fix=shape_fix)
         elif plain and all(_is_int_literal(arg.value) for arg in node.args):
@@ -407,6 +417,37 @@ class LegacyTensorConstructor(Rule):
             return self._initialised_next(parent, ancestors[:-1])
         return False
 
+    def _kept_for_dtype_and_device(self, node: cst.Call) -> str | None:
+        """The attribute `self.register_buffer("_float_tensor", torch.FloatTensor(1))` (or
+        `self._pe = torch.FloatTensor(1)`) registers, where every use of it in the class reads only
+        its dtype and device: `x.type_as(self._float_tensor)`, `x.to(self._pe)`, `self._pe.device`.
+        fairseq's idiom of a buffer that follows the module's moves; its values are never read."""
+        ancestors = self.ctx.ancestors
+        parent = ancestors[-1] if ancestors else None
+        made_by = ancestors[-2] if len(ancestors) >= 2 else None
+        if isinstance(parent, cst.Arg) and isinstance(made_by, cst.Call) and parent in made_by.args[1:2]:
+            registration = registration_of(made_by)
+            name = registration[1] if registration and registration[0] == "register_buffer" else None
+            assignments = 0
+        elif isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+            name, assignments = self_attribute(parent.targets[0].target), 1
+        else:
+            return None
+        classdef = self.ctx.enclosing_class()
+        if name is None or classdef is None:
+            return None
+        mentions = references = 0
+        for found in every_node(classdef):
+            if isinstance(found, cst.Attribute) and self_attribute(found) == name:
+                mentions += 1
+            elif isinstance(found, cst.Attribute) and found.attr.value in _DTYPE_AND_DEVICE \
+                    and self_attribute(found.value) == name:
+                references += 1
+            elif isinstance(found, cst.Call) and method_name(found) in _FOLLOWING_METHODS and len(found.args) == 1 \
+                    and self_attribute(found.args[0].value) == name:
+                references += 1
+        return name if references and mentions - assignments == references else None
+
     def _initialised_next(self, assignment: cst.Assign, ancestors: list[cst.CSTNode]) -> bool:
         written = dotted_name(assignment.targets[0].target)
         if written is None or not isinstance(ancestors[-1], cst.SimpleStatementLine):
@@ -498,6 +539,10 @@ _FLOAT_FACTORIES = frozenset(
     f"torch.{name}" for name in ("randn", "rand", "zeros", "ones", "empty", "linspace", "logspace", "randn_like",
                                  "rand_like", "Tensor")
 )
+
+# What a tensor answers of another tensor, or of itself, reading only its dtype and device.
+_FOLLOWING_METHODS = frozenset({"to", "type_as"})
+_DTYPE_AND_DEVICE = frozenset({"dtype", "device"})
 
 # Methods of a tensor that return its storage.
 _STORAGE_METHODS = frozenset({"storage", "untyped_storage", "_typed_storage"})
