@@ -115,6 +115,9 @@ class LegacyTensorConstructor(Rule):
       `mask = torch.FloatTensor(*shape)` in an `if` whose next use, after it, is `mask.uniform_()`,
       or `lengths = torch.LongTensor(len(batch))` then a loop whose first use stores the element
       its variable indexes (`for i in range(n): lengths[i] = mel.size(1)`, Tacotron2's collate);
+    - a shape whose first use fills a part of it (`padded.narrow(1, top, h).copy_(img)`,
+      `padded[:, :top].copy_(...)`), or stores the elements of nested loops (`for i in ...: for j
+      in ...: out[j, i, :] = ...`, MATLAB's `imresize` ported);
     - a shape never read, kept for its dtype and device: fairseq's
       `self.register_buffer("_float_tensor", torch.FloatTensor(1))` (or `self._pe = ...`), which
       the class uses only as `x.type_as(self._float_tensor)`, `x.to(self._pe)` or `.device`;
@@ -459,12 +462,17 @@ class LegacyTensorConstructor(Rule):
                     else self._initialises(statement, written)
         return False
 
-    def _fills_elements(self, loop: cst.For, written: str, mention: re.Pattern) -> bool:
+    def _fills_elements(self, loop: cst.For, written: str, mention: re.Pattern,
+                        outer: frozenset[str] = frozenset()) -> bool:
         """`for i in range(len(ids)): ... lengths[i] = mel.size(1)`: the loop's first use of the
-        tensor stores the element its variable indexes, as Tacotron2's collate fills the lengths."""
-        variables = set(target_names(loop.target))
+        tensor stores the element its variable indexes, as Tacotron2's collate fills the lengths;
+        also from a loop nested in it (`for i in ...: for j in ...: out[j, i, :] = ...`, MATLAB's
+        `imresize` ported)."""
+        variables = outer | set(target_names(loop.target))
         line = next((line for line in suite_statements(loop.body)
                      if mention.search(self.ctx.module.code_for_node(line))), None)
+        if isinstance(line, cst.For):
+            return self._fills_elements(line, written, mention, frozenset(variables))
         store = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
         if not isinstance(store, cst.Assign) or len(store.targets) != 1:
             return False
@@ -486,7 +494,7 @@ class LegacyTensorConstructor(Rule):
         if not isinstance(first, cst.Call):
             return False
         receiver = method_receiver(first)
-        if receiver is not None and dotted_name(receiver) in (written, f"{written}.data"):
+        if receiver is not None and _part_of(receiver, written):
             return method_name(first) in _INITIALISERS
         arguments = positional_args(first)
         return (self.ctx.callee(first) or "").startswith("torch.nn.init.") and bool(arguments) \
@@ -544,8 +552,21 @@ _FLOAT_FACTORIES = frozenset(
 _FOLLOWING_METHODS = frozenset({"to", "type_as"})
 _DTYPE_AND_DEVICE = frozenset({"dtype", "device"})
 
+# Methods that return a view of part of a tensor.
+_VIEWS = frozenset({"narrow", "select", "view", "unfold", "diagonal", "t", "transpose"})
+
 # Methods of a tensor that return its storage.
 _STORAGE_METHODS = frozenset({"storage", "untyped_storage", "_typed_storage"})
+
+
+def _part_of(expr: cst.BaseExpression, written: str) -> bool:
+    """`w`, `w.data`, or a view of it (`w.narrow(1, 0, n)`, `w.select(0, i)`, `w[:, :n]`): a fill
+    of it fills `w`, or the part the code fills first."""
+    if dotted_name(expr) in (written, f"{written}.data"):
+        return True
+    if isinstance(expr, cst.Subscript):
+        return _part_of(expr.value, written)
+    return isinstance(expr, cst.Call) and method_name(expr) in _VIEWS and _part_of(expr.func.value, written)
 
 
 def _makes_list(value: cst.BaseExpression) -> bool:
