@@ -28,7 +28,8 @@ class CreatedThenMoved(Rule):
     that runs once: `__init__`, a cached property (`@functools.cached_property`, `@functools.cache`),
     module-level code or `main()` outside a loop (a `__main__` block too), and test code (a test
     module, a module of a `test/`, `tests/`, `testing/` or `test_utils/` folder): one copy there
-    costs nothing worth a change.
+    costs nothing worth a change. Nor is a probe whose device alone is read
+    (`torch.zeros(1).to(device).device`, to learn the index of `"cuda"`).
 
     ## Why is this bad?
     The tensor is allocated and filled in host memory, then copied to the device: two
@@ -66,7 +67,7 @@ class CreatedThenMoved(Rule):
         factory = method_receiver(node)
         if not isinstance(factory, cst.Call) or self.ctx.callee(factory) not in _FACTORIES:
             return
-        if self.ctx.runs_once() or self.ctx.serves_tests:
+        if self.ctx.runs_once() or self.ctx.serves_tests or self._asks_device(node):
             return  # one copy costs nothing worth a change
         if any(keyword_arg(factory, name) is not None for name in ("device", "requires_grad", "generator")) \
                 or any(arg.star for arg in factory.args):
@@ -82,6 +83,11 @@ class CreatedThenMoved(Rule):
             f"the tensor is made on the CPU and copied to `{written}`; create it there with `device={written}`",
             fix=self._fix(node, factory, target),
         )
+
+    def _asks_device(self, move: cst.Call) -> bool:
+        """`torch.zeros(1).to(device).device`: a probe made to learn the device's index."""
+        parent = self.ctx.ancestors[-1] if self.ctx.ancestors else None
+        return isinstance(parent, cst.Attribute) and parent.value is move and parent.attr.value == "device"
 
     def _target(self, call: cst.Call, method: str) -> cst.BaseExpression | str | None:
         """The device the call moves to: the argument of `.to(...)`, `"cuda"` for `.cuda()`."""
