@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.names import keyword_arg, method_name, method_receiver, positional_args
+from torchlint.analysis.names import dotted_name, keyword_arg, method_name, method_receiver, positional_args
 from torchlint.analysis.values import SIZE_FACTORIES, string_value
 from torchlint.diagnostics import Applicability, Severity
 from torchlint.reports import FixSpec
@@ -29,7 +29,8 @@ class CreatedThenMoved(Rule):
     module-level code or `main()` outside a loop (a `__main__` block too), and test code (a test
     module, a module of a `test/`, `tests/`, `testing/` or `test_utils/` folder): one copy there
     costs nothing worth a change. Nor is a probe whose device alone is read
-    (`torch.zeros(1).to(device).device`, to learn the index of `"cuda"`).
+    (`torch.zeros(1).to(device).device`, to learn the index of `"cuda"`), nor a copy in a loop
+    over the GPUs (`for d in range(torch.cuda.device_count()):`, a check that touches each).
 
     ## Why is this bad?
     The tensor is allocated and filled in host memory, then copied to the device: two
@@ -67,7 +68,7 @@ class CreatedThenMoved(Rule):
         factory = method_receiver(node)
         if not isinstance(factory, cst.Call) or self.ctx.callee(factory) not in _FACTORIES:
             return
-        if self.ctx.runs_once() or self.ctx.serves_tests or self._asks_device(node):
+        if self.ctx.runs_once() or self.ctx.serves_tests or self._asks_device(node) or self._once_per_device():
             return  # one copy costs nothing worth a change
         if any(keyword_arg(factory, name) is not None for name in ("device", "requires_grad", "generator")) \
                 or any(arg.star for arg in factory.args):
@@ -88,6 +89,25 @@ class CreatedThenMoved(Rule):
         """`torch.zeros(1).to(device).device`: a probe made to learn the device's index."""
         parent = self.ctx.ancestors[-1] if self.ctx.ancestors else None
         return isinstance(parent, cst.Attribute) and parent.value is move and parent.attr.value == "device"
+
+    def _once_per_device(self) -> bool:
+        """Every loop around the call walks the GPUs (`for d in range(torch.cuda.device_count()):`),
+        as a check or a set-up that touches each device: one copy per device, not per step."""
+        loops = []
+        for node in reversed(self.ctx.ancestors):
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                break
+            if isinstance(node, cst.While):
+                return False
+            if isinstance(node, cst.For):
+                loops.append(node)
+        return bool(loops) and all(self._walks_devices(loop.iter) for loop in loops)
+
+    def _walks_devices(self, walked: cst.BaseExpression) -> bool:
+        if not (isinstance(walked, cst.Call) and dotted_name(walked.func) == "range" and len(walked.args) == 1):
+            return False
+        count = self.ctx.values.resolve(walked.args[0].value)
+        return isinstance(count, cst.Call) and (self.ctx.callee(count) or "").endswith(".device_count")
 
     def _target(self, call: cst.Call, method: str) -> cst.BaseExpression | str | None:
         """The device the call moves to: the argument of `.to(...)`, `"cuda"` for `.cuda()`."""
