@@ -10,6 +10,7 @@ from torchlint.analysis.names import (
 )
 from torchlint.analysis.nn_layers import parameterized_layer
 from torchlint.analysis.tensor_facts.domain import TensorFacts
+from torchlint.analysis.values import string_value
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS, PARAMETER_CLASSES, TENSOR_FACTORIES, requires_grad_true
 from torchlint.diagnostics import Severity
 from torchlint.reports import RelatedNode
@@ -515,7 +516,9 @@ class UnregisteredTensorAttribute(Rule):
     after all, or restored from a checkpoint. A `device` property (`next(self.parameters()).device`,
     Lightning's, or one of a base from another library) is the parameters' device when `__init__`
     runs, before the model is moved: a warning. So is a tensor that requires grad, which the
-    optimizer never sees.
+    optimizer never sees. A tensor placed on the CPU in so many words (`torch.tensor(box,
+    device="cpu")`, `t.cpu()`, `t.to("cpu")`) is a hint too: the author chose the device that
+    `.to()` leaves it on.
     """
 
     code = "TL401"
@@ -559,6 +562,12 @@ class UnregisteredTensorAttribute(Rule):
         """A tensor made on the device the class keeps itself (`self.device = config["device"]`,
         then `.to(self.device)`) is a hint: the class places its tensors by hand, and this one goes
         wrong only when the Module is moved after all, or restored from a checkpoint."""
+        if _on_the_cpu(assignment.value):
+            self.report(assignment, f"`self.{name}` is placed on the CPU on purpose and not registered: `.to()`/"
+                                    f"`.cuda()` leave it there, as written, and `state_dict()` does not save it; "
+                                    f"`self.register_buffer(\"{name}\", ..., persistent=False)` would make it "
+                                    f"follow the module", related=used, severity=Severity.HINT)
+            return
         device = self._placed_on.get(id(assignment))
         kept, where = self._kept_device(classdef, device, frozenset()) if device is not None else (None, ())
         if not kept:
@@ -744,6 +753,23 @@ def _placement(classes: ClassFrames, value: cst.BaseExpression) -> str | None:
             return name if name is not None and "device" in name else None
         value = method_receiver(value)
     return None
+
+
+def _on_the_cpu(value: cst.BaseExpression) -> bool:
+    """`torch.tensor(box, device="cpu")`, `t.cpu()`, `t.to("cpu")`: placed on the CPU last, in
+    so many words."""
+    while isinstance(value, cst.Call):
+        moves = isinstance(value.func, cst.Attribute) and value.func.attr.value in ("to", "cuda", "cpu")
+        keyword = keyword_arg(value, "device")
+        target = argument(value, 0, "device") if moves else keyword.value if keyword is not None else None
+        if moves and value.func.attr.value == "cpu":
+            return True
+        if target is not None or moves:
+            if isinstance(target, cst.Call) and dotted_name(target.func) in ("torch.device", "device") and target.args:
+                target = target.args[0].value
+            return string_value(target) == "cpu" if target is not None else False
+        value = method_receiver(value)
+    return False
 
 
 def _attribute_assignment(classdef: cst.ClassDef, name: str) -> cst.CSTNode | None:
