@@ -11,6 +11,10 @@ def _module_name(node: cst.BaseExpression | None) -> str:
     return dotted_name(node) if node is not None else ""
 
 
+# Frameworks with their own automatic differentiation, by top-level package.
+_OTHER_AUTOGRADS = ("warp", "jax", "tensorflow", "paddle", "mxnet", "mindspore", "oneflow", "chainer")
+
+
 class ImportTable:
     """The qualified name behind each local name bound by an import statement in one file."""
 
@@ -71,6 +75,15 @@ class ImportTable:
     def imports_module(self, prefix: str) -> bool:
         """True when any import binds `prefix` or something inside it (`torch` for `torch.nn`)."""
         return any(full == prefix or full.startswith(prefix + ".") for full in self._bound.values())
+
+    def other_autograd(self) -> str | None:
+        """The framework with an autograd of its own that the file imports, while it imports
+        nothing of torch (`import warp as wp`, `import jax`): its `tape.backward(loss)` and
+        `optimizer.step()` are that framework's, whose gradients torch's rules know nothing of."""
+        if self.imports_module("torch"):
+            return None
+        heads = {full.split(".", 1)[0] for full in self._bound.values() if not full.startswith(".")}
+        return next((framework for framework in _OTHER_AUTOGRADS if framework in heads), None)
 
     def bound_names(self) -> list[tuple[str, str]]:
         """(local name, the name it imports) for every import of the file."""

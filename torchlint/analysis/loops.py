@@ -485,8 +485,11 @@ class LoopAnalysis:
         return found
 
     def training_loops(self) -> list[Iteration]:
-        """The loops that call `backward()` or an optimizer `step()` (directly or through calls)."""
-        if not self._has_training_text and not self._calls_project_training_step:
+        """The loops that call `backward()` or an optimizer `step()` (directly or through calls).
+        None in a file of another framework's autograd (NVIDIA Warp's tape, JAX), which imports
+        nothing of torch."""
+        if not self._has_training_text and not self._calls_project_training_step \
+                or self._imports.other_autograd() is not None:
             return []
         return [iteration for loop in self.loops() if (iteration := self.iteration(loop)).is_training_step]
 

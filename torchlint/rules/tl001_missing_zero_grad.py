@@ -19,7 +19,9 @@ class MissingZeroGrad(Rule):
     imports from other files of the project (with notes pointing to their `backward()` and `step()`).
     With several optimizers (a GAN's generator and discriminator), each stepped optimizer needs its
     own clearing: `optimizer_D.zero_grad()` does not clear the generator's gradients that
-    `optimizer_G.step()` applies.
+    `optimizer_G.step()` applies. A file of another framework's autograd that imports nothing of
+    torch (NVIDIA Warp's `tape.backward(loss)` and `tape.zero()`, JAX, TensorFlow) is not checked,
+    nor by the other rules about training loops.
 
     ## Why is this bad?
     `backward()` adds into `.grad`; it never overwrites it. Without clearing, each step applies the
