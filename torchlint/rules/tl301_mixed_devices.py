@@ -42,7 +42,10 @@ class MixedDevices(Rule):
     `index_select`), or the input of a model or submodule (`self.lstm(x, (h0, c0))`). A `torch.nn`
     layer computes with every input it gets; a Module class of the user (or of unknown class)
     with its first input: its other arguments may be CPU metadata (grid sizes, lengths), and a
-    tensor moved to the CPU on purpose (`.cpu()`, `device="cpu"`) is meant to stay there.
+    tensor moved to the CPU on purpose (`.cpu()`, `device="cpu"`) is meant to stay there. Not even
+    with that where the class's `forward` only indexes with it or reads its shape
+    (`self.adjustments[indices, :]`, nerfstudio's camera optimizer): CPU indices index a tensor on
+    any device.
 
     Devices are followed through local variables, branches and loops (a tensor moved in both
     branches of an `if` is still moved). A tensor moved in one branch only (`if use_cuda: x =

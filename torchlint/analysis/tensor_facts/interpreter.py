@@ -35,7 +35,7 @@ from torchlint.analysis.module_attributes import registration_of
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import (
     argument, assigned_once, assigns_name, dotted_name, has_parameter, integer, is_constant_false, is_constant_none,
-    is_name, isinstance_check, keyword_arg, parameter_named, positional_args, single_index, suite_statements,
+    is_name, isinstance_check, keyword_arg, method_named, parameter_named, positional_args, single_index, suite_statements,
     torch_keyword,
 )
 from torchlint.analysis.op_shapes import interpolated, narrowed, one_hot, padded, repeated, squeezed, stft_sizes
@@ -54,7 +54,7 @@ from torchlint.analysis.tensors import (
 )
 from torchlint.analysis.shape_checks import known_sizes, literal
 from torchlint.analysis.torch_api import ACTIVATION_LAYERS, SCORE_LAYERS
-from torchlint.walker import child_nodes
+from torchlint.walker import child_nodes, every_node
 from torchlint.analysis.values import (
     DATA_FACTORIES, DTYPE_NAMES, LIKE_FACTORIES, MODULE_FLUENT_METHODS, NOT_TENSOR_FUNCTIONS, SIZE_FACTORIES, TENSOR_NAMESPACES,
     device_string_kind, string_value,
@@ -66,6 +66,8 @@ if TYPE_CHECKING:
 Env = dict[str, Value]
 _LOOP_PASSES = 3
 _RECURRENT = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
+# What a tensor says of itself whatever its device.
+_METADATA = frozenset({"shape", "ndim", "dtype", "device"})
 _PAIR_OUTPUT = frozenset({"torch.nn.MultiheadAttention"})
 _NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode"})
 _NUMBER_BUILTINS = frozenset({"len", "int", "float", "round", "abs", "ord", "hash", "sum", "max", "min"})
@@ -1417,15 +1419,38 @@ class Interpreter:
             return None, None
         return returned.activation, returned.activated_by
 
-    @staticmethod
-    def _computed_inputs(kind: str, operands: list) -> list:
+    def _computed_inputs(self, kind: str, operands: list) -> list:
         """The inputs of a module call that must be on its device. A `torch.nn` layer computes
         with all of them (`self.lstm(x, (h0, c0))`); a Module class of the user, or one of unknown
         class, with its first input at least: the others may be CPU metadata (sizes, grids), and
-        a tensor moved to the CPU on purpose (`.cpu()`, `device="cpu"`) is meant to stay there."""
+        a tensor moved to the CPU on purpose (`.cpu()`, `device="cpu"`) is meant to stay there.
+        None where the class's `forward` only indexes with its first input
+        (`self.adjustments[indices, :]`): CPU indices index a tensor on any device."""
         if kind.startswith("torch.nn."):
             return operands
+        if self._indexes_with_first_input(kind):
+            return []
         return [(node, value) for node, value in operands[:1] if not (isinstance(value, TensorFacts) and value.device is Device.CPU)]
+
+    def _indexes_with_first_input(self, kind: str) -> bool:
+        classdef = self.ctx.module_classes.class_named(kind) if kind and "." not in kind else None
+        forward = method_named(classdef, "forward") if classdef is not None else None
+        params = forward.params.params if forward is not None else ()
+        if len(params) < 2:
+            return False
+        name = params[1].name.value
+        mentions = placeless = 0  # uses where the device does not matter: an index, its shape
+        for node in every_node(forward.body):
+            if isinstance(node, cst.Name) and node.value == name:
+                mentions += 1
+            elif isinstance(node, cst.Subscript):
+                placeless += sum(isinstance(element.slice, cst.Index) and is_name(element.slice.value, name)
+                                 for element in node.slice)
+            elif isinstance(node, cst.Attribute) and node.attr.value in _METADATA and is_name(node.value, name) \
+                    or isinstance(node, cst.Call) and is_name(node.func, "len") and len(node.args) == 1 \
+                    and is_name(node.args[0].value, name):
+                placeless += 1
+        return mentions > 0 and mentions == placeless
 
     def _qualified(self, call: cst.Call, qualified: str, args) -> Value:
         if qualified in SIZE_FACTORIES or qualified in DATA_FACTORIES or qualified in LEGACY_CONSTRUCTORS:
