@@ -40,10 +40,14 @@ _ONE_PROCESS_RETURNS = re.compile(
 _DEVICE_INDEX_TEST = re.compile(r"(?:device|gpu|cuda)\w*\s*(?:!=|==|>=|<=|<|>)\s*-?[01]\b")
 # A statement at the top of a test module that skips the whole module.
 _MODULE_SKIP = re.compile(r"allow_module_level\s*=\s*True|\bSkipTest\b")
-# Libraries that run only on NVIDIA GPUs (TensorRT, CuPy, GPUDirect Storage, the CUDA bindings), by
-# their top-level package, and NCCL's bindings wherever they live (vLLM's `...pynccl`,
-# `...nccl_engine`): code that uses one needs CUDA whatever device it names.
-_CUDA_ONLY_PACKAGES = frozenset({"tensorrt", "torch_tensorrt", "cupy", "pycuda", "kvikio", "cuda", "nvidia"})
+# Libraries that run only on NVIDIA GPUs (TensorRT, CuPy, GPUDirect Storage, the CUDA bindings,
+# the CUDA rasterizers of Gaussian splatting, tiny-cuda-nn's fused networks), by their top-level
+# package, and NCCL's bindings wherever they live (vLLM's `...pynccl`, `...nccl_engine`): code
+# that uses one needs CUDA whatever device it names.
+_CUDA_ONLY_PACKAGES = frozenset({
+    "tensorrt", "torch_tensorrt", "cupy", "pycuda", "kvikio", "cuda", "nvidia",
+    "gsplat", "diff_gaussian_rasterization", "tinycudann",
+})
 # What a device object answers without touching a device.
 _DEVICE_FIELDS = frozenset({"type", "index"})
 
@@ -97,7 +101,7 @@ class HardcodedCuda(Rule):
     allow_module_level=True)` under such a condition at their top) are not reported. Nor is code
     that needs CUDA whatever device it names: a function or class that uses a library running
     only on NVIDIA GPUs (TensorRT, CuPy, kvikio, pycuda, the CUDA bindings, an NCCL
-    communicator), imported or loaded by name (`cp, _ = optional_import("cupy")`), code
+    communicator, gsplat's rasterizer, tiny-cuda-nn), imported or loaded by name (`cp, _ = optional_import("cupy")`), code
     under a condition about NCCL (`if backend == "nccl":`), a function or class that measures or
     drives the GPU itself (CUDA profiler activity, `torch.cuda.Event` timings, `torch.cuda.Stream`:
     a loader that copies batches on a side stream), and a file whose processes talk through NCCL,
