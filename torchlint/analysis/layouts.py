@@ -151,11 +151,15 @@ def arg_code(ctx: "CheckedFile", expr: cst.BaseExpression) -> str:
 
 def sliced_size(size: str | None, bounds: tuple[int | None, int | None] | None) -> str | None:
     """The size a slice without step keeps of a dim, from its known bounds (None: absent), as
-    Python's slicing clamps them: `[:24]` of 16 keeps 16; None where either is not known."""
+    Python's slicing clamps them: `[:24]` of 16 keeps 16; None where either is not known, and
+    where the slice would keep nothing of a dim that has something (`sdf[:, 1:]` of an `sdf`
+    annotated `(n, 1)`): code that slices a dim so expects it longer, as the annotation most
+    often forgot a dim."""
     known = integer(size) if size is not None and size.isdigit() else None
     if known is None or bounds is None:
         return None
-    return str(len(range(known)[slice(*bounds)]))
+    kept = len(range(known)[slice(*bounds)])
+    return str(kept) if kept or not known else None
 
 
 def int_value(expr: cst.BaseExpression) -> int | None:

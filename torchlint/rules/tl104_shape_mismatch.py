@@ -148,7 +148,9 @@ class ShapeMismatch(Rule):
     - shape annotations of parameters and returns: `Annotated[torch.Tensor, Shape("B", 3, 32, 32)]` (a call named `Shape`) and
     jaxtyping's `Float[Tensor, "b c h w"]` (read from the text; jaxtyping need not be installed). Two sizes disagree only when both are
     integer literals; the same name is the same size, two different names may be equal, and an
-    unknown size never disagrees. An op the model does not know clears the shape.
+    unknown size never disagrees. An op the model does not know clears the shape, and so does a
+    slice that would keep nothing of a dim (`sdf[:, 1:]` of an `sdf` annotated `(n, 1)`): the code
+    expects that dim longer, and the annotation most often forgot one.
 
     ## Why is this bad?
     Each of these raises a RuntimeError (`mat1 and mat2 shapes cannot be multiplied`, `Sizes of
