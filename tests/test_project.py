@@ -378,6 +378,53 @@ def test_a_validation_helper_of_another_file_that_leaves_eval_mode_on(project):
     ]
 
 
+CLASSIFIER = """\
+import torch
+
+
+class Classifier(torch.nn.Module):
+    def label_sentences(self, batches):
+        self.eval()
+        labels = []
+        for batch in batches:
+            labels.append(self(batch).argmax(-1))
+        return labels
+
+    def score_documents(self, batches):
+        self.eval()
+        scores = []
+        for batch in batches:
+            scores.append(self(batch).max(-1).values)
+        return scores
+"""
+PIPELINE = """\
+import torch
+
+
+class SentimentProcessor:
+    def __init__(self, model):
+        self._model = model
+
+    def process(self, batches):
+        with torch.no_grad():
+            labels = self._model.label_sentences(batches)
+        return labels, self._model.score_documents(batches)
+
+
+@torch.inference_mode()
+def label_corpus(model, corpus):
+    return [model.label_sentences(document) for document in corpus]
+"""
+
+
+def test_a_method_every_caller_of_another_file_runs_without_autograd(project):
+    _write(project, {"pkg/__init__.py": "", "pkg/classifier.py": CLASSIFIER, "pkg/pipeline.py": PIPELINE})
+    settings = resolve_settings(Options(select=["TL007"]), cwd=project)
+    found = engine.check_files([(str(project / "pkg/classifier.py"), "pkg/classifier.py")], settings, 1)
+    # label_sentences runs under no_grad and inference_mode wherever it is called; score_documents does not.
+    assert [(d.code, d.location.row) for d in found] == [("TL007", 16)]
+
+
 FLAGGED_EVALUATION = """\
 import torch
 

@@ -84,5 +84,8 @@ class ProjectFacts(Protocol):
     def calls(self, function: str) -> tuple[CallSite, ...]:
         """The calls of the file's top-level `function` in the project (this file included)."""
 
+    def grad_modes(self, function: str) -> tuple[bool, ...]:
+        """Whether autograd is off at each call of `function` in the other files of the project."""
+
     def lookalike_models(self) -> dict[str, Note]:
         """The project's classes named like modules that define `forward` but are not Modules."""

@@ -29,7 +29,7 @@ from torchlint.diagnostics import Location, Related
 from torchlint.project.layout import Layout, project_root
 from torchlint.project.summary import (
     CALL, EVAL_MODE, MODULE, TENSOR, TRAIN_MODE, FunctionSummary, ModuleSummary, PlacingCall, WrittenArguments,
-    attributes_moved_by_apply, calls_named, placing_calls, summarize_lazily,
+    attributes_moved_by_apply, calls_named, grad_modes_of_calls, placing_calls, summarize_lazily,
 )
 
 # How many files one answer may follow (re-exports, bases, returned calls).
@@ -69,6 +69,8 @@ _CALLS_NAMED: dict[tuple[str, str, str], tuple[WrittenArguments, ...]] = {}
 _MOVED_BY_APPLY: dict[tuple[str, str], frozenset[str]] = {}
 # The row of each file's first CPU fallback (None: it has none), by file and digest.
 _FALLBACK_ROWS: dict[tuple[str, str], int | None] = {}
+# Whether autograd is off at each call of a name, by file, digest and name.
+_GRAD_MODES: dict[tuple[str, str, str], tuple[bool, ...]] = {}
 # The project files each file imports at its top, by file and digest, with the files and
 # listings their resolution read (and their states): a module created since may answer an import.
 _IMPORTED_FILES: dict[tuple[str, str], tuple[tuple[str, ...], tuple[tuple[str, str], ...]]] = {}
@@ -133,6 +135,12 @@ class ProjectView:
         another object (`m.stride = fn(m.stride)`): the project moves tensors of that name itself."""
         return self._answer("apply", "") or frozenset()
 
+    def grad_modes(self, function: str) -> tuple[bool, ...]:
+        """Whether autograd is off at each call of `function` (by name, or as a method of
+        anything) in the other files of the project: `with torch.no_grad():` around it, or a
+        decorator of the function it is in."""
+        return self._answer("grad modes", function) or ()
+
     def cpu_fallback(self) -> Note | None:
         """A place where a project file that this file imports, or that imports this file, falls
         back to the CPU or lets the user choose the device (`cpu_fallback_row`): `main.py` with
@@ -157,7 +165,7 @@ class ProjectView:
     def _shared_answer(self, layout: Layout, question: str, qualified: str):
         # Callers are asked about this file's own functions; the other answers hold for its
         # directory, unless the file has an `import *`, which gives names of its own.
-        per_file = question in ("callers", "calls", "fallback") or self._imports_star(layout)
+        per_file = question in ("callers", "calls", "fallback", "grad modes") or self._imports_star(layout)
         scope = layout.root if question in ("apply", "lookalikes") else self._path if per_file else os.path.dirname(self._path)
         key = (question, qualified, layout.root, scope)
         shared = _ANSWERS.get(key)
@@ -176,6 +184,8 @@ class ProjectView:
             fact = resolver.lookalike_models()
         elif question == "fallback":
             fact = resolver.cpu_fallback(self._path)
+        elif question == "grad modes":
+            fact = resolver.grad_modes(self._path, qualified)
         else:
             fact = resolver.imported(qualified, self._path, 0, frozenset())
         if question == "events":
@@ -360,6 +370,20 @@ class _Resolver:
                 _MOVED_BY_APPLY[key] = attributes_moved_by_apply(data)
             found |= _MOVED_BY_APPLY.get(key, frozenset())
         return frozenset(found)
+
+    def grad_modes(self, path: str, function: str) -> tuple[bool, ...]:
+        needle = re.compile(rb"\b" + re.escape(function.encode()) + rb"\s*\(")
+        found: list[bool] = []
+        for caller in self.project_files():
+            self.used.add(caller)
+            data = self.layout.read(caller) if caller != path else None
+            if data is None or not needle.search(data):
+                continue
+            key = (caller, self.layout.state(caller), function)
+            if key not in _GRAD_MODES:
+                _GRAD_MODES[key] = grad_modes_of_calls(data, function)
+            found.extend(_GRAD_MODES[key])
+        return tuple(found)
 
     def cpu_fallback(self, path: str) -> Note | None:
         importers = [other for other in self.project_files() if other != path and path in self.imported_files(other)]

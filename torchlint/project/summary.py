@@ -812,3 +812,46 @@ def _moved_with(method: ast.FunctionDef, function: str) -> set[str]:
                 isinstance(name, ast.Name) and name.id == function for name in ast.walk(node.value)):
             found.update(target.attr for target in node.targets if isinstance(target, ast.Attribute))
     return found
+
+
+def grad_modes_of_calls(source: bytes, name: str) -> tuple[bool, ...]:
+    """Whether autograd is off at each call of `name` in the file, as a function or a method of
+    anything (`self.model.label_sentences(batch)`): inside `with torch.no_grad():`,
+    `torch.inference_mode()` or `torch.set_grad_enabled(False)`, or a function decorated with one
+    (a helper named so too: `@smart_inference_mode()`)."""
+    try:
+        tree = ast.parse(source)  # whole: a decorator is a piece of its own in `top_level_pieces`
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return (False,)  # calls that cannot be read may run with autograd on
+    found: list[bool] = []
+    _collect_grad_modes(tree, name, False, found)
+    return tuple(found)
+
+
+def _collect_grad_modes(node: ast.AST, name: str, off: bool, found: list[bool]) -> None:
+    for child in ast.iter_child_nodes(node):
+        inner = off
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            inner = any(_switches_grad_off(decorator) for decorator in child.decorator_list)
+        elif isinstance(child, (ast.With, ast.AsyncWith)):
+            inner = off or any(_switches_grad_off(item.context_expr) for item in child.items)
+        elif isinstance(child, ast.Call):
+            func = child.func
+            called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            if called == name:
+                found.append(off)
+        if isinstance(child, ast.withitem):
+            continue  # the context managers themselves run before the block
+        _collect_grad_modes(child, name, inner, found)
+
+
+def _switches_grad_off(expr: ast.expr) -> bool:
+    """`torch.no_grad()`, `torch.inference_mode()`, `@torch.no_grad`, `torch.set_grad_enabled(False)`,
+    or a helper named for one of them (`smart_inference_mode()`)."""
+    call = expr if isinstance(expr, ast.Call) else None
+    func = call.func if call is not None else expr
+    written = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if written == "set_grad_enabled":
+        return call is not None and bool(call.args) and isinstance(call.args[0], ast.Constant) \
+            and call.args[0].value is False
+    return written.endswith(("no_grad", "inference_mode"))

@@ -50,8 +50,9 @@ class EvalWithoutNoGrad(Rule):
     (as a `with` block, a decorator of the function, or a `set_grad_enabled(False)` statement);
     a helper of the project or a library whose name says it switches grad mode
     (`@smart_inference_mode()`, `with maybe_no_grad():`) counts as one, and so does a function
-    every call of which in the file runs under one (a trainer's `_validation_loss()`, called
-    only inside `with torch.no_grad():`).
+    every call of which in the project runs under one (a trainer's `_validation_loss()`, called
+    only inside `with torch.no_grad():`; a classifier's `label_sentences()` that a pipeline of
+    another file runs so).
     Loops that want gradients (they call `backward()`, `torch.autograd.grad`, `requires_grad_()`,
     Jacobian products such as `torch.func.jvp`: saliency maps, adversarial examples, Laplace
     approximations) are left alone, and so are functions that freeze the
@@ -183,15 +184,17 @@ class EvalWithoutNoGrad(Rule):
         return loop
 
     def _called_without_grad(self, function: cst.FunctionDef | None) -> bool:
-        """Every call of `function` in this file (by name, or as a method) runs with autograd
+        """Every call of `function` in the project (by name, or as a method) runs with autograd
         switched off: under `with torch.no_grad():`, or in a function decorated so (a trainer
-        calls its `_validation_loss()` only inside `with torch.no_grad():`)."""
+        calls its `_validation_loss()` only inside `with torch.no_grad():`, stanza's pipeline
+        its classifier's `label_sentences()` in another file)."""
         if function is None:
             return False
         key = id(function)
         if key not in self._without_grad:
             modes: list[bool] = []
             self._call_modes(self.ctx.module, function.name.value, False, modes)
+            modes.extend(self.ctx.project.grad_modes(function.name.value))
             self._without_grad[key] = bool(modes) and all(modes)
         return self._without_grad[key]
 
