@@ -7,6 +7,7 @@ Two spellings are read:
   digits for a fixed size. A variadic word (`*batch`, `...`) leaves the rank unknown, so the
   annotation says nothing; an anonymous (`_`), broadcastable (`#b`) or computed (`h+1`) word is
   one unknown size.
+An annotation with a size of 0 gives no shape: no one documents an empty tensor.
 
 Sizes are returned as code-like text, as the tensor-facts model keeps them (`"B"`, `"3"`).
 """
@@ -23,16 +24,18 @@ _NAME = re.compile(r"^[A-Za-z][A-Za-z_0-9]*$")
 
 
 def annotated_shape(ctx, annotation: cst.BaseExpression | None) -> tuple[str | None, ...] | None:
-    """The sizes an annotation gives a tensor; None when it gives no shape."""
+    """The sizes an annotation gives a tensor; None when it gives no shape, or gives a size of 0:
+    no one documents an empty tensor, and `Float[Tensor, "0"]` on a loss means a scalar (`""`)."""
     if not isinstance(annotation, cst.Subscript):
         return None
     qualified = ctx.qualified_name(annotation.value) or ""
     elements = [element.slice.value for element in annotation.slice if isinstance(element.slice, cst.Index)]
+    sizes = None
     if qualified.rsplit(".", 1)[-1] == "Annotated":
-        return next((sizes for sizes in map(_shape_call, elements[1:]) if sizes is not None), None)
-    if qualified.startswith("jaxtyping.") and len(elements) == 2 and isinstance(elements[1], cst.SimpleString):
-        return _jaxtyping_sizes(elements[1].evaluated_value)
-    return None
+        sizes = next((sizes for sizes in map(_shape_call, elements[1:]) if sizes is not None), None)
+    elif qualified.startswith("jaxtyping.") and len(elements) == 2 and isinstance(elements[1], cst.SimpleString):
+        sizes = _jaxtyping_sizes(elements[1].evaluated_value)
+    return None if sizes is None or "0" in sizes else sizes
 
 
 def _shape_call(expr: cst.BaseExpression) -> tuple[str | None, ...] | None:

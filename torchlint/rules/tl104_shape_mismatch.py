@@ -150,7 +150,8 @@ class ShapeMismatch(Rule):
     integer literals; the same name is the same size, two different names may be equal, and an
     unknown size never disagrees. An op the model does not know clears the shape, and so does a
     slice that would keep nothing of a dim (`sdf[:, 1:]` of an `sdf` annotated `(n, 1)`): the code
-    expects that dim longer, and the annotation most often forgot one.
+    expects that dim longer, and the annotation most often forgot one. An annotation with a size
+    of 0 (`Float[Tensor, "0"]` on a loss, a scalar written wrong) is not read.
 
     ## Why is this bad?
     Each of these raises a RuntimeError (`mat1 and mat2 shapes cannot be multiplied`, `Sizes of
