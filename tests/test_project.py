@@ -425,6 +425,52 @@ def test_a_method_every_caller_of_another_file_runs_without_autograd(project):
     assert [(d.code, d.location.row) for d in found] == [("TL007", 16)]
 
 
+BLOCKS = """\
+import torch
+
+
+class Block(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = torch.nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.proj(x).relu()
+
+
+if __name__ == "__main__":
+    print(Block(8).cuda()(torch.randn(2, 8).cuda()).shape)
+"""
+NETWORK = """\
+import torch
+
+from pkg.blocks import Block
+
+
+class Network(torch.nn.Sequential):
+    def __init__(self, dim, depth):
+        super().__init__(*(Block(dim) for _ in range(depth)))
+"""
+SCRIPT = """\
+import torch
+
+from pkg.network import Network
+
+if __name__ == "__main__":
+    model = Network(8, 2).cuda()
+    print(model(torch.randn(2, 8, device="cuda")).shape)
+"""
+
+
+def test_the_main_block_of_a_module_other_files_import_is_a_demo(project):
+    _write(project, {"pkg/__init__.py": "", "pkg/blocks.py": BLOCKS, "pkg/network.py": NETWORK, "train.py": SCRIPT})
+    settings = resolve_settings(Options(select=["TL305"]), cwd=project)
+    names = ["pkg/blocks.py", "train.py"]
+    found = engine.check_files([(str(project / name), name) for name in names], settings, 1)
+    # The program's own `__main__` block is still checked: it is what users run.
+    assert [(d.filename, d.location.row) for d in found] == [("train.py", 6), ("train.py", 7)]
+
+
 FLAGGED_EVALUATION = """\
 import torch
 

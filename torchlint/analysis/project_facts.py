@@ -87,5 +87,8 @@ class ProjectFacts(Protocol):
     def grad_modes(self, function: str) -> tuple[bool, ...]:
         """Whether autograd is off at each call of `function` in the other files of the project."""
 
+    def importer(self) -> Note | None:
+        """A file of the project that imports the checked one."""
+
     def lookalike_models(self) -> dict[str, Note]:
         """The project's classes named like modules that define `forward` but are not Modules."""

@@ -141,6 +141,11 @@ class ProjectView:
         decorator of the function it is in."""
         return self._answer("grad modes", function) or ()
 
+    def importer(self) -> Note | None:
+        """A file of the project that imports this one: then this module is a library of the
+        project, and its `if __name__ == "__main__":` block a demo of it, not the program."""
+        return self._answer("importer", "")
+
     def cpu_fallback(self) -> Note | None:
         """A place where a project file that this file imports, or that imports this file, falls
         back to the CPU or lets the user choose the device (`cpu_fallback_row`): `main.py` with
@@ -165,7 +170,7 @@ class ProjectView:
     def _shared_answer(self, layout: Layout, question: str, qualified: str):
         # Callers are asked about this file's own functions; the other answers hold for its
         # directory, unless the file has an `import *`, which gives names of its own.
-        per_file = question in ("callers", "calls", "fallback", "grad modes") or self._imports_star(layout)
+        per_file = question in ("callers", "calls", "fallback", "grad modes", "importer") or self._imports_star(layout)
         scope = layout.root if question in ("apply", "lookalikes") else self._path if per_file else os.path.dirname(self._path)
         key = (question, qualified, layout.root, scope)
         shared = _ANSWERS.get(key)
@@ -186,6 +191,8 @@ class ProjectView:
             fact = resolver.cpu_fallback(self._path)
         elif question == "grad modes":
             fact = resolver.grad_modes(self._path, qualified)
+        elif question == "importer":
+            fact = resolver.importer(self._path)
         else:
             fact = resolver.imported(qualified, self._path, 0, frozenset())
         if question == "events":
@@ -384,6 +391,21 @@ class _Resolver:
                 _GRAD_MODES[key] = grad_modes_of_calls(data, function)
             found.extend(_GRAD_MODES[key])
         return tuple(found)
+
+    def importer(self, path: str) -> Note | None:
+        # Only a file that names this module in an import line can import it: those alone are summarized.
+        stem = os.path.splitext(os.path.basename(path))[0]
+        if stem == "__init__":
+            stem = os.path.basename(os.path.dirname(path))
+        named = re.compile(rb"^[ \t]*(?:from|import)[ \t][^\n]*\b" + re.escape(stem.encode()) + rb"\b", re.MULTILINE)
+        for other in self.project_files():
+            if other == path:
+                continue
+            self.used.add(other)
+            data = self.layout.read(other)
+            if data is not None and named.search(data) and path in self.imported_files(other):
+                return Note(other, 1, 1, f"`{other}` imports this module")
+        return None
 
     def cpu_fallback(self, path: str) -> Note | None:
         importers = [other for other in self.project_files() if other != path and path in self.imported_files(other)]
