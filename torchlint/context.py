@@ -30,6 +30,8 @@ from torchlint.project.index import ProjectView
 _TEST_FILE = re.compile(r"test_.*\.py|.*_test\.py")
 # Folders whose modules serve the tests.
 _TEST_FOLDERS = frozenset({"test", "tests", "testing", "test_utils"})
+# `__name__ == "__main__"`, either way round.
+_MAIN_TEST = re.compile(r"""__name__\s*==\s*["']__main__["']|["']__main__["']\s*==\s*__name__""")
 # Decorators that make a method or function run once per object or per argument.
 _CACHING_DECORATORS = frozenset({
     "functools.cached_property", "functools.cache", "functools.lru_cache",
@@ -158,6 +160,13 @@ class FileContext:
             elif node_class is cst.ClassDef:
                 return node
         return None
+
+    def in_library_demo(self) -> bool:
+        """The point of the walk is in the `if __name__ == "__main__":` block of a module that
+        another file of the project imports: a demo or self-check of the library the module is,
+        not the program users run."""
+        return any(isinstance(node, cst.If) and _MAIN_TEST.fullmatch(self.code_for(node.test).strip())
+                   for node in self.ancestors) and self.project.importer() is not None
 
     def runs_once(self) -> bool:
         """The point of the walk runs once per process or per object: module-level code and the

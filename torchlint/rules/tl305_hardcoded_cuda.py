@@ -40,8 +40,6 @@ _ONE_PROCESS_RETURNS = re.compile(
 _DEVICE_INDEX_TEST = re.compile(r"(?:device|gpu|cuda)\w*\s*(?:!=|==|>=|<=|<|>)\s*-?[01]\b")
 # A statement at the top of a test module that skips the whole module.
 _MODULE_SKIP = re.compile(r"allow_module_level\s*=\s*True|\bSkipTest\b")
-# `__name__ == "__main__"`, either way round.
-_MAIN_TEST = re.compile(r"""__name__\s*==\s*["']__main__["']|["']__main__["']\s*==\s*__name__""")
 # Libraries that run only on NVIDIA GPUs (TensorRT, CuPy, GPUDirect Storage, the CUDA bindings,
 # the CUDA rasterizers of Gaussian splatting, tiny-cuda-nn's fused networks), by their top-level
 # package, and NCCL's bindings wherever they live (vLLM's `...pynccl`, `...nccl_engine`): code
@@ -200,8 +198,7 @@ class HardcodedCuda(Rule):
     def _unguarded(self, call: cst.Call) -> bool:
         for ancestor, child in self.ctx.enclosing_with_child(call):
             if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)):
-                if self._mentions_guard(ancestor.test) or self._falls_back_to_cpu(ancestor, child) \
-                        or self._demo_of_a_library(ancestor):
+                if self._mentions_guard(ancestor.test) or self._falls_back_to_cpu(ancestor, child):
                     return False
             elif isinstance(ancestor, cst.BooleanOperation) and isinstance(ancestor.operator, cst.Or):
                 return False  # `get_accelerator() or torch.device("cuda")`: a fallback
@@ -213,14 +210,8 @@ class HardcodedCuda(Rule):
                 # `class CUDAAccelerator`: CUDA-specific by design; a test class under
                 # `@unittest.skipIf(not torch.cuda.is_available(), ...)`: guarded.
                 return False
-        return not self._module_guarded() and not self._module_skipped() and not self._file_needs_cuda()
-
-    def _demo_of_a_library(self, condition: cst.If | cst.IfExp | cst.While) -> bool:
-        """The `if __name__ == "__main__":` block of a module that another file of the project
-        imports: a demo of the library the module is, not the program users run."""
-        return isinstance(condition, cst.If) and isinstance(condition.test, cst.Comparison) \
-            and _MAIN_TEST.fullmatch(self.ctx.code_for(condition.test).strip()) is not None \
-            and self.ctx.project.importer() is not None
+        return not self._module_guarded() and not self._module_skipped() and not self._file_needs_cuda() \
+            and not self.ctx.in_library_demo()
 
     def _falls_back_to_cpu(self, choice: cst.If | cst.IfExp | cst.While, branch: cst.CSTNode) -> bool:
         """`torch.device("cpu") if device.type == "cpu" else torch.device("cuda", rank)`: the other
