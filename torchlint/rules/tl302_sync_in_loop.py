@@ -89,8 +89,9 @@ class SyncInLoop(Rule):
     iteration copied a tensor on the device to the host (`train.append(train_loss.cpu())` then
     `test.append(test_loss.cpu())`), when nothing the read uses was assigned since: the first copy
     waited for all the work queued before it, and is the one reported. So is a read under an
-    `if` that tests any tensor on the device (`if last < best: best_points = points.cpu()`),
-    when nothing the read uses was assigned since: that test waited for all the work queued
+    `if` that tests any tensor on the device (`if last < best: best_points = points.cpu()`, an
+    element compared too: `if scores[j] >= best - margin: hyp.append(tokens[j].item())`), when
+    nothing the read uses was assigned since: that test waited for all the work queued
     before it; and a read of a
     tensor whose truth a later statement of the iteration tests (`if verbose:
     print(energy.item())` then `if torch.isclose(energy, last): break`): the iteration waits for
@@ -504,7 +505,8 @@ def _tests_tensor(test: cst.BaseExpression, name: str) -> bool:
 
 def _tested_tensors(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     """The operands whose truth `test` reads, if they are tensors: `loss` of `not
-    torch.isfinite(loss)`, `loss.isnan().any()` or `loss > 1e4`; none of `loss is None`."""
+    torch.isfinite(loss)`, `loss.isnan().any()` or `loss > 1e4`, an element or a sum compared
+    (`logp[j] >= best - beam`); none of `loss is None`."""
     while isinstance(test, cst.UnaryOperation):
         test = test.expression
     if isinstance(test, cst.Call):
@@ -518,7 +520,7 @@ def _tested_tensors(test: cst.BaseExpression) -> list[cst.BaseExpression]:
         if any(isinstance(target.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for target in test.comparisons):
             return []
         sides = [test.left, *(target.comparator for target in test.comparisons)]
-        return [side for side in sides if isinstance(side, cst.Name)]
+        return [side for side in sides if isinstance(side, (cst.Name, cst.Subscript, cst.BinaryOperation))]
     return []
 
 
