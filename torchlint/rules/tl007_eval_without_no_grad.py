@@ -56,10 +56,9 @@ class EvalWithoutNoGrad(Rule):
     Loops that want gradients (they call `backward()`, `torch.autograd.grad`, `requires_grad_()`,
     Jacobian products such as `torch.func.jvp`: saliency maps, adversarial examples, Laplace
     approximations) are left alone, and so are functions that freeze the
-    parameters (`p.requires_grad = False`), where autograd records nothing anyway. Test code (a
-    test module, or a module of a `test/`, `tests/`, `testing/` or `test_utils/` folder: a
-    `ModelTestCase` helper too) is left alone too: a test's calibration or smoke loop over a toy
-    model loses nothing to autograd. So is code that runs once per object
+    parameters (`p.requires_grad = False`), where autograd records nothing anyway. Test functions
+    (`def test_...` in a `test_*.py` or `*_test.py` file) are left alone too: a test's calibration
+    or smoke loop over a toy model loses nothing to autograd. So is code that runs once per object
     or process (`__init__` probing each new block on a dummy batch, a cached property): the graph
     it records is freed when it returns.
 
@@ -102,12 +101,12 @@ class EvalWithoutNoGrad(Rule):
         self._frames = [_Frame()]
         self._reported: set[int] = set()
         self._without_grad: dict[int, bool] = {}  # by function: every call in the file runs without autograd
-        self._test_code = ctx.serves_tests
+        self._test_file = ctx.is_test_file
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         frame = _Frame()
         # A test's loop over a toy model (calibration, a smoke run): its graphs cost nothing.
-        frame.frozen = self._frames[-1].frozen or self._test_code
+        frame.frozen = self._frames[-1].frozen or (self._test_file and node.name.value.startswith("test"))
         self._frames.append(frame)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
