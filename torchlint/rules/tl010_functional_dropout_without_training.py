@@ -156,8 +156,8 @@ class FunctionalDropoutWithoutTraining(Rule):
     def _documented_kept_on(self) -> bool:
         """The method's or its class's docstring says the dropout stays on in evaluation, or is
         Monte Carlo dropout: the author chose it, and wrote so."""
-        return any(_says_kept_on(definition.get_docstring())
-                   for definition in (self.ctx.enclosing_function(), self.ctx.enclosing_class()) if definition is not None)
+        definitions = (self.ctx.enclosing_function(), self.ctx.enclosing_class())
+        return any(_says_kept_on(definition.get_docstring()) for definition in definitions if definition is not None)
 
     def _under_training_test(self, node: cst.Call) -> bool:
         """In the body of `if self.training:` (also `if self.training and ...:`): eval skips it."""

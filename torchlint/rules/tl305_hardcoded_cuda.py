@@ -101,7 +101,8 @@ class HardcodedCuda(Rule):
     allow_module_level=True)` under such a condition at their top) are not reported. Nor is code
     that needs CUDA whatever device it names: a function or class that uses a library running
     only on NVIDIA GPUs (TensorRT, CuPy, kvikio, pycuda, the CUDA bindings, an NCCL
-    communicator, gsplat's rasterizer, tiny-cuda-nn), imported or loaded by name (`cp, _ = optional_import("cupy")`), code
+    communicator, gsplat's rasterizer, tiny-cuda-nn), imported or loaded by name (`cp, _ =
+    optional_import("cupy")`), code
     under a condition about NCCL (`if backend == "nccl":`), a function or class that measures or
     drives the GPU itself (CUDA profiler activity, `torch.cuda.Event` timings, `torch.cuda.Stream`:
     a loader that copies batches on a side stream), and a file whose processes talk through NCCL,

@@ -35,8 +35,8 @@ from torchlint.analysis.module_attributes import registration_of
 from torchlint.analysis.modules import is_torch_module_class
 from torchlint.analysis.names import (
     argument, assigned_once, assigns_name, dotted_name, has_parameter, integer, is_constant_false, is_constant_none,
-    is_name, isinstance_check, keyword_arg, method_named, parameter_named, positional_args, single_index, suite_statements,
-    torch_keyword,
+    is_name, isinstance_check, keyword_arg, method_named, parameter_named, positional_args, single_index,
+    suite_statements, torch_keyword,
 )
 from torchlint.analysis.op_shapes import interpolated, narrowed, one_hot, padded, repeated, squeezed, stft_sizes
 from torchlint.analysis.tensor_facts.domain import (
@@ -66,8 +66,8 @@ if TYPE_CHECKING:
 Env = dict[str, Value]
 _LOOP_PASSES = 3
 _RECURRENT = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
-# What a tensor says of itself whatever its device.
-_METADATA = frozenset({"shape", "ndim", "dtype", "device"})
+# What reading a tensor's field tells without computing with it, wherever the tensor is.
+_PLACE_FREE_FIELDS = frozenset({"shape", "ndim", "dtype", "device"})
 _PAIR_OUTPUT = frozenset({"torch.nn.MultiheadAttention"})
 _NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode"})
 _NUMBER_BUILTINS = frozenset({"len", "int", "float", "round", "abs", "ord", "hash", "sum", "max", "min"})
@@ -1433,6 +1433,8 @@ class Interpreter:
         return [(node, value) for node, value in operands[:1] if not (isinstance(value, TensorFacts) and value.device is Device.CPU)]
 
     def _indexes_with_first_input(self, kind: str) -> bool:
+        """The `forward` of the file's Module class `kind` uses its first input only as an index
+        or for its shape (`self.adjustments[indices, :]`, `indices.shape[0]`)."""
         classdef = self.ctx.module_classes.class_named(kind) if kind and "." not in kind else None
         forward = method_named(classdef, "forward") if classdef is not None else None
         params = forward.params.params if forward is not None else ()
@@ -1446,9 +1448,9 @@ class Interpreter:
             elif isinstance(node, cst.Subscript):
                 placeless += sum(isinstance(element.slice, cst.Index) and is_name(element.slice.value, name)
                                  for element in node.slice)
-            elif isinstance(node, cst.Attribute) and node.attr.value in _METADATA and is_name(node.value, name) \
-                    or isinstance(node, cst.Call) and is_name(node.func, "len") and len(node.args) == 1 \
-                    and is_name(node.args[0].value, name):
+            elif isinstance(node, cst.Attribute) and node.attr.value in _PLACE_FREE_FIELDS \
+                    and is_name(node.value, name) or isinstance(node, cst.Call) and is_name(node.func, "len") \
+                    and len(node.args) == 1 and is_name(node.args[0].value, name):
                 placeless += 1
         return mentions > 0 and mentions == placeless
 
