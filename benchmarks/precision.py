@@ -1,7 +1,7 @@
 """Precision of every rule on expert library code, from findings judged by reading them.
 
 Usage: python benchmarks/precision.py [--cache DIR] [--judged FILE] [--per-rule N] [--library NAME==VERSION ...]
-       python benchmarks/precision.py --held-out 1|...|29 [--cache DIR]
+       python benchmarks/precision.py --held-out 1|...|30 [--cache DIR]
 
 Downloads the pinned wheels (`pip download --no-deps`; needs a package index) into the cache
 directory, unpacks them, and runs `torchlint check --select ALL` on each. From each rule's
@@ -68,6 +68,7 @@ HELD_OUT = {
     "27": ("stanza==1.15.0", "pfrl==0.1.0", "deepxde==1.15.0", "darts==0.48.1"),
     "28": ("super-gradients==3.7.1", "basicsr==1.3.3.3", "pytorch-adapt==0.0.83", "torchmd-net==2.4.10"),
     "29": ("nerfstudio==1.1.5", "skrl==2.1.1", "fairchem-core==2.24.0", "gliner==0.2.29"),
+    "30": ("sample-factory==2.1.1", "unsloth==2026.10.9", "matgl==4.1.2", "chronos-forecasting==2.3.2"),
 }
 HELD_OUT_JUDGED = Path(__file__).with_name("precision_held_out_judgments.tsv")
 HELD_OUT_PER_RULE = 6
