@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from functools import cached_property
 
 import libcst as cst
 
@@ -26,6 +27,8 @@ _NAMED_SUBMODULE_ITERATORS = frozenset({"named_children", "named_modules"})
 _HOOK_INPUT = re.compile(r"_?(?:module_)?(?:in|inp|input|inputs|args)")
 _HOOK_OUTPUT = re.compile(r"_?(?:module_)?(?:out|output|outputs|result)")
 _LOSS_NAME = re.compile(r"loss|criterion", re.IGNORECASE)
+# A module's own hook dicts, which only code that installs, detaches or replays hooks by hand reads.
+_HOOK_DICTS = re.compile(r"\._forward(?:_pre)?_hooks\b")
 
 
 class ForwardCalledDirectly(Rule):
@@ -50,7 +53,9 @@ class ForwardCalledDirectly(Rule):
     kernel's lazy tensor) and `.forward` is chosen. Inside a function the file registers as a
     forward hook (`register_forward_pre_hook(fn)`), or one written as a forward hook of the module
     it calls (`def __call__(self, module, module_in, module_out)` calling `module.forward(...)`,
-    registered elsewhere), `.forward` is right: calling the module there would run the hook again. A
+    registered elsewhere), `.forward` is right: calling the module there would run the hook again,
+    and so it is in a file that works a module's hook dicts by hand (`module._forward_hooks`,
+    `_forward_pre_hooks`: installing, detaching or replaying hooks), which skips them on purpose. A
     module the function has just built and uses nowhere else (`loss = NMILoss(ref)` then `return
     loss.forward(x)`, or `BeamSearch(...).forward(x)` at once), or only to read and set its
     attributes (`m.weight.data = q`), has no hooks to skip: no other code could register one. Nor
@@ -121,6 +126,8 @@ class ForwardCalledDirectly(Rule):
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value != "forward" or self.ctx.serves_tests:
             return  # a test builds the module it calls, with no hooks, often to test `forward` itself
+        if self._handles_hooks:
+            return  # the file works the hooks by hand: it skips them on purpose
         receiver = func.value
         if self._is_self_super_or_class(receiver, node) or not self._is_module(receiver):
             return
@@ -135,6 +142,10 @@ class ForwardCalledDirectly(Rule):
                               f"`{written}(...)`", fix=fix, severity=Severity.HINT)
             return
         self.report(node, f"`{written}.forward(...)` skips the module's hooks; call `{written}(...)`", fix=fix)
+
+    @cached_property
+    def _handles_hooks(self) -> bool:
+        return _HOOK_DICTS.search(self.ctx.source) is not None
 
     def _is_loss(self, receiver: cst.BaseExpression) -> bool:
         """A loss module, by its name (`self.ce_loss`, `criterion`) or its class (`nn.CrossEntropyLoss()`,
