@@ -48,6 +48,8 @@ _CUDA_ONLY_PACKAGES = frozenset({
     "tensorrt", "torch_tensorrt", "cupy", "pycuda", "kvikio", "cuda", "nvidia",
     "gsplat", "diff_gaussian_rasterization", "tinycudann",
 })
+# What a machine without CUDA raises at the first allocation on "cuda", and what catches it all.
+_MISSING_CUDA_ERRORS = frozenset({"AssertionError", "RuntimeError", "Exception", "BaseException"})
 # What a device object answers without touching a device.
 _DEVICE_FIELDS = frozenset({"type", "index"})
 
@@ -55,6 +57,24 @@ _DEVICE_FIELDS = frozenset({"type", "index"})
 def _cuda_only(module: str) -> bool:
     parts = module.split(".")
     return parts[0] in _CUDA_ONLY_PACKAGES or any("nccl" in part for part in parts)
+
+
+def _handles_missing_cuda(statement: cst.Try) -> bool:
+    """A handler of the `try` catches what a machine without CUDA raises: `AssertionError` (torch
+    built without CUDA), `RuntimeError` (no GPU found), or any exception."""
+    return any(handler.type is None or any(
+        name in _MISSING_CUDA_ERRORS for name in re.findall(r"\w+", dotted_name(handler.type) or "")
+    ) or isinstance(handler.type, cst.Tuple) and any(
+        dotted_name(element.value) in _MISSING_CUDA_ERRORS for element in handler.type.elements
+    ) for handler in statement.handlers)
+
+
+def _leaves_block(body: cst.BaseSuite) -> bool:
+    """The suite ends by leaving: `return`, `raise`, `continue` or `break`."""
+    statements = body.body if isinstance(body, cst.IndentedBlock) else ()
+    last = statements[-1] if statements else body if isinstance(body, cst.SimpleStatementSuite) else None
+    small = last.body[-1] if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and last.body else None
+    return isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break))
 
 
 def _is_cuda_string(expr: cst.BaseExpression) -> bool:
@@ -114,6 +134,10 @@ class HardcodedCuda(Rule):
     a machine without CUDA, a laptop or CPU-only CI, runs one. Nor is a
     device object only compared or asked its `type` (`self.device.type ==
     torch.device("cuda").type`): it is made on any machine, and places nothing on the GPU. Nor
+    is code whose failure without CUDA is handled: in a `try` whose handler catches it
+    (`AssertionError` without a CUDA build, `RuntimeError` without a GPU, `Exception`, or a bare
+    `except:`), or after an `if` about CUDA that leaves the block (`if dev.type != "cuda": return
+    False`). Nor
     is the `if __name__ == "__main__":` block of a module that another file of the project
     imports: a demo of the library the module is (a block run on a GPU to show its output
     shapes), not the program users run; a script's own `__main__` block is checked.
@@ -203,6 +227,10 @@ class HardcodedCuda(Rule):
                     return False
             elif isinstance(ancestor, cst.BooleanOperation) and isinstance(ancestor.operator, cst.Or):
                 return False  # `get_accelerator() or torch.device("cuda")`: a fallback
+            elif isinstance(ancestor, cst.Try) and child is ancestor.body and _handles_missing_cuda(ancestor):
+                return False  # `try: probe(torch.device("cuda", i)) except Exception: return False`
+            elif isinstance(ancestor, cst.IndentedBlock) and self._left_unless_guarded(ancestor, child):
+                return False  # `if dev.type != "cuda": return False` before it
             elif isinstance(ancestor, cst.FunctionDef):
                 if self._definition_guarded(ancestor) or self._callers_guarded(ancestor) \
                         or self._default_replaced(ancestor, call) or self._default_passed_to_base(ancestor, call):
@@ -213,6 +241,13 @@ class HardcodedCuda(Rule):
                 return False
         return not self._module_guarded() and not self._module_skipped() and not self._file_needs_cuda() \
             and not self.ctx.in_library_demo()
+
+    def _left_unless_guarded(self, block: cst.IndentedBlock, statement: cst.CSTNode) -> bool:
+        """An earlier statement of the block leaves it on a condition about CUDA (`if dev.type !=
+        "cuda": return False`): the rest runs only where that condition let it."""
+        earlier = block.body[:block.body.index(statement)] if statement in block.body else ()
+        return any(isinstance(check, cst.If) and self._mentions_guard(check.test) and _leaves_block(check.body)
+                   for check in earlier)
 
     def _falls_back_to_cpu(self, choice: cst.If | cst.IfExp | cst.While, branch: cst.CSTNode) -> bool:
         """`torch.device("cpu") if device.type == "cpu" else torch.device("cuda", rank)`: the other
