@@ -6,6 +6,7 @@ import libcst as cst
 
 from torchlint.analysis.call_edits import keyword, with_arguments
 from torchlint.analysis.cpu_fallback import cpu_fallback_row
+from torchlint.analysis.loops import Role, name_hint, role_from_name
 from torchlint.analysis.names import argument, dotted_name
 from torchlint.analysis.torch_api import LOAD_FUNCTIONS
 from torchlint.diagnostics import Applicability, Related, Severity
@@ -30,7 +31,9 @@ class LoadWithoutMapLocation(Rule):
     imports (`main.py` with `--disable-cuda` running the agent that `agent.py` defines), a load
     that restores a model is flagged, with a note on that place: its result goes to
     `load_state_dict(...)` or is used as a model (`.eval()`, `.to(...)`); a data cache is not.
-    A call with `**kwargs` (which may carry `map_location`) is not flagged, nor is a load under
+    A call with `**kwargs` (which may carry `map_location`) is not flagged, nor is a load that goes
+    straight to a scheduler's or a GradScaler's `load_state_dict` (Python numbers, on no device:
+    `self.lr_scheduler.load_state_dict(torch.load(path))`), nor is a load under
     `if torch.cuda.is_available():` (its `else` picks the device), a load of what the same
     function saves with `torch.save` (or a helper named for saving: `utils.save_on_master(...)`,
     a dataset cache) or has a call write, given the loaded file's folder as its output
@@ -81,6 +84,8 @@ class LoadWithoutMapLocation(Rule):
             return
         if argument(node, 1, "map_location") is not None or any(arg.star == "**" for arg in node.args):
             return
+        if self._restores_numbers(node):
+            return
         fallback = self._falls_back()
         if fallback is None or self._only_with_cuda() or self._reads_back(node):
             return
@@ -99,6 +104,15 @@ class LoadWithoutMapLocation(Rule):
             f"`map_location={device.group(1) if device is not None else 'device'}`",
             fix=fix, related=related,
         )
+
+    def _restores_numbers(self, load: cst.Call) -> bool:
+        """The loaded state goes straight to a scheduler's or a GradScaler's `load_state_dict`
+        (`self.lr_scheduler.load_state_dict(torch.load(path))`): Python numbers, on no device."""
+        parent = self.ctx.ancestors[-1] if self.ctx.ancestors else None
+        call = self.ctx.ancestors[-2] if isinstance(parent, cst.Arg) and len(self.ctx.ancestors) > 1 else None
+        return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+            and call.func.attr.value == "load_state_dict" \
+            and role_from_name(name_hint(call.func.value)) in (Role.SCHEDULER, Role.SCALER)
 
     def _restores_model(self, load: cst.Call) -> bool:
         """The loaded object goes to `load_state_dict(...)` (inline, or through the name it is
