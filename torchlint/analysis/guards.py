@@ -72,7 +72,7 @@ def _polarity_of_word(name: str) -> bool | None:
     return None
 
 
-def _caught_names(handler: cst.ExceptHandler) -> set[str] | None:
+def caught_names(handler: cst.ExceptHandler) -> set[str] | None:
     """The exception class names a handler catches; None for a bare `except:`."""
     if handler.type is None:
         return None
@@ -189,7 +189,7 @@ class Guards:
         caught: set[str] = set()
         catches_everything = False
         for handler in node.handlers:
-            names = _caught_names(handler)
+            names = caught_names(handler)
             if names is None:
                 catches_everything = True
             else:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 
 from torchlint.analysis.cpu_fallback import cpu_fallback_row
 from torchlint.analysis.modules import is_torch_module_class, module_word
@@ -293,6 +294,15 @@ class _Resolver:
                 (found.append if name.endswith(".py") else directories.append)(path)
         return found[:MAX_CALLER_FILES]
 
+    def files_matching(self, needle: re.Pattern, besides: str | None = None) -> Iterator[tuple[str, bytes]]:
+        """The project's files (`besides` aside) whose text `needle` matches, with that text; every
+        file looked at is recorded, as a file that comes to match changes the answer."""
+        for path in self.project_files():
+            self.used.add(path)
+            data = self.layout.read(path) if path != besides else None
+            if data is not None and needle.search(data):
+                yield path, data
+
     def placed_by_callers(self, path: str, function: str) -> dict[str, Note]:
         summary = self.summary(path)
         definition = summary.functions[function] if summary is not None and function in summary.functions else None
@@ -330,10 +340,8 @@ class _Resolver:
             return ()
         needle = re.compile(rb"(?<!def )\b" + re.escape(function.encode()) + rb"\s*\(")
         found = []
-        for caller in self.project_files():
-            self.used.add(caller)
-            data = self.layout.read(caller)
-            caller_summary = self.summary(caller) if data is not None and needle.search(data) else None
+        for caller, data in self.files_matching(needle):
+            caller_summary = self.summary(caller)
             if caller_summary is None:
                 continue
             for call in _calls_named_in((caller, self.layout.state(caller)), data, function, caller_summary.imports):
@@ -381,11 +389,7 @@ class _Resolver:
     def grad_modes(self, path: str, function: str) -> tuple[bool, ...]:
         needle = re.compile(rb"\b" + re.escape(function.encode()) + rb"\s*\(")
         found: list[bool] = []
-        for caller in self.project_files():
-            self.used.add(caller)
-            data = self.layout.read(caller) if caller != path else None
-            if data is None or not needle.search(data):
-                continue
+        for caller, data in self.files_matching(needle, besides=path):
             key = (caller, self.layout.state(caller), function)
             if key not in _GRAD_MODES:
                 _GRAD_MODES[key] = grad_modes_of_calls(data, function)
@@ -398,12 +402,8 @@ class _Resolver:
         if stem == "__init__":
             stem = os.path.basename(os.path.dirname(path))
         named = re.compile(rb"^[ \t]*(?:from|import)[ \t][^\n]*\b" + re.escape(stem.encode()) + rb"\b", re.MULTILINE)
-        for other in self.project_files():
-            if other == path:
-                continue
-            self.used.add(other)
-            data = self.layout.read(other)
-            if data is not None and named.search(data) and path in self.imported_files(other):
+        for other, _ in self.files_matching(named, besides=path):
+            if path in self.imported_files(other):
                 return Note(other, 1, 1, f"`{other}` imports this module")
         return None
 

@@ -4,6 +4,7 @@ import re
 
 import libcst as cst
 
+from torchlint.analysis.guards import caught_names
 from torchlint.analysis.names import (
     dotted_name, keyword_arg, method_named, other_branch, positional_args, suite_statements,
 )
@@ -62,11 +63,8 @@ def _cuda_only(module: str) -> bool:
 def _handles_missing_cuda(statement: cst.Try) -> bool:
     """A handler of the `try` catches what a machine without CUDA raises: `AssertionError` (torch
     built without CUDA), `RuntimeError` (no GPU found), or any exception."""
-    return any(handler.type is None or any(
-        name in _MISSING_CUDA_ERRORS for name in re.findall(r"\w+", dotted_name(handler.type) or "")
-    ) or isinstance(handler.type, cst.Tuple) and any(
-        dotted_name(element.value) in _MISSING_CUDA_ERRORS for element in handler.type.elements
-    ) for handler in statement.handlers)
+    return any((caught := caught_names(handler)) is None or caught & _MISSING_CUDA_ERRORS
+               for handler in statement.handlers)
 
 
 def _leaves_block(body: cst.BaseSuite) -> bool:

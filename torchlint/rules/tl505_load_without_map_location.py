@@ -105,23 +105,28 @@ class LoadWithoutMapLocation(Rule):
             fix=fix, related=related,
         )
 
+    def _loaded_into(self) -> cst.BaseExpression | None:
+        """What the load being visited goes straight into the `load_state_dict` of
+        (`self.lr_scheduler` for `self.lr_scheduler.load_state_dict(torch.load(path))`)."""
+        parent = self.ctx.ancestors[-1] if self.ctx.ancestors else None
+        call = self.ctx.ancestors[-2] if isinstance(parent, cst.Arg) and len(self.ctx.ancestors) > 1 else None
+        loads = isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+            and call.func.attr.value == "load_state_dict"
+        return call.func.value if loads else None
+
     def _restores_numbers(self, load: cst.Call) -> bool:
         """The loaded state goes straight to a scheduler's or a GradScaler's `load_state_dict`
         (`self.lr_scheduler.load_state_dict(torch.load(path))`): Python numbers, on no device."""
-        parent = self.ctx.ancestors[-1] if self.ctx.ancestors else None
-        call = self.ctx.ancestors[-2] if isinstance(parent, cst.Arg) and len(self.ctx.ancestors) > 1 else None
-        return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
-            and call.func.attr.value == "load_state_dict" \
-            and role_from_name(name_hint(call.func.value)) in (Role.SCHEDULER, Role.SCALER)
+        into = self._loaded_into()
+        return into is not None and role_from_name(name_hint(into)) in (Role.SCHEDULER, Role.SCALER)
 
     def _restores_model(self, load: cst.Call) -> bool:
         """The loaded object goes to `load_state_dict(...)` (inline, or through the name it is
         assigned to, subscripted or not) or is used as a model (`model = torch.load(p)` then
         `model.eval()`): a checkpoint of weights trained where the program ran, not a data cache."""
         parent = self.ctx.ancestors[-1] if self.ctx.ancestors else None
-        if isinstance(parent, cst.Arg) and len(self.ctx.ancestors) > 1:
-            call = self.ctx.ancestors[-2]
-            return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "load_state_dict"
+        if isinstance(parent, cst.Arg):
+            return self._loaded_into() is not None
         if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)):
             return False
         name = re.escape(parent.targets[0].target.value)
