@@ -101,6 +101,15 @@ def string_value(expr: cst.BaseExpression) -> str | None:
     return None
 
 
+def names_cpu(expr: cst.BaseExpression) -> bool:
+    """`"cpu"`, `"cpu:0"`, `torch.device("cpu")`: a device written as the CPU."""
+    if isinstance(expr, cst.SimpleString):
+        return expr.value.strip("'\"").split(":")[0] == "cpu"
+    if isinstance(expr, cst.Call) and expr.args and isinstance(expr.args[0].value, cst.SimpleString):
+        return names_cpu(expr.args[0].value)
+    return False
+
+
 def device_string_kind(text: str) -> Device | None:
     """`Device.CPU` for "cpu", `Device.ACCELERATOR` for "cuda:0"/"mps", None for other strings."""
     head = text.split(":", 1)[0].strip()

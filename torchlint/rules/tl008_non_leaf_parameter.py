@@ -4,20 +4,12 @@ import libcst as cst
 
 from torchlint.analysis.names import argument, keyword_arg, method_name, method_receiver, positional_args
 from torchlint.analysis.tensors import PARAMETER_CLASSES, dtype_kind, requires_grad_true
+from torchlint.analysis.values import names_cpu
 from torchlint.diagnostics import Severity
 from torchlint.rule import Rule
 
 # Conversions that return a new tensor (a non-leaf when the source requires grad).
 _COPYING = frozenset({"cuda", "double", "half", "bfloat16"})
-
-
-def _is_cpu(expr: cst.BaseExpression) -> bool:
-    """`"cpu"`, `torch.device("cpu")`: `.to()` to the CPU returns the CPU tensor itself."""
-    if isinstance(expr, cst.SimpleString):
-        return expr.value.strip("'\"").split(":")[0] == "cpu"
-    if isinstance(expr, cst.Call) and expr.args and isinstance(expr.args[0].value, cst.SimpleString):
-        return _is_cpu(expr.args[0].value)
-    return False
 
 
 class NonLeafParameter(Rule):
@@ -153,7 +145,7 @@ class NonLeafParameter(Rule):
             return False
         first = positional[0].value if positional else None
         device = keyword_arg(node, "device")
-        if first is not None and _is_cpu(first) or device is not None and _is_cpu(device.value):
+        if first is not None and names_cpu(first) or device is not None and names_cpu(device.value):
             return False
         if len(node.args) == 1 and self._same_device(source, device.value if device is not None else first):
             return False  # `torch.zeros(n, device=d, requires_grad=True).to(d)`: the tensor itself

@@ -10,7 +10,7 @@ from torchlint.analysis.names import (
 )
 from torchlint.analysis.nn_layers import parameterized_layer
 from torchlint.analysis.tensor_facts.domain import TensorFacts
-from torchlint.analysis.values import string_value
+from torchlint.analysis.values import names_cpu
 from torchlint.analysis.tensors import LEGACY_CONSTRUCTORS, PARAMETER_CLASSES, TENSOR_FACTORIES, requires_grad_true
 from torchlint.diagnostics import Severity
 from torchlint.reports import RelatedNode
@@ -33,6 +33,8 @@ _EVERY_ATTRIBUTE = "*"
 # The DataLoader arguments that name a function run on the batches it loads.
 _BATCHING_HOOKS = frozenset({"collate_fn", "worker_init_fn"})
 _VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+# Methods that place a tensor on a device, as the last word on where it is.
+_PLACING_METHODS = frozenset({"to", "cuda", "cpu"})
 # Methods that put a tensor on another device (or that of another tensor).
 _MOVES = frozenset({"to", "cuda", "type_as"})
 # Helpers that do so for their first argument (`c_f.to_device(self.labels, labels)`).
@@ -744,32 +746,33 @@ class UnregisteredTensorAttribute(Rule):
 def _placement(classes: ClassFrames, value: cst.BaseExpression) -> str | None:
     """`device` for `torch.LongTensor(ids).to(self.device)` or `torch.zeros(n, device=self._device)
     .clone()`: the attribute of the instance, named for a device, that the value is placed on last."""
-    while isinstance(value, cst.Call):
-        moves = isinstance(value.func, cst.Attribute) and value.func.attr.value in ("to", "cuda")
-        keyword = keyword_arg(value, "device")
-        target = argument(value, 0, "device") if moves else keyword.value if keyword is not None else None
-        if target is not None or moves:
-            name = classes.self_target(target) if target is not None else None
-            return name if name is not None and "device" in name else None
-        value = method_receiver(value)
-    return None
+    placed = _last_placement(value)
+    name = classes.self_target(placed[1]) if placed is not None and placed[1] is not None else None
+    return name if name is not None and "device" in name else None
 
 
 def _on_the_cpu(value: cst.BaseExpression) -> bool:
     """`torch.tensor(box, device="cpu")`, `t.cpu()`, `t.to("cpu")`: placed on the CPU last, in
     so many words."""
+    placed = _last_placement(value)
+    if placed is None:
+        return False
+    call, target = placed
+    return method_name(call) == "cpu" or target is not None and names_cpu(target)
+
+
+def _last_placement(value: cst.BaseExpression) -> tuple[cst.Call, cst.BaseExpression | None] | None:
+    """The call that places `value` last, through the methods applied after it (`.clone()`): a
+    move (`.to(...)`, `.cuda()`, `.cpu()`) or a factory's `device=`, with the device it names
+    (None for `.cuda()` and `.cpu()` without one)."""
     while isinstance(value, cst.Call):
-        moves = isinstance(value.func, cst.Attribute) and value.func.attr.value in ("to", "cuda", "cpu")
+        moves = isinstance(value.func, cst.Attribute) and value.func.attr.value in _PLACING_METHODS
         keyword = keyword_arg(value, "device")
         target = argument(value, 0, "device") if moves else keyword.value if keyword is not None else None
-        if moves and value.func.attr.value == "cpu":
-            return True
         if target is not None or moves:
-            if isinstance(target, cst.Call) and dotted_name(target.func) in ("torch.device", "device") and target.args:
-                target = target.args[0].value
-            return string_value(target) == "cpu" if target is not None else False
+            return value, target
         value = method_receiver(value)
-    return False
+    return None
 
 
 def _attribute_assignment(classdef: cst.ClassDef, name: str) -> cst.CSTNode | None:
